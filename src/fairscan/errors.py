@@ -1,0 +1,104 @@
+"""Errors and exit codes.
+
+Exception tree::
+
+    FairscanError
+    ├── SpecError      the spec file is unreadable or invalid            (exit 2)
+    ├── DataError      the data file is unreadable or unfit for a scan   (exit 2)
+    ├── UsageError     bad command-line usage                            (exit 2)
+    └── ScanError      a scan could not be carried out                   (exit 2)
+
+Every error carries one or more :class:`Issue` objects that name the spec field (and, once
+the spec loader has attached it, the file/line/column) or the data column, plus a hint that
+says what to do. Only the CLI turns them into text and exit codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0  # no significant finding
+    FINDINGS = 1  # at least one significant finding (CI gate)
+    ERROR = 2  # spec, data, usage or internal error
+    INTERRUPTED = 130  # Ctrl-C
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem, located as precisely as we can."""
+
+    message: str
+    hint: str | None = None
+    field: str | None = None  # spec path, e.g. "columns.outcome" or "scans[0].penalty"
+    column: str | None = None  # data column, when the problem is in the data
+    file: str | None = None
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+
+    def located(self, file: str | None, line: int | None, col: int | None) -> Issue:
+        return replace(self, file=file, line=line, col=col)
+
+    def render(self) -> str:
+        """Plain-text rendering: ``file:line:col: field: message`` plus a help line."""
+        where = ""
+        if self.file:
+            where = self.file
+            if self.line is not None:
+                where += f":{self.line}"
+                if self.col is not None:
+                    where += f":{self.col}"
+            where += ": "
+        what = f"{self.field}: " if self.field else ""
+        if self.column and not self.field:
+            what = f"column {self.column!r}: "
+        text = f"{where}{what}{self.message}"
+        if self.hint:
+            text += f"\n  help: {self.hint}"
+        return text
+
+
+class FairscanError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+    kind = "internal"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        hint: str | None = None,
+        field: str | None = None,
+        column: str | None = None,
+        issues: list[Issue] | None = None,
+    ) -> None:
+        if issues is None:
+            issues = [Issue(message or "error", hint=hint, field=field, column=column)]
+        self.issues: list[Issue] = list(issues)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(issue.render() for issue in self.issues)
+
+    def with_issues(self, issues: list[Issue]) -> FairscanError:
+        err = type(self)(issues=issues)
+        err.__cause__ = self.__cause__
+        return err
+
+
+class SpecError(FairscanError):
+    kind = "spec"
+
+
+class DataError(FairscanError):
+    kind = "data"
+
+
+class UsageError(FairscanError):
+    kind = "usage"
+
+
+class ScanError(FairscanError):
+    kind = "scan"

@@ -1,0 +1,160 @@
+"""The audit spec (``*.audit.yaml``), version 1, as pydantic models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from fairscan.scans import scan_spec_union
+from fairscan.spec.base import StrictModel
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class DataSpec(StrictModel):
+    path: str = Field(
+        min_length=1,
+        description=(
+            "Data file, relative to the spec file. Format by extension: "
+            ".csv, .parquet, .ndjson/.jsonl, .arrow/.ipc/.feather."
+        ),
+        examples=["compas.csv"],
+    )
+    filter: str | None = Field(
+        default=None,
+        description=(
+            "Optional row filter in SQL WHERE syntax (parsed, never evaluated as code), "
+            "e.g. \"age >= 18 AND race IN ('A', 'B')\"."
+        ),
+        examples=["age >= 18"],
+    )
+
+
+class ColumnsSpec(StrictModel):
+    outcome: str = Field(description="Binary outcome column (0/1 or true/false).")
+    prediction: str | None = Field(
+        default=None,
+        description="Predicted probability column, values in [0, 1] (needed by bias_scan).",
+    )
+    recommendation: str | None = Field(
+        default=None,
+        description="Binary recommendation (decision) column; or give `threshold` instead.",
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Derive the recommendation as prediction >= threshold (see threshold_rule).",
+    )
+    threshold_rule: Literal["ge", "gt"] = Field(
+        default="ge",
+        description="How `threshold` is applied: ge = prediction >= threshold, gt = prediction > threshold.",
+    )
+
+    @model_validator(mode="after")
+    def _recommendation_source(self) -> ColumnsSpec:
+        if self.recommendation is not None and self.threshold is not None:
+            raise ValueError("give either `recommendation` or `threshold`, not both")
+        if self.threshold is not None and self.prediction is None:
+            raise ValueError("`threshold` derives the recommendation from `prediction`; set `prediction`")
+        return self
+
+
+class DiscretizeSpec(StrictModel):
+    quantiles: int | None = Field(
+        default=None, ge=2, le=100, description="Number of equal-frequency bins."
+    )
+    edges: list[float] | None = Field(
+        default=None,
+        min_length=1,
+        description="Explicit inner bin edges, increasing; bins are [lo, hi).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DiscretizeSpec:
+        if (self.quantiles is None) == (self.edges is None):
+            raise ValueError("give exactly one of `quantiles` or `edges`")
+        if self.edges is not None and any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
+            raise ValueError("`edges` must be strictly increasing")
+        return self
+
+
+class SignificanceSpec(StrictModel):
+    replicates: int = Field(
+        default=999,
+        ge=0,
+        le=1_000_000,
+        description="Null replicates of the randomization test; 0 = no test.",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level.")
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seed for every random choice; omit for fresh entropy (recorded in the report).",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Worker processes for null replicates (default: number of CPUs). Results do not depend on it.",
+    )
+
+
+class OutputSpec(StrictModel):
+    dir: str = Field(default="reports", description="Report directory, relative to the spec file.")
+    formats: list[Literal["json", "markdown"]] = Field(
+        default_factory=lambda: ["json", "markdown"],
+        min_length=1,
+        description="Report formats to write: <dir>/<name>.json, <dir>/<name>.md.",
+    )
+
+
+class AuditSpec(StrictModel):
+    version: Literal[1] = Field(description="Spec format version; must be 1.")
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        description="Audit name; report file names derive from it.",
+        examples=["compas-fpr"],
+    )
+    description: str | None = Field(default=None, description="Free text shown in reports.")
+    data: DataSpec
+    columns: ColumnsSpec
+    attributes: list[str] = Field(
+        min_length=1, description="Columns whose value combinations form the subgroups."
+    )
+    discretize: dict[str, DiscretizeSpec] = Field(
+        default_factory=dict, description="Binning of numeric attributes, per attribute."
+    )
+    max_categories: int = Field(
+        default=50,
+        ge=2,
+        le=10_000,
+        description="An attribute with more distinct values than this is an error (discretize it).",
+    )
+    scans: list[Annotated[scan_spec_union(), Field(discriminator="type")]] = Field(  # type: ignore[valid-type]
+        min_length=1, description="Scans to run."
+    )
+    significance: SignificanceSpec = Field(default_factory=SignificanceSpec)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> AuditSpec:
+        dup = sorted({a for a in self.attributes if self.attributes.count(a) > 1})
+        if dup:
+            raise ValueError(f"attributes listed twice: {', '.join(dup)}")
+        ids = [s.id for s in self.scans]
+        dup_ids = sorted({i for i in ids if ids.count(i) > 1})
+        if dup_ids:
+            raise ValueError(f"scan ids must be unique; repeated: {', '.join(dup_ids)}")
+        unknown = sorted(set(self.discretize) - set(self.attributes))
+        if unknown:
+            raise ValueError(
+                f"discretize names {', '.join(unknown)}, which "
+                f"{'is' if len(unknown) == 1 else 'are'} not in `attributes`"
+            )
+        roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}
+        clash = sorted(set(self.attributes) & (roles - {None}))  # type: ignore[operator]
+        if clash:
+            raise ValueError(f"{', '.join(clash)} cannot be both an attribute and an outcome/prediction column")
+        return self
