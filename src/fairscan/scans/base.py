@@ -26,6 +26,7 @@ class ScanContext:
     seed: np.random.SeedSequence  # this scan's own stream (spawned from the run's root)
     workers: int = 1
     progress: Progress = field(default_factory=NullProgress)
+    role_names: dict[str, str] = field(default_factory=dict)  # role -> column name, for wording
 
 
 Runner = Callable[[Any, ScanContext], "ScanResult"]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from pydantic import Field
 
 from fairscan.scans.base import ScanContext, ScanType
 from fairscan.spec.base import MdssScanSpecBase
+
+if TYPE_CHECKING:
+    from fairscan.report.models import ScanResult
 
 
 class BiasScanSpec(MdssScanSpecBase):
@@ -21,10 +25,60 @@ class BiasScanSpec(MdssScanSpecBase):
     )
 
 
-def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext):  # type: ignore[no-untyped-def]
-    from fairscan.scans._calibration import run_calibration_scan
+def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    from fairscan.engine.critical import critical_value
+    from fairscan.engine.mdss import SubgroupScore, direction_code
+    from fairscan.report.models import CriticalValue
+    from fairscan.report.text import percent
+    from fairscan.scans.mdss_runner import MdssInputs, run_mdss
 
-    return run_calibration_scan(spec, ctx)
+    data = ctx.data
+    assert data.prediction is not None  # guaranteed by `needs`
+    outcome = ctx.role_names.get("outcome", "outcome")
+    prediction = ctx.role_names.get("prediction", "prediction")
+    rows = np.ones(data.n_rows, dtype=bool)
+    verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"The {int(round(best.size))} rows with {who} have {outcome} = 1 in "
+            f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
+            f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
+            f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."
+        )
+
+    result = run_mdss(
+        spec,
+        ctx,
+        MdssInputs(
+            rows=rows,
+            observed=data.outcome.astype(np.float64),
+            expected=data.prediction,
+            direction=direction_code(spec.direction),
+            population=f"all rows ({outcome} vs predicted probability {prediction})",
+            observed_label=f"{outcome} = 1",
+            describe=describe,
+        ),
+        parameters={},
+    )
+    # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
+    profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
+    h = critical_value(ctx.alpha, profiles)
+    top = result.findings[0].score if result.findings else 0.0
+    result.critical_value = CriticalValue(
+        alpha=ctx.alpha,
+        profiles=profiles,
+        h=h,
+        exceeded=top > h,
+        applicable=spec.penalty == 0 and spec.direction == "negative",
+    )
+    return result
 
 
 BIAS_SCAN = ScanType(

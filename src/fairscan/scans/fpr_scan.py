@@ -8,12 +8,16 @@ KL closed form and the search runs on cell counts alone.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from pydantic import Field
 
 from fairscan.scans.base import ScanContext, ScanType
 from fairscan.spec.base import MdssScanSpecBase
+
+if TYPE_CHECKING:
+    from fairscan.report.models import ScanResult
 
 
 class FprScanSpec(MdssScanSpecBase):
@@ -24,15 +28,67 @@ class TprScanSpec(MdssScanSpecBase):
     type: Literal["tpr_scan"] = Field(description="True-positive-rate scan among true positives (y = 1).")
 
 
-def run_fpr_scan(spec: FprScanSpec, ctx: ScanContext):  # type: ignore[no-untyped-def]
-    from fairscan.scans._error_rate import run_error_rate_scan
+def run_error_rate_scan(spec: FprScanSpec | TprScanSpec, ctx: ScanContext, outcome_class: int) -> ScanResult:
+    """Scan the rows with outcome == ``outcome_class`` for excess positive recommendations."""
+    from fairscan.engine.mdss import SubgroupScore
+    from fairscan.report.text import percent
+    from fairscan.scans.mdss_runner import MdssInputs, run_mdss
 
+    data = ctx.data
+    assert data.recommendation is not None  # guaranteed by `needs`
+    outcome = ctx.role_names.get("outcome", "outcome")
+    recommendation = ctx.role_names.get("recommendation", "recommendation")
+    rows = data.outcome == outcome_class
+    observed = data.recommendation[rows].astype(np.float64)
+    overall = float(observed.mean())
+    kind = "true negatives" if outcome_class == 0 else "true positives"
+    rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
+    population = f"{kind} ({outcome} = {outcome_class})"
+    flagged = f"recommended positive ({recommendation} = 1)"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        outside = (
+            f"{percent(outside_rate)} for the other {kind}" if outside_rate is not None else "no other rows"
+        )
+        return (
+            f"Among {population}, the {int(round(best.size))} rows with {who} are {flagged} "
+            f"{percent(observed_rate)} of the time ({rate_name}), vs {outside} and "
+            f"{percent(overall)} overall (odds multiplier q = {best.q:.2f})."
+        )
+
+    result = run_mdss(
+        spec,
+        ctx,
+        MdssInputs(
+            rows=rows,
+            observed=observed,
+            expected=np.full(observed.shape[0], overall),
+            direction=1,
+            population=population,
+            observed_label=flagged,
+            describe=describe,
+        ),
+        parameters={"direction": "positive", f"overall_{rate_name.replace(' ', '_')}": overall},
+    )
+    if overall in (0.0, 1.0):
+        result.warnings.append(
+            f"every one of the {kind} has {recommendation} = {int(overall)}: the {rate_name} "
+            "cannot differ between subgroups"
+        )
+    return result
+
+
+def run_fpr_scan(spec: FprScanSpec, ctx: ScanContext) -> ScanResult:
     return run_error_rate_scan(spec, ctx, outcome_class=0)
 
 
-def run_tpr_scan(spec: TprScanSpec, ctx: ScanContext):  # type: ignore[no-untyped-def]
-    from fairscan.scans._error_rate import run_error_rate_scan
-
+def run_tpr_scan(spec: TprScanSpec, ctx: ScanContext) -> ScanResult:
     return run_error_rate_scan(spec, ctx, outcome_class=1)
 
 

@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+RULE_ERROR_TYPE = "spec_rule"
 
 
 class StrictModel(BaseModel):
-    """Unknown keys are errors: a misspelt key must never silently fall back to a default."""
+    """Unknown keys are errors: a misspelt key must never silently fall back to a default.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    ``strict=True`` stops YAML 1.1 booleans from turning into numbers (``restarts: yes``
+    would otherwise be read as 1 and ``penalty: on`` as 1.0) and floats from being
+    truncated into integer fields. Integers are still accepted where a float is expected.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def rule_error(message: str, *loc: str | int) -> PydanticCustomError:
+    """Error for a cross-field rule, to raise from a validator.
+
+    ``loc`` is relative to the model being validated (e.g. ``("scans", 2, "id")`` in
+    ``AuditSpec``); the spec loader appends it to the error's ``loc`` to point at the exact
+    key, since an error raised in a model validator is otherwise located at the model itself.
+    Avoid ``{name}`` placeholders in ``message``: pydantic formats them from the context.
+    """
+    return PydanticCustomError(RULE_ERROR_TYPE, message, {"spec_loc": tuple(loc)})
 
 
 SCAN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from fairscan.scans import scan_spec_union
-from fairscan.spec.base import StrictModel
+from fairscan.spec.base import StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -49,15 +49,20 @@ class ColumnsSpec(StrictModel):
     )
     threshold_rule: Literal["ge", "gt"] = Field(
         default="ge",
-        description="How `threshold` is applied: ge = prediction >= threshold, gt = prediction > threshold.",
+        description=(
+            "How `threshold` is applied: ge = prediction >= threshold, gt = prediction > threshold."
+        ),
     )
 
     @model_validator(mode="after")
     def _recommendation_source(self) -> ColumnsSpec:
         if self.recommendation is not None and self.threshold is not None:
-            raise ValueError("give either `recommendation` or `threshold`, not both")
+            raise rule_error("give either `recommendation` or `threshold`, not both", "threshold")
         if self.threshold is not None and self.prediction is None:
-            raise ValueError("`threshold` derives the recommendation from `prediction`; set `prediction`")
+            raise rule_error(
+                "`threshold` derives the recommendation from `prediction`; set `prediction`",
+                "threshold",
+            )
         return self
 
 
@@ -73,10 +78,14 @@ class DiscretizeSpec(StrictModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> DiscretizeSpec:
-        if (self.quantiles is None) == (self.edges is None):
-            raise ValueError("give exactly one of `quantiles` or `edges`")
-        if self.edges is not None and any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
-            raise ValueError("`edges` must be strictly increasing")
+        if self.quantiles is not None and self.edges is not None:
+            raise rule_error("give exactly one of `quantiles` or `edges`, not both", "edges")
+        if self.quantiles is None and self.edges is None:
+            raise rule_error("give exactly one of `quantiles` or `edges`")
+        if self.edges is not None:
+            for i in range(1, len(self.edges)):
+                if self.edges[i] <= self.edges[i - 1]:
+                    raise rule_error("`edges` must be strictly increasing", "edges", i)
         return self
 
 
@@ -91,13 +100,18 @@ class SignificanceSpec(StrictModel):
     seed: int | None = Field(
         default=None,
         ge=0,
-        description="Seed for every random choice; omit for fresh entropy (recorded in the report).",
+        description=(
+            "Seed for every random choice; omit for fresh entropy (recorded in the report)."
+        ),
     )
     workers: int | None = Field(
         default=None,
         ge=1,
         le=256,
-        description="Worker processes for null replicates (default: number of CPUs). Results do not depend on it.",
+        description=(
+            "Worker processes for null replicates (default: number of CPUs). "
+            "Results do not depend on it."
+        ),
     )
 
 
@@ -118,8 +132,10 @@ class AuditSpec(StrictModel):
         examples=["compas-fpr"],
     )
     description: str | None = Field(default=None, description="Free text shown in reports.")
-    data: DataSpec
-    columns: ColumnsSpec
+    data: DataSpec = Field(description="The data file to audit and an optional row filter.")
+    columns: ColumnsSpec = Field(
+        description="Which columns hold the outcome, the prediction and the recommendation."
+    )
     attributes: list[str] = Field(
         min_length=1, description="Columns whose value combinations form the subgroups."
     )
@@ -135,26 +151,46 @@ class AuditSpec(StrictModel):
     scans: list[Annotated[scan_spec_union(), Field(discriminator="type")]] = Field(  # type: ignore[valid-type]
         min_length=1, description="Scans to run."
     )
-    significance: SignificanceSpec = Field(default_factory=SignificanceSpec)
-    output: OutputSpec = Field(default_factory=OutputSpec)
+    significance: SignificanceSpec = Field(
+        default_factory=SignificanceSpec,
+        description="Randomization test settings shared by all scans.",
+    )
+    output: OutputSpec = Field(
+        default_factory=OutputSpec, description="Where and in which formats reports are written."
+    )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_is_the_number_one(cls, value: object) -> object:
+        # Literal[1] alone also accepts True and 1.0 (they compare equal to 1), so
+        # `version: yes` would pass; the version must be written as the integer 1.
+        if isinstance(value, bool) or not isinstance(value, int) or value != 1:
+            raise rule_error("unsupported spec version")
+        return value
 
     @model_validator(mode="after")
     def _cross_checks(self) -> AuditSpec:
-        dup = sorted({a for a in self.attributes if self.attributes.count(a) > 1})
-        if dup:
-            raise ValueError(f"attributes listed twice: {', '.join(dup)}")
+        # A discretize entry for a column that is not among `attributes` is accepted: harmless.
+        seen: set[str] = set()
+        for i, attribute in enumerate(self.attributes):
+            if attribute in seen:
+                dup = sorted({a for a in self.attributes if self.attributes.count(a) > 1})
+                raise rule_error(f"attributes listed twice: {', '.join(dup)}", "attributes", i)
+            seen.add(attribute)
         ids = [s.id for s in self.scans]
-        dup_ids = sorted({i for i in ids if ids.count(i) > 1})
-        if dup_ids:
-            raise ValueError(f"scan ids must be unique; repeated: {', '.join(dup_ids)}")
-        unknown = sorted(set(self.discretize) - set(self.attributes))
-        if unknown:
-            raise ValueError(
-                f"discretize names {', '.join(unknown)}, which "
-                f"{'is' if len(unknown) == 1 else 'are'} not in `attributes`"
-            )
+        for i, scan_id in enumerate(ids):
+            if scan_id in ids[:i]:
+                dup_ids = sorted({x for x in ids if ids.count(x) > 1})
+                raise rule_error(
+                    f"scan ids must be unique; repeated: {', '.join(dup_ids)}", "scans", i, "id"
+                )
         roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}
         clash = sorted(set(self.attributes) & (roles - {None}))  # type: ignore[operator]
         if clash:
-            raise ValueError(f"{', '.join(clash)} cannot be both an attribute and an outcome/prediction column")
+            index = self.attributes.index(clash[0])
+            raise rule_error(
+                f"{', '.join(clash)} cannot be both an attribute and an outcome/prediction column",
+                "attributes",
+                index,
+            )
         return self

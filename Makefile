@@ -1,0 +1,54 @@
+# fairscan developer tasks. `make demo` and `make test` work on a fresh machine (Python >= 3.11).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: setup demo test test-fast lint format schemas sample-data compas bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+# The sample data is committed; regenerate it only when missing (the script is deterministic).
+sample_data/credit.csv: | $(STAMP)
+	$(BIN)/python scripts/make_sample_data.py
+
+sample-data: $(STAMP)
+	$(BIN)/python scripts/make_sample_data.py
+
+# Exit code 1 means "significant finding", which is what the demo is meant to show.
+demo: $(STAMP) sample_data/credit.csv
+	$(BIN)/audit run audits/sample.audit.yaml --out reports || [ $$? -eq 1 ]
+	@echo "Reports: reports/sample-credit.md and reports/sample-credit.json"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/ruff format --check src tests scripts benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests scripts benchmarks
+	$(BIN)/ruff check --fix src tests scripts benchmarks
+
+schemas: $(STAMP)
+	$(BIN)/python -m fairscan.spec.schema schemas
+
+# COMPAS table derived from ../shared/data (never committed): build/compas.csv
+compas: $(STAMP)
+	$(BIN)/python scripts/prepare_compas.py
+
+bench: $(STAMP) compas
+	$(BIN)/python benchmarks/bench_mdss.py
+
+clean:
+	rm -rf $(VENV) build reports .pytest_cache .ruff_cache .hypothesis

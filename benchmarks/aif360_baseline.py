@@ -1,0 +1,160 @@
+"""AIF360 MDSS baseline timing on COMPAS FPR-Scan.
+
+Runs in its own virtual environment (NOT the project venv)::
+
+    python3 -m venv benchmarks/.venv-aif360
+    benchmarks/.venv-aif360/bin/pip install aif360==0.6.1 pandas
+    python scripts/prepare_compas.py                      # project venv; writes build/compas.csv
+    benchmarks/.venv-aif360/bin/python benchmarks/aif360_baseline.py
+
+FPR-Scan inputs (methods.md §4.2): rows with ``two_year_recid == 0``; attributes
+``sex, race, age_group, c_charge_degree, priors`` as strings; observations = ``high_risk``;
+expectations = constant overall FPR (mean of ``high_risk`` over those rows).
+
+Direction: in ``aif360.detectors.mdss_detector.bias_scan`` (0.6.1), binary mode sets
+``direction = "negative" if overpredicted else "positive"``; ``overpredicted=False`` means
+"observed is systematically higher than the expectations", i.e. q > 1 — the FPR-Scan direction.
+``favorable_value`` is left at its default (the maximum of the observations, 1), so the
+observations are passed through unchanged.
+
+Each configuration is timed ``--repeats`` times (wall clock around the ``bias_scan`` call only;
+AIF360 reseeds ``np.random.seed(0)`` inside ``MDSS.scan`` so every repeat does the same work).
+The returned subgroup is re-scored exactly with the repository's brute-force oracle
+(``tests/oracle/brute_force.py``, pure numpy) because AIF360 rounds scores to 4 decimals and
+uses its own q bracket ``[1e-3, 1e3]`` with tolerance ``1e-3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from aif360.detectors.mdss_detector import bias_scan
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ATTRIBUTES = ["sex", "race", "age_group", "c_charge_degree", "priors"]
+
+sys.path.insert(0, str(REPO_ROOT / "tests" / "oracle"))
+try:  # optional exact re-scoring; pure numpy, no fairscan import
+    from brute_force import score_records
+except ImportError:  # pragma: no cover
+    score_records = None
+
+
+def load_fpr_inputs(csv_path: Path):
+    # keep_default_na=False: the priors label "None" is in pandas' default NA list.
+    df = pd.read_csv(csv_path, dtype=dict.fromkeys(ATTRIBUTES, str), keep_default_na=False)
+    neg = df[df["two_year_recid"] == 0].reset_index(drop=True)
+    data = neg[ATTRIBUTES].astype(str)
+    observations = neg["high_risk"].astype(int)
+    fpr = float(observations.mean())
+    expectations = pd.Series(fpr, index=observations.index)
+    return data, observations, expectations, fpr
+
+
+def rescore(data, observations, fpr, subgroup):
+    if score_records is None:
+        return None, None
+    mask = np.ones(len(data), dtype=bool)
+    for attr, vals in subgroup.items():
+        mask &= data[attr].isin(list(vals)).to_numpy()
+    obs = observations.to_numpy(dtype=float)[mask]
+    F, _q = score_records(obs, np.full(obs.shape, fpr), "positive")
+    return F, int(mask.sum())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", type=Path, default=REPO_ROOT / "build" / "compas.csv")
+    ap.add_argument("--penalties", type=float, nargs="+", default=[1.0, 1e-17])
+    ap.add_argument("--num-iters", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if not args.csv.is_file():
+        print(
+            f"{args.csv} not found; run `python scripts/prepare_compas.py` first", file=sys.stderr
+        )
+        return 2
+
+    data, observations, expectations, fpr = load_fpr_inputs(args.csv)
+    env = {
+        "python": platform.python_version(),
+        "aif360": version("aif360"),
+        "pandas": pd.__version__,
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+    }
+    print(f"environment: {env}")
+    print(
+        f"FPR-Scan inputs: {len(data)} true negatives, {int(observations.sum())} high_risk, "
+        f"overall FPR = {fpr:.10f}; arities "
+        f"{[data[a].nunique() for a in ATTRIBUTES]}"
+    )
+
+    results = []
+    for pen in args.penalties:
+        times, out = [], None
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            out = bias_scan(
+                data=data,
+                observations=observations,
+                expectations=expectations,
+                overpredicted=False,
+                scoring="Bernoulli",
+                num_iters=args.num_iters,
+                penalty=pen,
+                mode="binary",
+            )
+            times.append(time.perf_counter() - t0)
+        raw_subgroup, score = out
+        raw_subgroup = {k: sorted(v) for k, v in raw_subgroup.items()}
+        # methods.md §1.2: an attribute with every present value selected is unconstrained
+        subgroup = {
+            k: v for k, v in raw_subgroup.items() if set(v) != set(data[k].unique().tolist())
+        }
+        F_exact, n_sub = rescore(data, observations, fpr, subgroup)
+        complexity = sum(len(v) for v in subgroup.values())  # c(S) of methods.md §1.4
+        rec = {
+            "penalty": pen,
+            "num_iters": args.num_iters,
+            "times_s": times,
+            "best_s": min(times),
+            "median_s": statistics.median(times),
+            "aif360_subgroup": raw_subgroup,
+            "subgroup": subgroup,
+            "aif360_score": float(score),
+            "complexity": complexity,
+            "n": n_sub,
+            "exact_F": F_exact,
+            "exact_J": None if F_exact is None else F_exact - pen * complexity,
+        }
+        results.append(rec)
+        print(
+            f"\npenalty={pen:g} num_iters={args.num_iters}: best {rec['best_s']:.3f}s, "
+            f"median {rec['median_s']:.3f}s (runs: {', '.join(f'{t:.3f}' for t in times)})\n"
+            f"  AIF360 subgroup: {raw_subgroup}\n"
+            f"  normalised (full-value attributes dropped): {subgroup}\n"
+            f"  AIF360 score (rounded to 4 dp by AIF360): {score}\n"
+            f"  exact re-score: F={F_exact:.6f}, J=F-penalty*c={rec['exact_J']:.6f}, "
+            f"c(S)={complexity}, n={n_sub}"
+        )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"environment": env, "results": results}, indent=2))
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

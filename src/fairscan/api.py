@@ -1,0 +1,302 @@
+"""Library API: load and check a spec, prepare its data, run its scans, build and write reports.
+
+Nothing here prints, reads environment variables or exits; the CLI does that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from fairscan import __version__
+from fairscan.errors import DataError, ExitCode, FairscanError, Issue, ScanError, SpecError
+from fairscan.progress import NullProgress, Progress
+from fairscan.report.models import (
+    AuditReport,
+    Environment,
+    Provenance,
+    ScanResult,
+    ScanTiming,
+    Verdict,
+)
+from fairscan.spec.load import LoadedSpec, load_spec
+from fairscan.spec.models import AuditSpec
+
+ROLE_FIELDS = {
+    "outcome": "columns.outcome",
+    "prediction": "columns.prediction",
+    "recommendation": "columns.recommendation",
+}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Overrides and settings of one run (the CLI fills these from flags)."""
+
+    out_dir: Path | None = None  # overrides output.dir (relative to the working directory)
+    seed: int | None = None
+    replicates: int | None = None
+    workers: int | None = None
+    write: bool = True
+    progress: Progress = field(default_factory=NullProgress)
+
+
+@dataclass(frozen=True)
+class PreparedAudit:
+    """A validated spec with its data loaded and checked: everything a run needs."""
+
+    loaded: LoadedSpec
+    spec: AuditSpec
+    data_path: Path
+    data_sha256: str
+    data: object  # fairscan.data.table.PreparedData (kept loose to avoid importing polars here)
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    report: AuditReport
+    written: list[Path]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode(self.report.verdict.exit_code)
+
+
+def _locate(loaded: LoadedSpec, error: FairscanError) -> FairscanError:
+    """Attach the spec file and the YAML line of each issue's field."""
+    issues = []
+    for issue in error.issues:
+        if issue.file is None and issue.field is not None:
+            line, col = loaded.locate_field(issue.field)
+            issue = issue.located(str(loaded.path), line, col)
+        elif issue.file is None:
+            issue = issue.located(str(loaded.path), None, None)
+        issues.append(issue)
+    return error.with_issues(issues)
+
+
+def needed_roles(spec: AuditSpec) -> set[str]:
+    from fairscan.scans import SCAN_TYPES
+
+    roles: set[str] = {"outcome"}
+    for scan in spec.scans:
+        roles.update(SCAN_TYPES[scan.type].needs)
+    return roles
+
+
+def check_roles(spec: AuditSpec) -> list[Issue]:
+    """Scans whose required columns the spec does not name."""
+    from fairscan.scans import SCAN_TYPES
+
+    issues = []
+    for i, scan in enumerate(spec.scans):
+        for role in SCAN_TYPES[scan.type].needs:
+            if role == "prediction" and spec.columns.prediction is None:
+                issues.append(
+                    Issue(
+                        f"scan {scan.id!r} ({scan.type}) needs a predicted probability column",
+                        hint="set columns.prediction to the column holding probabilities in [0, 1]",
+                        field="columns",
+                    )
+                )
+            if role == "recommendation" and (
+                spec.columns.recommendation is None and spec.columns.threshold is None
+            ):
+                issues.append(
+                    Issue(
+                        f"scan {scan.id!r} ({scan.type}) needs binary recommendations",
+                        hint=(
+                            "set columns.recommendation to a 0/1 column, or columns.threshold "
+                            "(with columns.prediction) to derive it"
+                        ),
+                        field=f"scans[{i}]",
+                    )
+                )
+    return issues
+
+
+def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
+    significance = spec.significance
+    updates = {}
+    if options.seed is not None:
+        updates["seed"] = options.seed
+    if options.replicates is not None:
+        updates["replicates"] = options.replicates
+    if options.workers is not None:
+        updates["workers"] = options.workers
+    if updates:
+        significance = type(significance).model_validate({**significance.model_dump(), **updates})
+        spec = spec.model_copy(update={"significance": significance})
+    return spec
+
+
+def prepare_audit(spec_path: Path, options: RunOptions | None = None) -> PreparedAudit:
+    """Load and validate the spec, then load and check its data (no scanning)."""
+    from fairscan.data.load import file_sha256, read_table
+    from fairscan.data.prepare import prepare_data
+
+    options = options or RunOptions()
+    loaded = load_spec(Path(spec_path))
+    spec = apply_overrides(loaded.spec, options)
+    role_issues = check_roles(spec)
+    if role_issues:
+        raise _locate(loaded, SpecError(issues=role_issues))
+    data_path = (loaded.path.parent / spec.data.path).resolve()
+    try:
+        frame = read_table(data_path)
+        data = prepare_data(
+            frame,
+            columns=spec.columns,
+            attributes=list(spec.attributes),
+            discretize=spec.discretize,
+            max_categories=spec.max_categories,
+            filter=spec.data.filter,
+            needs=needed_roles(spec),
+        )
+        sha = file_sha256(data_path)
+    except (DataError, SpecError) as error:
+        raise _locate(loaded, error) from error
+    return PreparedAudit(loaded=loaded, spec=spec, data_path=data_path, data_sha256=sha, data=data)
+
+
+def _environment() -> Environment:
+    packages = {}
+    for name in ("fairscan", "numpy", "scipy", "numba", "polars", "pydantic", "pyyaml"):
+        try:
+            packages[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            packages[name] = "unknown"
+    return Environment(
+        python=sys.version.split()[0], platform=platform.platform(), packages=packages
+    )
+
+
+def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
+    """Each scan's stream is keyed by its id, so adding or reordering scans changes nothing else."""
+    key = int.from_bytes(hashlib.sha256(scan_id.encode()).digest()[:4], "little")
+    return np.random.SeedSequence(entropy=root.entropy, spawn_key=(*root.spawn_key, key))
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> AuditOutcome:
+    """Run every scan of a prepared audit and (optionally) write the reports."""
+    from fairscan.data.table import PreparedData
+    from fairscan.engine.randomization import default_workers
+    from fairscan.report.write import write_reports
+    from fairscan.scans import SCAN_TYPES, ScanContext
+
+    options = options or RunOptions()
+    spec = prepared.spec
+    data = prepared.data
+    assert isinstance(data, PreparedData)
+    started_wall = time.time()
+    started = time.perf_counter()
+    root = np.random.SeedSequence(spec.significance.seed)
+    workers = spec.significance.workers or default_workers()
+    role_names = {
+        role: name
+        for role, name in (
+            ("outcome", spec.columns.outcome),
+            ("prediction", spec.columns.prediction),
+            ("recommendation", spec.columns.recommendation),
+        )
+        if name is not None
+    }
+    if spec.columns.recommendation is None and spec.columns.threshold is not None:
+        op = ">=" if spec.columns.threshold_rule == "ge" else ">"
+        role_names["recommendation"] = f"{spec.columns.prediction} {op} {spec.columns.threshold:g}"
+
+    results: list[ScanResult] = []
+    for scan in spec.scans:
+        entry = SCAN_TYPES[scan.type]
+        ctx = ScanContext(
+            data=data,
+            alpha=spec.significance.alpha,
+            replicates=spec.significance.replicates,
+            seed=scan_seed(root, scan.id),
+            workers=workers,
+            progress=options.progress,
+            role_names=role_names,
+        )
+        scan_started = time.perf_counter()
+        try:
+            results.append(entry.runner(scan, ctx))
+        except ScanError as error:
+            elapsed = time.perf_counter() - scan_started
+            results.append(
+                ScanResult(
+                    id=scan.id,
+                    type=scan.type,
+                    status="error",
+                    parameters=scan.model_dump(mode="json"),
+                    timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
+                    error=error.render(),
+                )
+            )
+    finished_wall = time.time()
+
+    significant = sum(
+        1 for r in results for f in r.findings if f.significant
+    )
+    errors = sum(1 for r in results if r.status == "error")
+    if errors:
+        exit_code, status = ExitCode.ERROR, "error"
+    elif significant:
+        exit_code, status = ExitCode.FINDINGS, "findings"
+    else:
+        exit_code, status = ExitCode.OK, "clean"
+
+    report = AuditReport(
+        name=spec.name,
+        description=spec.description,
+        verdict=Verdict(
+            status=status,
+            exit_code=int(exit_code),
+            significant_findings=significant,
+            scans=len(results),
+            scans_with_errors=errors,
+        ),
+        provenance=Provenance(
+            tool_version=__version__,
+            spec_path=str(prepared.loaded.path),
+            spec_sha256=prepared.loaded.sha256,
+            data_path=str(prepared.data_path),
+            data_sha256=prepared.data_sha256,
+            data_rows=data.n_rows_raw,
+            rows_after_filter=data.n_rows,
+            filter=spec.data.filter,
+            seed=spec.significance.seed,
+            seed_entropy=str(root.entropy),
+            utc_time=_utc(started_wall),
+            finished_utc_time=_utc(finished_wall),
+            total_seconds=time.perf_counter() - started,
+            workers=workers,
+            parameters=spec.model_dump(mode="json"),
+            environment=_environment(),
+        ),
+        data_warnings=list(data.warnings),
+        attributes={a.name: list(a.labels) for a in data.attributes},
+        scans=results,
+    )
+    written: list[Path] = []
+    if options.write:
+        out_dir = options.out_dir or (prepared.loaded.path.parent / spec.output.dir)
+        written = write_reports(report, Path(out_dir), spec.output.formats)
+    return AuditOutcome(report=report, written=written)
+
+
+def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:
+    """Load, check and run one ``*.audit.yaml`` spec; write its reports."""
+    options = options or RunOptions()
+    return run_prepared(prepare_audit(spec_path, options), options)

@@ -1,0 +1,829 @@
+"""Row filters in SQL ``WHERE`` syntax: a small recursive-descent parser and a polars compiler.
+
+The filter text is tokenised and parsed into a tree of :class:`Node` objects; the tree is then
+type-checked against the table schema and turned into a :class:`polars.Expr`. Nothing is ever
+evaluated as Python code and no SQL engine is involved.
+
+Grammar (keywords are case-insensitive, column names case-sensitive)::
+
+    expr      := and_expr ( OR and_expr )*
+    and_expr  := not_expr ( AND not_expr )*
+    not_expr  := NOT not_expr | predicate
+    predicate := '(' expr ')'
+               | operand [ cmp_op operand
+                         | [NOT] IN '(' literal ( ',' literal )* ')'
+                         | [NOT] BETWEEN operand AND operand
+                         | [NOT] LIKE string
+                         | IS [NOT] NULL ]
+    operand   := identifier | "quoted identifier" | literal
+    literal   := number | '-' number | 'string' | TRUE | FALSE | NULL
+    cmp_op    := = | == | != | <> | < | <= | > | >=
+
+A bare operand is allowed as a predicate when it is a boolean column or TRUE/FALSE.
+Comparisons with NULL follow SQL: a row whose comparison is NULL is dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal as TypingLiteral
+from typing import cast
+
+import polars as pl
+
+from fairscan.errors import SpecError
+
+FIELD = "data.filter"
+MAX_NESTING = 100  # parentheses / NOT levels; keeps recursion far from Python's limit
+
+__all__ = [
+    "And",
+    "Between",
+    "Column",
+    "Compare",
+    "InList",
+    "IsNull",
+    "Like",
+    "Literal",
+    "Node",
+    "Not",
+    "Or",
+    "filter_columns",
+    "filter_expression",
+    "parse_filter",
+    "quote_identifier",
+]
+
+# --------------------------------------------------------------------------------------------
+# Syntax tree
+# --------------------------------------------------------------------------------------------
+
+Value = int | float | str | bool | None
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    pos: int  # 0-based character offset in the filter text
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: Value
+    pos: int
+
+
+Operand = Column | Literal
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: str  # one of = != < <= > >=  (== and <> are normalised)
+    left: Operand
+    right: Operand
+    pos: int  # position of the operator
+
+
+@dataclass(frozen=True)
+class InList:
+    operand: Operand
+    values: tuple[Literal, ...]
+    negated: bool
+    pos: int
+
+
+@dataclass(frozen=True)
+class Between:
+    operand: Operand
+    low: Operand
+    high: Operand
+    negated: bool
+    pos: int
+
+
+@dataclass(frozen=True)
+class IsNull:
+    operand: Operand
+    negated: bool
+    pos: int
+
+
+@dataclass(frozen=True)
+class Like:
+    operand: Operand
+    pattern: str
+    negated: bool
+    pos: int
+
+
+@dataclass(frozen=True)
+class And:
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Or:
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Node
+    pos: int
+
+
+Node = Column | Literal | Compare | InList | Between | IsNull | Like | And | Or | Not
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+def _caret(text: str, pos: int) -> str:
+    """Two-line excerpt: the filter text and a caret under character ``pos`` (0-based)."""
+    shown = re.sub(r"[\t\r\n]", " ", text)
+    pos = max(0, min(pos, len(shown)))
+    return f"  {shown}\n  {' ' * pos}^"
+
+
+def _error(
+    text: str, pos: int, message: str, hint: str | None = None, *, expected: str | None = None
+) -> SpecError:
+    """A :class:`SpecError` for ``data.filter`` pointing at character ``pos`` (0-based).
+
+    The message reads ``<message> at position <pos+1>[; expected <expected>]`` followed by the
+    filter text and a caret line.
+    """
+    full = f"{message} at position {pos + 1}"
+    if expected:
+        full += f"; expected {expected}"
+    full += f"\n{_caret(text, pos)}"
+    return SpecError(full, field=FIELD, hint=hint)
+
+
+# --------------------------------------------------------------------------------------------
+# Tokeniser
+# --------------------------------------------------------------------------------------------
+
+KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "LIKE", "TRUE", "FALSE"})
+_COMPARISON = {
+    "=": "=",
+    "==": "=",
+    "!=": "!=",
+    "<>": "!=",
+    "<": "<",
+    "<=": "<=",
+    ">": ">",
+    ">=": ">=",
+}
+
+TokenKind = TypingLiteral["ident", "qident", "number", "string", "keyword", "op", "punct", "eof"]
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: TokenKind
+    text: str  # source text (for display)
+    value: Value  # identifier name, keyword (upper case), number, string contents, operator
+    pos: int
+
+
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_IDENT = re.compile(r"[^\W\d]\w*")
+_OPS = ("<=", ">=", "<>", "!=", "==", "=", "<", ">")
+
+
+def _tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if ch == "'":
+            j, parts = i + 1, []
+            while True:
+                k = text.find("'", j)
+                if k < 0:
+                    raise _error(
+                        text,
+                        i,
+                        "unterminated string",
+                        "close the string with a single quote; write '' for a quote inside it",
+                    )
+                parts.append(text[j:k])
+                if k + 1 < n and text[k + 1] == "'":
+                    parts.append("'")
+                    j = k + 2
+                    continue
+                break
+            tokens.append(Token("string", text[i : k + 1], "".join(parts), i))
+            i = k + 1
+            continue
+        if ch == '"':
+            j, parts = i + 1, []
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise _error(
+                        text,
+                        i,
+                        "unterminated quoted column name",
+                        "close the name with a double quote; string values take single quotes",
+                    )
+                parts.append(text[j:k])
+                if k + 1 < n and text[k + 1] == '"':
+                    parts.append('"')
+                    j = k + 2
+                    continue
+                break
+            name = "".join(parts)
+            if not name:
+                raise _error(text, i, "empty quoted column name")
+            tokens.append(Token("qident", text[i : k + 1], name, i))
+            i = k + 1
+            continue
+        m = _NUMBER.match(text, i)
+        if m:
+            end = m.end()
+            if end < n and (text[end].isalnum() or text[end] in "_."):
+                raise _error(
+                    text,
+                    i,
+                    f"malformed number {text[i : end + 1]!r}",
+                    'quote column names that start with a digit: "2nd_col"',
+                )
+            lexeme = m.group()
+            number: int | float = int(lexeme) if lexeme.isdigit() else float(lexeme)
+            tokens.append(Token("number", lexeme, number, i))
+            i = end
+            continue
+        m = _IDENT.match(text, i)
+        if m:
+            word = m.group()
+            if word.upper() in KEYWORDS:
+                tokens.append(Token("keyword", word, word.upper(), i))
+            else:
+                tokens.append(Token("ident", word, word, i))
+            i = m.end()
+            continue
+        op = next((o for o in _OPS if text.startswith(o, i)), None)
+        if op is not None:
+            tokens.append(Token("op", op, _COMPARISON[op], i))
+            i += len(op)
+            continue
+        if ch in "(),-":
+            tokens.append(Token("punct", ch, ch, i))
+            i += 1
+            continue
+        hint = None
+        if ch == "`":
+            hint = 'quote column names with double quotes: "my column"'
+        elif ch in "&|":
+            hint = "use AND / OR"
+        elif ch == "!":
+            hint = "use NOT, or != for 'not equal'"
+        raise _error(text, i, f"unexpected character {ch!r}", hint)
+    tokens.append(Token("eof", "end of filter", None, n))
+    return tokens
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _tokenize(text)
+        self.i = 0
+        self.depth = 0  # nesting of parentheses and NOT
+
+    def _enter(self, pos: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _error(
+                self.text,
+                pos,
+                f"filter nested more than {MAX_NESTING} levels deep",
+                "simplify the filter",
+            )
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def _advance(self) -> Token:
+        tok = self.tokens[self.i]
+        if tok.kind != "eof":
+            self.i += 1
+        return tok
+
+    def _is_kw(self, *words: str) -> bool:
+        return self.tok.kind == "keyword" and self.tok.value in words
+
+    def _is_punct(self, ch: str) -> bool:
+        return self.tok.kind == "punct" and self.tok.value == ch
+
+    def _unexpected(self, expected: str | None = None, hint: str | None = None) -> SpecError:
+        tok = self.tok
+        msg = "unexpected end of filter" if tok.kind == "eof" else f"unexpected token {tok.text!r}"
+        if hint is None and tok.kind == "punct" and tok.value == "(" and self.i > 0:
+            prev = self.tokens[self.i - 1]
+            if prev.kind in ("ident", "qident"):
+                hint = "function calls are not supported; a filter compares columns with values"
+        return _error(self.text, tok.pos, msg, hint, expected=expected)
+
+    def _expect_punct(self, ch: str, expected: str) -> Token:
+        if not self._is_punct(ch):
+            raise self._unexpected(expected)
+        return self._advance()
+
+    # -- grammar ---------------------------------------------------------------------------
+    def parse(self) -> Node:
+        if self.tok.kind == "eof":
+            raise _error(
+                self.text,
+                0,
+                "empty filter",
+                "write a condition such as age >= 18, or remove data.filter",
+            )
+        node = self._or()
+        if self.tok.kind != "eof":
+            if self._is_punct(")"):
+                raise self._unexpected(hint="remove it or add the matching '('")
+            raise self._unexpected("AND, OR or end of filter")
+        return node
+
+    def _or(self) -> Node:
+        node = self._and()
+        while self._is_kw("OR"):
+            self._advance()
+            node = Or(node, self._and())
+        return node
+
+    def _and(self) -> Node:
+        node = self._not()
+        while self._is_kw("AND"):
+            self._advance()
+            node = And(node, self._not())
+        return node
+
+    def _not(self) -> Node:
+        if self._is_kw("NOT"):
+            tok = self._advance()
+            self._enter(tok.pos)
+            node = Not(self._not(), tok.pos)
+            self.depth -= 1
+            return node
+        return self._predicate()
+
+    def _predicate(self) -> Node:
+        if self._is_punct("("):
+            open_tok = self._advance()
+            self._enter(open_tok.pos)
+            node = self._or()
+            if not self._is_punct(")"):
+                if self.tok.kind == "eof":
+                    raise _error(self.text, open_tok.pos, "unclosed '('", "add the matching ')'")
+                raise self._unexpected("')'")
+            self._advance()
+            self.depth -= 1
+            return node
+        left = self._operand()
+        tok = self.tok
+        if tok.kind == "op":
+            self._advance()
+            right = self._operand()
+            return Compare(str(tok.value), left, right, tok.pos)
+        if self._is_kw("IS"):
+            self._advance()
+            negated = False
+            if self._is_kw("NOT"):
+                self._advance()
+                negated = True
+            if not self._is_kw("NULL"):
+                raise self._unexpected(
+                    "NULL", "IS only tests for NULL; use = to compare with a value"
+                )
+            self._advance()
+            return IsNull(left, negated, tok.pos)
+        negated = False
+        if self._is_kw("NOT"):
+            self._advance()
+            negated = True
+            if not self._is_kw("IN", "BETWEEN", "LIKE"):
+                raise self._unexpected("IN, BETWEEN or LIKE after NOT")
+        if self._is_kw("IN"):
+            self._advance()
+            return InList(left, self._in_list(), negated, tok.pos)
+        if self._is_kw("BETWEEN"):
+            self._advance()
+            low = self._operand()
+            if not self._is_kw("AND"):
+                raise self._unexpected("AND", "write: x BETWEEN low AND high")
+            self._advance()
+            high = self._operand()
+            return Between(left, low, high, negated, tok.pos)
+        if self._is_kw("LIKE"):
+            self._advance()
+            if self.tok.kind != "string":
+                raise self._unexpected(
+                    "a 'quoted' pattern", "write: name LIKE 'A%' (% = any text, _ = one character)"
+                )
+            pattern = self._advance()
+            return Like(left, str(pattern.value), negated, tok.pos)
+        # A bare operand used as a condition.
+        if isinstance(left, Column) or (isinstance(left, Literal) and isinstance(left.value, bool)):
+            return left
+        if isinstance(left, Literal) and left.value is None:
+            return left
+        raise self._unexpected("a comparison operator, IN, BETWEEN, LIKE or IS")
+
+    def _in_list(self) -> tuple[Literal, ...]:
+        self._expect_punct("(", "'(' after IN")
+        values = [self._literal("a value in the IN list")]
+        while self._is_punct(","):
+            self._advance()
+            values.append(self._literal("a value after ','"))
+        if not self._is_punct(")"):
+            raise self._unexpected("',' or ')'")
+        self._advance()
+        return tuple(values)
+
+    def _literal(self, expected: str) -> Literal:
+        operand = self._operand(expected)
+        if not isinstance(operand, Literal):
+            hint = None
+            if operand.quoted:
+                hint = f"string values take single quotes: '{operand.name}'"
+            raise _error(
+                self.text,
+                operand.pos,
+                f"expected a literal value, found column {operand.name!r}",
+                hint or "IN lists hold literal values only: x IN (1, 2) or x IN ('a', 'b')",
+            )
+        return operand
+
+    def _operand(self, expected: str = "a column name or a value") -> Operand:
+        tok = self.tok
+        if tok.kind == "ident":
+            self._advance()
+            return Column(str(tok.value), tok.pos)
+        if tok.kind == "qident":
+            self._advance()
+            return Column(str(tok.value), tok.pos, quoted=True)
+        if tok.kind == "number":
+            self._advance()
+            return Literal(tok.value, tok.pos)
+        if tok.kind == "string":
+            self._advance()
+            return Literal(tok.value, tok.pos)
+        if tok.kind == "keyword" and tok.value in ("TRUE", "FALSE", "NULL"):
+            self._advance()
+            value = None if tok.value == "NULL" else tok.value == "TRUE"
+            return Literal(value, tok.pos)
+        if self._is_punct("-"):
+            self._advance()
+            num = self.tok
+            if num.kind != "number":
+                raise self._unexpected("a number after '-'", "arithmetic is not supported")
+            self._advance()
+            return Literal(-cast(int | float, num.value), tok.pos)
+        hint = None
+        if tok.kind == "keyword":
+            hint = f'{tok.text!r} is a keyword; quote a column of that name: "{tok.text}"'
+        raise self._unexpected(expected, hint)
+
+
+def parse_filter(text: str) -> Node:
+    """Parse a filter in SQL ``WHERE`` syntax; raise :class:`SpecError` (``data.filter``)."""
+    if not isinstance(text, str):
+        raise SpecError("the filter must be a string", field=FIELD)
+    return _Parser(text).parse()
+
+
+# --------------------------------------------------------------------------------------------
+# Compiler (type checks against the schema, then builds a polars expression)
+# --------------------------------------------------------------------------------------------
+
+Kind = TypingLiteral["numeric", "string", "boolean", "date", "datetime", "time", "null", "other"]
+
+
+def _dtype_kind(dtype: pl.DataType) -> Kind:
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return "string"
+    if dtype == pl.Boolean:
+        return "boolean"
+    if dtype == pl.Date:
+        return "date"
+    if isinstance(dtype, pl.Datetime) or dtype == pl.Datetime:
+        return "datetime"
+    if dtype == pl.Time:
+        return "time"
+    if dtype == pl.Null:
+        return "null"
+    return "other"
+
+
+def _value_kind(value: Value) -> Kind:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "numeric"
+    return "string"
+
+
+_KIND_NAME = {
+    "numeric": "a number",
+    "string": "a string",
+    "boolean": "a boolean",
+    "date": "a date",
+    "datetime": "a datetime",
+    "time": "a time",
+    "null": "NULL",
+    "other": "a value",
+}
+
+
+def _show(value: Value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def _like_regex(pattern: str) -> str:
+    out = ["(?s)^"]
+    for ch in pattern:
+        if ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(ch))
+    out.append("$")
+    return "".join(out)
+
+
+_CMP: dict[str, Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+class _Compiler:
+    def __init__(self, text: str, schema: Mapping[str, pl.DataType]) -> None:
+        self.text = text
+        self.schema = dict(schema)
+
+    def _err(self, pos: int, message: str, hint: str | None = None) -> SpecError:
+        return _error(self.text, pos, message, hint)
+
+    # -- operands --------------------------------------------------------------------------
+    def _column(self, col: Column) -> tuple[pl.Expr, Kind, pl.DataType]:
+        if col.name not in self.schema:
+            names = list(self.schema)
+            close = difflib.get_close_matches(col.name, names, n=3, cutoff=0.6)
+            if not close:
+                lowered = {n.lower(): n for n in names}
+                if col.name.lower() in lowered:
+                    close = [lowered[col.name.lower()]]
+            if close:
+                hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+                if any(not c.isidentifier() for c in close):
+                    hint += ' (quote names with spaces or dashes: "my col")'
+            elif col.quoted:
+                hint = f"string values take single quotes: '{col.name}'"
+            else:
+                shown = ", ".join(repr(n) for n in names[:20])
+                more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
+                hint = f"columns are: {shown}{more}"
+            if col.quoted and close:
+                hint += f"; for a string value write '{col.name}'"
+            raise self._err(col.pos, f"unknown column {col.name!r}", hint)
+        dtype = self.schema[col.name]
+        kind = _dtype_kind(dtype)
+        expr = pl.col(col.name)
+        if kind == "string" and dtype != pl.String:
+            expr = expr.cast(pl.String)
+        return expr, kind, dtype
+
+    def _operand(self, node: Operand) -> tuple[pl.Expr, Kind, pl.DataType | None, Value]:
+        if isinstance(node, Column):
+            expr, kind, dtype = self._column(node)
+            return expr, kind, dtype, None
+        return pl.lit(node.value), _value_kind(node.value), None, node.value
+
+    def _describe(self, node: Operand, kind: Kind, dtype: pl.DataType | None) -> str:
+        if isinstance(node, Column):
+            return f"column {node.name!r} ({dtype})"
+        return f"{_KIND_NAME[kind]} {_show(node.value)}"
+
+    def _coerce_temporal(self, kind: Kind, lit: Literal) -> pl.Expr | None:
+        """A 'string' literal compared with a date/datetime/time column is read as ISO 8601."""
+        if not isinstance(lit.value, str) or kind not in ("date", "datetime", "time"):
+            return None
+        parse: Callable[[str], object] = {
+            "date": dt.date.fromisoformat,
+            "datetime": dt.datetime.fromisoformat,
+            "time": dt.time.fromisoformat,
+        }[kind]
+        try:
+            return pl.lit(parse(lit.value))
+        except ValueError:
+            raise self._err(
+                lit.pos,
+                f"cannot read {_show(lit.value)} as a {kind}",
+                "write dates as 'YYYY-MM-DD' and datetimes as 'YYYY-MM-DD HH:MM:SS'",
+            ) from None
+
+    def _pair(self, left: Operand, right: Operand, pos: int, what: str) -> tuple[pl.Expr, pl.Expr]:
+        """Compile two operands that are compared with each other, checking their types."""
+        lexpr, lkind, ldtype, _ = self._operand(left)
+        rexpr, rkind, rdtype, _ = self._operand(right)
+        for node, kind, dtype in ((left, lkind, ldtype), (right, rkind, rdtype)):
+            if kind == "other" and isinstance(node, Column):
+                raise self._err(
+                    node.pos,
+                    f"column {node.name!r} has type {dtype}, which a filter cannot compare",
+                )
+        if lkind == rkind or "null" in (lkind, rkind):
+            # same kind; or a column of dtype Null (all missing), which is never true
+            return lexpr, rexpr
+        if isinstance(right, Literal):
+            coerced = self._coerce_temporal(lkind, right)
+            if coerced is not None:
+                return lexpr, coerced
+        if isinstance(left, Literal):
+            coerced = self._coerce_temporal(rkind, left)
+            if coerced is not None:
+                return coerced, rexpr
+        if {lkind, rkind} == {"date", "datetime"}:
+            return lexpr, rexpr
+        hint = None
+        column_kind = lkind if isinstance(left, Column) else rkind
+        literal = right if isinstance(right, Literal) else None
+        if isinstance(left, Literal):
+            literal = left
+        if literal is not None and column_kind == "string":
+            hint = f"quote the value as a string: '{literal.value}'"
+        elif literal is not None and column_kind == "numeric" and isinstance(literal.value, str):
+            hint = "compare a numeric column with a number, without quotes"
+        elif literal is not None and column_kind == "boolean":
+            hint = "compare a boolean column with TRUE or FALSE"
+        raise self._err(
+            pos,
+            f"type mismatch in {what}: cannot compare {self._describe(left, lkind, ldtype)} "
+            f"with {self._describe(right, rkind, rdtype)}",
+            hint,
+        )
+
+    # -- nodes -----------------------------------------------------------------------------
+    def compile(self, node: Node) -> pl.Expr:
+        # AND/OR chains are flattened (iteratively, so long chains cannot exhaust the stack)
+        # into one n-ary polars call; both use SQL's three-valued (Kleene) logic.
+        if isinstance(node, And):
+            return pl.all_horizontal([self.compile(n) for n in _flatten(node, And)])
+        if isinstance(node, Or):
+            return pl.any_horizontal([self.compile(n) for n in _flatten(node, Or)])
+        if isinstance(node, Not):
+            return ~self._boolean(node.operand)
+        return self._boolean(node)
+
+    def _boolean(self, node: Node) -> pl.Expr:
+        if isinstance(node, And | Or | Not):
+            return self.compile(node)
+        if isinstance(node, Column):
+            expr, kind, dtype = self._column(node)
+            if kind not in ("boolean", "null"):
+                raise self._err(
+                    node.pos,
+                    f"column {node.name!r} ({dtype}) is not boolean and cannot be a condition "
+                    "on its own",
+                    f"compare it with a value, e.g. {quote_identifier(node.name)} = ...",
+                )
+            return expr.cast(pl.Boolean)
+        if isinstance(node, Literal):
+            return pl.lit(node.value, dtype=pl.Boolean)
+        if isinstance(node, Compare):
+            for side in (node.left, node.right):
+                if isinstance(side, Literal) and side.value is None:
+                    negate = "NOT " if node.op == "!=" else ""
+                    raise self._err(
+                        side.pos,
+                        f"comparison with NULL ({node.op} NULL) is never true",
+                        f"use IS {negate}NULL",
+                    )
+            lexpr, rexpr = self._pair(node.left, node.right, node.pos, f"'{node.op}'")
+            return _CMP[node.op](lexpr, rexpr)
+        if isinstance(node, InList):
+            parts = []
+            for value in node.values:
+                if value.value is None:
+                    raise self._err(
+                        value.pos,
+                        "NULL in an IN list never matches",
+                        "test for missing values with IS NULL, e.g. (x IN (1, 2) OR x IS NULL)",
+                    )
+                lexpr, rexpr = self._pair(node.operand, value, value.pos, "IN list")
+                parts.append(lexpr == rexpr)
+            expr = parts[0] if len(parts) == 1 else pl.any_horizontal(parts)
+            return ~expr if node.negated else expr
+        if isinstance(node, Between):
+            for side in (node.low, node.high):
+                if isinstance(side, Literal) and side.value is None:
+                    raise self._err(side.pos, "BETWEEN bounds cannot be NULL")
+            lo_l, lo_r = self._pair(node.operand, node.low, node.pos, "BETWEEN")
+            hi_l, hi_r = self._pair(node.operand, node.high, node.pos, "BETWEEN")
+            expr = (lo_l >= lo_r) & (hi_l <= hi_r)
+            return ~expr if node.negated else expr
+        if isinstance(node, IsNull):
+            expr, _, _, _ = self._operand(node.operand)
+            return expr.is_not_null() if node.negated else expr.is_null()
+        if isinstance(node, Like):
+            expr, kind, dtype, _ = self._operand(node.operand)
+            if kind not in ("string", "null"):
+                raise self._err(
+                    node.pos,
+                    f"type mismatch in LIKE: {self._describe(node.operand, kind, dtype)} "
+                    "is not a string",
+                    "LIKE matches text columns; compare numbers with =, <, BETWEEN",
+                )
+            expr = expr.cast(pl.String).str.contains(_like_regex(node.pattern))
+            return ~expr if node.negated else expr
+        raise TypeError(f"not a filter node: {node!r}")  # pragma: no cover
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as the filter syntax needs it: bare if it can be, else "double-quoted"."""
+    if _IDENT.fullmatch(name) and name.upper() not in KEYWORDS:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def filter_expression(text: str, schema: Mapping[str, pl.DataType]) -> pl.Expr:
+    """Parse ``text`` and compile it against ``schema`` into a boolean polars expression.
+
+    Raises :class:`SpecError` (field ``data.filter``) for syntax errors, unknown columns and
+    type mismatches; the message carries the 1-based position and a caret line.
+    """
+    node = parse_filter(text)
+    return _Compiler(text, schema).compile(node)
+
+
+def _flatten(node: And | Or, kind: type[And] | type[Or]) -> list[Node]:
+    """Operands of a chain of ``kind`` nodes, left to right."""
+    out: list[Node] = []
+    stack: list[Node] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kind):
+            stack.append(current.right)
+            stack.append(current.left)
+        else:
+            out.append(current)
+    return out
+
+
+def filter_columns(node: Node) -> set[str]:
+    """Names of the columns a parsed filter refers to."""
+    names: set[str] = set()
+    stack: list[Node] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Column):
+            names.add(current.name)
+        elif isinstance(current, And | Or):
+            stack += [current.left, current.right]
+        elif isinstance(current, Not):
+            stack.append(current.operand)
+        elif isinstance(current, Compare):
+            stack += [current.left, current.right]
+        elif isinstance(current, InList | IsNull | Like):
+            stack.append(current.operand)
+        elif isinstance(current, Between):
+            stack += [current.operand, current.low, current.high]
+    return names

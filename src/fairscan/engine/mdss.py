@@ -1,0 +1,155 @@
+"""Multidimensional subset scan (methods.md §1.4): the library-level API over the kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairscan.engine import kernels
+from fairscan.engine.cells import Cells, compress
+
+EPSILON = 1e-6  # expectations are clipped to [eps, 1 - eps] (methods.md §1.4.1)
+
+Direction = int  # +1 positive (observed above expectation), -1 negative
+
+
+def direction_code(direction: str) -> int:
+    if direction == "positive":
+        return 1
+    if direction == "negative":
+        return -1
+    raise ValueError(f"unknown direction {direction!r}")
+
+
+@dataclass(frozen=True)
+class ScanProblem:
+    """Scanned rows: attribute codes (re-indexed to the values present), observed, expected."""
+
+    codes: np.ndarray  # (n, m) int32, codes 0..card-1, every code present
+    observed: np.ndarray  # (n,) float64 in {0, 1}
+    expected: np.ndarray  # (n,) float64 in [eps, 1 - eps]
+    cardinality: np.ndarray  # (m,) int32
+    value_index: tuple[np.ndarray, ...]  # per attribute: original code of each local code
+    clipped: int  # how many expectations the epsilon clip changed
+
+    @classmethod
+    def build(cls, codes: np.ndarray, observed: np.ndarray, expected: np.ndarray) -> ScanProblem:
+        """Re-index each attribute to the values present (V_j, methods.md §1.2) and clip."""
+        codes = np.asarray(codes)
+        m = codes.shape[1]
+        local = np.empty(codes.shape, np.int32)
+        value_index = []
+        card = np.empty(m, np.int32)
+        for j in range(m):
+            present, inverse = np.unique(codes[:, j], return_inverse=True)
+            local[:, j] = inverse.reshape(-1)
+            value_index.append(present.astype(np.int64))
+            card[j] = len(present)
+        expected = np.asarray(expected, dtype=np.float64)
+        clipped_expected = np.clip(expected, EPSILON, 1.0 - EPSILON)
+        clipped = int(np.count_nonzero(clipped_expected != expected))
+        return cls(
+            codes=np.ascontiguousarray(local),
+            observed=np.asarray(observed, dtype=np.float64),
+            expected=clipped_expected,
+            cardinality=card,
+            value_index=tuple(value_index),
+            clipped=clipped,
+        )
+
+    def cells(self, observed: np.ndarray | None = None) -> Cells:
+        return compress(
+            self.codes,
+            self.observed if observed is None else observed,
+            self.expected,
+            self.cardinality,
+        )
+
+
+@dataclass(frozen=True)
+class SubgroupScore:
+    """A subgroup (local value sets per attribute) with its scores and counts."""
+
+    selection: np.ndarray  # (m, kmax) bool over local codes
+    score: float  # penalised objective J(S)
+    llr: float  # unpenalised F(S)
+    penalty_units: int  # c(S)
+    log_q: float
+    size: float
+    observed: float
+    expected: float
+
+    @property
+    def q(self) -> float:
+        return float(np.exp(self.log_q))
+
+
+def penalty_units(selection: np.ndarray, cardinality: np.ndarray) -> int:
+    """c(S) = sum over constrained attributes of the number of selected values."""
+    total = 0
+    for j, k in enumerate(cardinality):
+        cnt = int(selection[j, :k].sum())
+        if cnt < k:
+            total += cnt
+    return total
+
+
+def score_subgroup(
+    cells: Cells, selection: np.ndarray, direction: Direction, penalty: float
+) -> SubgroupScore:
+    """Score a subgroup from scratch (used to re-score the search result before reporting)."""
+    f, u, size, obs, exp_ = kernels.score_selection(
+        cells.codes, cells.observed, cells.weight, cells.expected, selection, direction
+    )
+    units = penalty_units(selection, cells.cardinality)
+    return SubgroupScore(
+        selection=selection,
+        score=f - penalty * units,
+        llr=f,
+        penalty_units=units,
+        log_q=u,
+        size=size,
+        observed=obs,
+        expected=exp_,
+    )
+
+
+def search(
+    cells: Cells, *, direction: Direction, penalty: float, restarts: int, seed: int
+) -> SubgroupScore:
+    """Coordinate ascent with random restarts; the best subgroup re-scored from scratch."""
+    selection, _best = kernels.coordinate_ascent(
+        cells.codes,
+        cells.observed,
+        cells.weight,
+        cells.expected,
+        cells.constant_expectation,
+        cells.cardinality,
+        direction,
+        float(penalty),
+        int(restarts),
+        np.uint64(seed),
+    )
+    return score_subgroup(cells, selection, direction, penalty)
+
+
+def max_score(
+    cells: Cells, *, direction: Direction, penalty: float, restarts: int, seed: int
+) -> float:
+    """The randomization-test statistic: J(S*) of the search, re-scored from scratch."""
+    return search(cells, direction=direction, penalty=penalty, restarts=restarts, seed=seed).score
+
+
+__all__ = [
+    "EPSILON",
+    "Cells",
+    "ScanProblem",
+    "SubgroupScore",
+    "compress",
+    "direction_code",
+    "max_score",
+    "penalty_units",
+    "score_subgroup",
+    "search",
+]

@@ -1,0 +1,130 @@
+"""GitHub-flavoured Markdown report: verdict first, findings in words, provenance last."""
+
+from __future__ import annotations
+
+from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.text import describe_subgroup, percent
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "not tested"
+    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
+def _verdict_line(report: AuditReport) -> str:
+    v = report.verdict
+    if v.status == "error":
+        return f"**ERROR**: {v.scans_with_errors} of {v.scans} scans could not be completed."
+    if v.status == "findings":
+        noun = "finding" if v.significant_findings == 1 else "findings"
+        return f"**FAIL**: {v.significant_findings} significant {noun} in {v.scans} scans."
+    return f"**PASS**: no significant finding in {v.scans} scans."
+
+
+STATUS_TEXT = {
+    "significant": "significant",
+    "not_significant": "not significant",
+    "untested": "not tested (replicates: 0)",
+    "no_finding": "no subgroup deviates in the scanned direction",
+    "error": "error",
+}
+
+
+def _finding_table(finding: Finding) -> list[str]:
+    return [
+        "| subgroup | size | observed rate | expected rate | outside rate | q | score | LLR | p-value |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {describe_subgroup(finding.subgroup)} | {finding.size} | {percent(finding.observed_rate, 1)} "
+        f"| {percent(finding.expected_rate, 1)} | {percent(finding.outside_rate, 1)} | {finding.q:.3f} "
+        f"| {finding.score:.2f} | {finding.llr:.2f} | {_p(finding.p_value)} |",
+    ]
+
+
+def _scan_section(scan: ScanResult) -> list[str]:
+    lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT[scan.status]}", ""]
+    if scan.error:
+        lines += ["```", scan.error, "```", ""]
+        return lines
+    if scan.population is not None:
+        pop = scan.population
+        lines.append(
+            f"Scanned population: {pop.description}, {pop.size} rows; "
+            f"{pop.observed_label}: {percent(pop.observed_rate, 1)}."
+        )
+        lines.append("")
+    for finding in scan.findings:
+        lines.append(finding.description)
+        lines.append("")
+        lines += _finding_table(finding)
+        lines.append("")
+        if finding.p_value is not None and scan.null_distribution is not None:
+            nd = scan.null_distribution
+            judged = "significant" if finding.significant else "not significant"
+            lines.append(
+                f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
+                f"score of at least {finding.score:.2f} (p = {_p(finding.p_value)}, {judged} at "
+                f"alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
+                f"{_num(nd.quantile)}."
+            )
+            lines.append("")
+    if scan.critical_value is not None:
+        cv = scan.critical_value
+        note = "" if cv.applicable else " (the theorem assumes penalty 0 and direction negative; indicative only)"
+        lines.append(
+            f"Analytic critical value h({cv.alpha:g}) = {cv.h:.2f} for M = {cv.profiles} covariate "
+            f"profiles: the score {'exceeds' if cv.exceeded else 'does not exceed'} it{note}."
+        )
+        lines.append("")
+    for warning in scan.warnings:
+        lines.append(f"> Warning: {warning}")
+        lines.append("")
+    t = scan.timing
+    lines.append(
+        f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s; "
+        f"penalty {scan.parameters.get('penalty')}, restarts {scan.parameters.get('restarts')}</sub>"
+    )
+    lines.append("")
+    return lines
+
+
+def render_markdown(report: AuditReport) -> str:
+    prov = report.provenance
+    lines = [f"# Fairness audit: {report.name}", "", _verdict_line(report), ""]
+    if report.description:
+        lines += [report.description, ""]
+    lines += [
+        "| scan | type | status | top subgroup | score | p-value |",
+        "|---|---|---|---|---:|---:|",
+    ]
+    for scan in report.scans:
+        top = scan.findings[0] if scan.findings else None
+        lines.append(
+            f"| `{scan.id}` | {scan.type} | {STATUS_TEXT[scan.status]} | "
+            f"{describe_subgroup(top.subgroup) if top else '-'} | "
+            f"{_num(top.score) if top else '-'} | {_p(top.p_value) if top else '-'} |"
+        )
+    lines.append("")
+    for scan in report.scans:
+        lines += _scan_section(scan)
+    if report.data_warnings:
+        lines += ["## Data warnings", ""]
+        lines += [f"- {w}" for w in report.data_warnings]
+        lines.append("")
+    lines += [
+        "## Provenance",
+        "",
+        f"- fairscan {prov.tool_version}; started {prov.utc_time}, {prov.total_seconds:.2f} s, "
+        f"{prov.workers} worker(s)",
+        f"- spec `{prov.spec_path}` (sha256 `{prov.spec_sha256[:16]}…`)",
+        f"- data `{prov.data_path}` (sha256 `{prov.data_sha256[:16]}…`): {prov.data_rows} rows, "
+        f"{prov.rows_after_filter} after filter"
+        + (f" `{prov.filter}`" if prov.filter else ""),
+        f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}",
+        "",
+    ]
+    return "\n".join(lines)

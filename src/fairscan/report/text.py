@@ -1,0 +1,22 @@
+"""Plain-language phrasing shared by the scans (finding descriptions) and the renderers."""
+
+from __future__ import annotations
+
+
+def percent(x: float | None, digits: int = 0) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100.0 * x:.{digits}f}%"
+
+
+def describe_subgroup(subgroup: dict[str, list[str]]) -> str:
+    """``{"priors": ["Over 5"], "race": ["A", "B"]}`` -> "priors = Over 5 and race in {A, B}"."""
+    if not subgroup:
+        return "everyone (no attribute constrained)"
+    parts = []
+    for attribute, values in subgroup.items():
+        if len(values) == 1:
+            parts.append(f"{attribute} = {values[0]}")
+        else:
+            parts.append(f"{attribute} in {{{', '.join(values)}}}")
+    return " and ".join(parts)

@@ -1,0 +1,57 @@
+"""Atomic report writing: a temp file in the target directory, then ``os.replace``."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from fairscan.report.models import AuditReport
+
+EXTENSIONS = {"json": ".json", "markdown": ".md"}
+
+
+def report_json(report: AuditReport) -> str:
+    """Strict JSON (no NaN/Infinity: pydantic writes them as null), 2-space indent."""
+    text = report.model_dump_json(indent=2)
+    json.loads(text, parse_constant=_reject_constant)  # guard: must be strict JSON
+    return text + "\n"
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"non-standard JSON constant {name} in report")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render(report: AuditReport, fmt: str) -> str:
+    if fmt == "json":
+        return report_json(report)
+    if fmt == "markdown":
+        from fairscan.report.markdown import render_markdown
+
+        return render_markdown(report)
+    raise ValueError(f"unknown report format {fmt!r}")
+
+
+def write_reports(report: AuditReport, out_dir: Path, formats: Sequence[str]) -> list[Path]:
+    written = []
+    for fmt in formats:
+        path = out_dir / f"{report.name}{EXTENSIONS[fmt]}"
+        atomic_write_text(path, render(report, fmt))
+        written.append(path)
+    return written

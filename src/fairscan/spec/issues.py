@@ -1,0 +1,625 @@
+"""Turn a pydantic ``ValidationError`` on the audit spec into located, readable :class:`Issue`s.
+
+Each pydantic error's ``loc`` is mapped back to the YAML:
+
+* discriminated-union tags (pydantic puts the scan ``type`` value, e.g. ``'fpr_scan'``, into
+  ``loc``) are dropped by walking ``loc`` alongside the model types, so the path reads
+  ``scans[0].penalty``;
+* an empty ``loc`` (a model validator) is attributed to the model's own node, refined by the
+  ``spec_loc`` that :func:`fairscan.spec.base.rule_error` attaches;
+* the position is the deepest existing prefix of the path: a missing key points at its parent.
+
+The messages speak YAML, not Python: "expected a number, got 'abc'", "unknown key 'alhpa'"
+with "did you mean 'alpha'?", and "`no` was read as boolean false; quote it: \"no\"".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from fairscan.errors import Issue
+from fairscan.spec.base import RULE_ERROR_TYPE
+from fairscan.spec.loader import Positions, format_path
+
+__all__ = ["validation_issues"]
+
+_MISSING: Any = object()
+
+
+def validation_issues(
+    error: ValidationError,
+    raw: Any,
+    positions: Positions | None,
+    filename: str | None,
+    model: type[BaseModel] | None = None,
+) -> list[Issue]:
+    """One :class:`Issue` per pydantic error, located in the YAML and sorted by line.
+
+    ``raw`` is the data that was validated (as loaded from YAML), ``positions`` its position
+    tree (``None`` if unknown) and ``model`` the validated model (default: ``AuditSpec``).
+    """
+    if model is None:
+        from fairscan.spec.models import AuditSpec
+
+        model = AuditSpec
+    issues: list[Issue] = []
+    for details in error.errors(include_url=False):
+        issue = _issue(details, raw, positions, model)
+        if positions is not None or filename is not None:
+            issue = issue.located(filename, issue.line, issue.col)
+        if issue not in issues:
+            issues.append(issue)
+    issues.sort(key=lambda i: (i.line or 0, i.col or 0))
+    return issues
+
+
+# -- walking `loc` alongside the model types ---------------------------------------------------
+
+
+@dataclass
+class _Walk:
+    path: tuple[Any, ...]  # data path in the YAML (keys and indices), union tags dropped
+    ann: Any  # annotation at the end of the path (unwrapped), or Any
+    owner: type[BaseModel] | None  # model whose field the last key is (for key errors)
+    raw: Any  # raw value at the end of the path, or _MISSING
+    key_error: bool  # the error is about a dict key itself ("[key]" in loc)
+
+
+def _unwrap(ann: Any) -> tuple[Any, str | None]:
+    """Strip ``Annotated`` and ``Optional``; return the core type and a union discriminator."""
+    discriminator: str | None = None
+    while True:
+        origin = get_origin(ann)
+        if origin is typing.Annotated:
+            args = get_args(ann)
+            for meta in args[1:]:
+                if isinstance(meta, FieldInfo) and isinstance(meta.discriminator, str):
+                    discriminator = meta.discriminator
+            ann = args[0]
+            continue
+        if origin in (Union, types.UnionType):
+            members = [a for a in get_args(ann) if a is not type(None)]
+            if len(members) == 1:
+                ann = members[0]
+                continue
+        return ann, discriminator
+
+
+def _is_model(ann: Any) -> bool:
+    return isinstance(ann, type) and issubclass(ann, BaseModel)
+
+
+def _union_members(ann: Any) -> list[Any]:
+    if get_origin(ann) in (Union, types.UnionType):
+        return [a for a in get_args(ann) if a is not type(None)]
+    return []
+
+
+def _tag_of(model: type[BaseModel], discriminator: str) -> list[Any]:
+    field = model.model_fields.get(discriminator)
+    if field is None:
+        return []
+    core, _ = _unwrap(field.annotation)
+    return list(get_args(core)) if get_origin(core) is Literal else []
+
+
+def _walk(loc: Sequence[Any], raw: Any, root: type[BaseModel], details: ErrorDetails) -> _Walk:
+    path: list[Any] = []
+    ann: Any = root
+    owner: type[BaseModel] | None = None
+    node = raw
+    key_error = False
+    for i, segment in enumerate(loc):
+        last = i == len(loc) - 1
+        ann, discriminator = _unwrap(ann)
+        members = _union_members(ann)
+        if members and discriminator is not None:
+            tags = {t: m for m in members if _is_model(m) for t in _tag_of(m, discriminator)}
+            if segment in tags:  # a union tag pydantic inserted: not a key in the YAML
+                ann = tags[segment]
+                continue
+        if segment == "[key]":
+            key_error = True
+            continue
+        if _is_model(ann):
+            owner = ann
+            field = ann.model_fields.get(segment) if isinstance(segment, str) else None
+            if field is None and isinstance(node, dict):  # e.g. a non-string top-level key
+                segment = _raw_key(node, segment, details, last)
+            ann = field.annotation if field is not None else Any
+            node = _child(node, segment)
+            path.append(segment)
+            continue
+        origin = get_origin(ann)
+        if origin in (list, tuple, set, frozenset) and isinstance(segment, int):
+            args = get_args(ann)
+            ann = args[0] if args else Any
+            node = _child(node, segment)
+            path.append(segment)
+            continue
+        if origin is dict and isinstance(node, dict):
+            args = get_args(ann)
+            is_key = i + 1 < len(loc) and loc[i + 1] == "[key]"
+            segment = _raw_key(node, segment, details, is_key)
+            ann = args[1] if len(args) == 2 else Any
+            node = _child(node, segment)
+            path.append(segment)
+            continue
+        # Unknown structure: keep segments that exist in the raw data (and the last one).
+        child = _child(node, segment)
+        if child is not _MISSING or last:
+            path.append(segment)
+            node = child
+        ann = Any
+    ann, _ = _unwrap(ann)
+    return _Walk(tuple(path), ann, owner, node, key_error)
+
+
+def _child(node: Any, segment: Any) -> Any:
+    if isinstance(node, dict):
+        try:
+            return node.get(segment, _MISSING)
+        except TypeError:
+            return _MISSING
+    if isinstance(node, list) and isinstance(segment, int) and not isinstance(segment, bool):
+        return node[segment] if -len(node) <= segment < len(node) else _MISSING
+    return _MISSING
+
+
+def _raw_key(node: dict[Any, Any], segment: Any, details: ErrorDetails, is_key: bool) -> Any:
+    """The actual key in the raw mapping that pydantic's ``segment`` stands for.
+
+    pydantic writes a bool key as 0/1 and other non-string keys as their ``str()``.
+    """
+    if is_key and details.get("input") in node:
+        candidate = details.get("input")
+        for key in node:
+            if key == candidate and type(key) is type(candidate):
+                return key
+    for key in node:
+        if key == segment and type(key) is type(segment):
+            return key
+    for key in node:
+        if key == segment or (not isinstance(key, str) and str(key) == segment):
+            return key
+    return segment
+
+
+# -- rendering values ----------------------------------------------------------------------
+
+
+def _show(value: Any, source: str | None = None) -> str:
+    """How an input is named in a message: 'abc', 1.5, boolean false, an empty value, ..."""
+    if value is None:
+        if source not in (None, ""):
+            return f"null (`{source}`)"
+        return "an empty value"
+    if isinstance(value, bool):
+        word = "true" if value else "false"
+        if source is not None and source.lower() != word:
+            return f"`{source}` (read as boolean {word})"
+        return f"boolean {word}"
+    if isinstance(value, int | float):
+        text = source if source is not None else repr(value)
+        return f"the number {text}"
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, dict):
+        return f"a mapping {_short(value)}"
+    if isinstance(value, list):
+        return f"a list {_short(value)}"
+    return _short(value)
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text)
+
+
+def _short(value: Any, limit: int = 50) -> str:
+    text = _flow(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flow(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _bool_message(value: bool, source: str | None) -> str:
+    word = "true" if value else "false"
+    text = source if source is not None else word
+    return f'`{text}` was read as boolean {word}; quote it: "{text}"'
+
+
+def _did_you_mean(word: Any, options: Iterable[Any]) -> str | None:
+    if not isinstance(word, str):
+        return None
+    choices = [o for o in options if isinstance(o, str)]
+    match = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if not match:
+        lowered = {c.lower(): c for c in choices}
+        if word.lower() in lowered:
+            match = [lowered[word.lower()]]
+    return f"did you mean {match[0]!r}?" if match else None
+
+
+def _or_list(values: Sequence[Any]) -> str:
+    shown = [repr(v) if isinstance(v, str) else _flow(v) for v in values]
+    if len(shown) <= 2:
+        return " or ".join(shown)
+    return ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+# -- where a field lives (for "it belongs under ...") ------------------------------------------
+
+
+def _field_homes(root: type[BaseModel]) -> dict[str, list[str]]:
+    homes: dict[str, list[str]] = {}
+
+    def add(name: str, where: str) -> None:
+        homes.setdefault(name, [])
+        if where not in homes[name]:
+            homes[name].append(where)
+
+    for name, field in root.model_fields.items():
+        add(name, name)
+        core, _ = _unwrap(field.annotation)
+        inner = core
+        if get_origin(core) in (list, dict):
+            args = get_args(core)
+            inner = _unwrap(args[-1])[0] if args else Any
+        candidates = _union_members(inner) or [inner]
+        for model in candidates:
+            if not _is_model(model):
+                continue
+            for sub in model.model_fields:
+                if get_origin(core) is list:
+                    add(sub, f"an entry of `{name}`")
+                elif get_origin(core) is dict:
+                    add(sub, f"{name}.<column>.{sub}")
+                else:
+                    add(sub, f"{name}.{sub}")
+    return homes
+
+
+def _scan_type_of(model: type[BaseModel] | None) -> str | None:
+    if model is None:
+        return None
+    tags = _tag_of(model, "type")
+    return tags[0] if len(tags) == 1 and isinstance(tags[0], str) else None
+
+
+def _scan_types() -> list[str]:
+    from fairscan.scans import SCAN_TYPES
+
+    return list(SCAN_TYPES)
+
+
+# -- one error -------------------------------------------------------------------------------
+
+
+_GOT_SUFFIX = re.compile(r"^Input should be ")
+
+
+def _issue(
+    details: ErrorDetails, raw: Any, positions: Positions | None, root: type[BaseModel]
+) -> Issue:
+    kind = details["type"]
+    ctx = details.get("ctx") or {}
+    loc = tuple(details["loc"])
+    if kind == RULE_ERROR_TYPE:
+        loc = loc + tuple(ctx.get("spec_loc", ()))
+    walk = _walk(loc, raw, root, details)
+    path = walk.path
+    value = details.get("input")
+
+    def where(p: Sequence[Any], *, key: bool = False) -> tuple[int | None, int | None]:
+        if positions is None:
+            return None, None
+        return positions.locate_key(p) if key else positions.locate(p)
+
+    source = positions.source_of(path) if positions is not None else None
+    line, col = where(path)
+    field = format_path(path) or None
+    hint: str | None = None
+
+    if kind == "missing":
+        key = path[-1] if path else None
+        parent = path[:-1]
+        line, col = where(parent)
+        message = f"missing required key {key!r}"
+        description = _description(walk.owner, key)
+        if key == "version" and not parent:
+            message = "missing required key 'version' (the spec format version)"
+            hint = "add `version: 1` at the top of the file"
+        elif walk.owner is not None and _scan_type_of(walk.owner) and key == "id":
+            hint = "give every scan an `id`, e.g. `- {id: fpr, type: fpr_scan}`"
+        elif description:
+            hint = f"add `{key}:` ({_lower_first(description)})"
+        else:
+            hint = f"add `{key}:`"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind == "extra_forbidden":
+        key = path[-1] if path else None
+        line, col = where(path, key=True)
+        key_source = positions.key_source_of(path) if positions is not None else None
+        scan_type = _scan_type_of(walk.owner)
+        owner_fields = list(walk.owner.model_fields) if walk.owner is not None else []
+        message = f"unknown key {key!r}"
+        if scan_type:
+            message += f" for scan type {scan_type!r}"
+        if isinstance(key, bool):
+            message = f"unknown key {_bool_message(key, key_source)}"
+        hint = _unknown_key_hint(key, owner_fields, root, scan_type, at_root=len(path) == 1)
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind == "invalid_key" or walk.key_error:
+        # A mapping key of the wrong type (YAML read it as a bool or a number).
+        line, col = where(path, key=True)
+        key = path[-1] if path else value
+        key_source = positions.key_source_of(path) if positions is not None else None
+        if path and not isinstance(key, str):
+            # name the key as written: `discretize.no`, not `discretize[false]`
+            field = format_path((*path[:-1], key_source if key_source is not None else str(key)))
+        if isinstance(key, bool):
+            message = f"keys must be strings, but {_bool_message(key, key_source)}"
+        elif isinstance(key, int | float):
+            text = key_source or str(key)
+            message = f'keys must be strings, got the number {text}; quote it: "{text}"'
+        else:
+            message = f"keys must be strings, got {_show(key, key_source)}"
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        valid = _scan_types() if path[:1] == ("scans",) else _ctx_tags(ctx)
+        type_path = (*path, "type")
+        field = format_path(type_path)
+        tag = raw_tag = _child(walk.raw, "type")
+        tag_source = positions.source_of(type_path) if positions is not None else None
+        valid_text = ", ".join(valid)
+        if kind == "union_tag_not_found" or raw_tag is _MISSING:
+            line, col = where(path)
+            message = "missing required key 'type'" + (
+                " (which kind of scan to run)" if path[:1] == ("scans",) else ""
+            )
+            hint = f"add `type:` with one of: {valid_text}"
+        else:
+            line, col = where(type_path)
+            if isinstance(tag, bool):
+                message = f"unknown scan type: {_bool_message(tag, tag_source)}"
+            else:
+                message = f"unknown scan type {_show(tag, tag_source)}"
+            suggestion = _did_you_mean(tag, valid)
+            hint = (f"{suggestion} " if suggestion else "") + f"valid types: {valid_text}"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if path == ("version",) and walk.owner is root:
+        return _version_issue(value, source, field, line, col)
+
+    if kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
+        message = f"expected a mapping (key: value pairs), got {_show(value, source)}"
+        if len(path) == 2 and path[0] == "scans" and isinstance(path[1], int):
+            hint = "write each scan as a mapping, e.g. `- {id: fpr, type: fpr_scan}`"
+        elif value is None:
+            hint = f"indent the keys of `{format_path(path)}` below it, or remove the empty key"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("list_type", "tuple_type", "set_type"):
+        message = f"expected a list, got {_show(value, source)}"
+        hint = "write a list as `[a, b]` or as one `- item` per line"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("string_type", "string_sub_type", "str_type"):
+        if isinstance(value, bool):
+            message = _bool_message(value, source)
+        elif isinstance(value, int | float):
+            text = source if source is not None else str(value)
+            message = f'expected a string, got the number {text}; quote it: "{text}"'
+        else:
+            message = f"expected a string, got {_show(value, source)}"
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind in ("literal_error", "enum"):
+        expected = _literal_values(walk.ann) or _ctx_expected(ctx)
+        options = _or_list(expected) if expected else ctx.get("expected", "")
+        if isinstance(value, bool) and any(isinstance(e, str) for e in expected):
+            message = f"{_bool_message(value, source)}; expected {options}"
+        else:
+            message = f"expected {options}, got {_show(value, source)}"
+        hint = _did_you_mean(value, expected)
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
+        message = f"expected a whole number, got {_show(value, source)}"
+        if isinstance(value, str):
+            hint = "write numbers without quotes"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("float_type", "float_parsing", "finite_number"):
+        message = f"expected a number, got {_show(value, source)}"
+        if isinstance(value, str) and _looks_numeric(value):
+            hint = "write numbers without quotes"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("bool_type", "bool_parsing"):
+        message = f"expected true or false, got {_show(value, source)}"
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        op = {
+            "greater_than": ">",
+            "greater_than_equal": ">=",
+            "less_than": "<",
+            "less_than_equal": "<=",
+        }[kind]
+        bound = ctx.get(
+            {
+                "greater_than": "gt",
+                "greater_than_equal": "ge",
+                "less_than": "lt",
+                "less_than_equal": "le",
+            }[kind]
+        )
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        message = f"must be {op} {bound}, got {_show(value, source)}"
+        return Issue(message, hint=_range_hint(walk), field=field, line=line, col=col)
+
+    if kind == "too_short":
+        minimum = ctx.get("min_length", 1)
+        if isinstance(value, list | dict) and not value:
+            message = "must not be empty"
+        else:
+            actual = ctx.get("actual_length", "fewer")
+            message = f"needs at least {minimum} item{'s' if minimum != 1 else ''}, got {actual}"
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind == "too_long":
+        message = (
+            f"has too many items: at most {ctx.get('max_length')}, got {ctx.get('actual_length')}"
+        )
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind == "string_too_short":
+        if value == "":
+            message = "must not be empty"
+        else:
+            minimum = ctx.get("min_length")
+            message = f"must be at least {minimum} characters long, got {_show(value, source)}"
+        return Issue(message, field=field, line=line, col=col)
+
+    if kind == "string_pattern_mismatch":
+        message = (
+            "must start with a letter or digit and contain only letters, digits, "
+            f"'_', '.' and '-', got {_show(value, source)}"
+        )
+        if isinstance(value, str):
+            cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value).strip("-._")
+            if cleaned:
+                hint = f"for example {cleaned!r}"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in (RULE_ERROR_TYPE, "value_error", "assertion_error"):
+        message = details["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            if message.startswith(prefix):
+                message = message[len(prefix) :]
+        return Issue(message, field=field, line=line, col=col)
+
+    # Anything else: pydantic's own words, adapted.
+    message = _GOT_SUFFIX.sub("should be ", details["msg"])
+    if value is not None and not isinstance(value, dict | list):
+        message += f", got {_show(value, source)}"
+    return Issue(message, field=field, line=line, col=col)
+
+
+def _version_issue(
+    value: Any, source: str | None, field: str | None, line: int | None, col: int | None
+) -> Issue:
+    hint = "set `version: 1` (this fairscan reads spec format version 1)"
+    if isinstance(value, str) and value.strip() == "1":
+        message = f"`version` must be the number 1, not the text {value!r}"
+        hint = "write `version: 1` without quotes"
+    elif isinstance(value, bool):
+        message = f"`version` must be the number 1; {_bool_message(value, source).split(';')[0]}"
+    elif isinstance(value, int | float):
+        message = f"unsupported spec version {source or value}: this fairscan reads version 1"
+        if isinstance(value, float) and value == 1:
+            message = f"`version` must be the whole number 1, got {source or value}"
+    else:
+        message = f"`version` must be the number 1, got {_show(value, source)}"
+    return Issue(message, hint=hint, field=field, line=line, col=col)
+
+
+def _unknown_key_hint(
+    key: Any,
+    owner_fields: list[str],
+    root: type[BaseModel],
+    scan_type: str | None,
+    *,
+    at_root: bool,
+) -> str:
+    if key == "$schema" and at_root:
+        return (
+            "associate the schema with a modeline comment instead: "
+            "`# yaml-language-server: $schema=<path or URL>` on the first line"
+        )
+    suggestion = _did_you_mean(key, owner_fields)
+    if suggestion:
+        return suggestion
+    homes = _field_homes(root).get(key) if isinstance(key, str) else None
+    if homes:
+        places = " or ".join(f"`{h}`" if not h.startswith("an entry") else h for h in homes)
+        if scan_type:
+            return f"{key!r} is not a scan setting; it belongs under {places}"
+        return f"{key!r} belongs under {places}"
+    what = f"for {scan_type!r}" if scan_type else "here"
+    return f"valid keys {what}: {', '.join(owner_fields)}" if owner_fields else "remove it"
+
+
+def _description(model: type[BaseModel] | None, key: Any) -> str | None:
+    if model is None or not isinstance(key, str):
+        return None
+    field = model.model_fields.get(key)
+    return field.description if field is not None else None
+
+
+def _lower_first(text: str) -> str:
+    text = text.rstrip(".")
+    if len(text) > 1 and text[1].isupper():  # an acronym such as "FPR"
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def _literal_values(ann: Any) -> list[Any]:
+    core, _ = _unwrap(ann)
+    if get_origin(core) is Literal:
+        return list(get_args(core))
+    return []
+
+
+def _ctx_expected(ctx: dict[str, Any]) -> list[Any]:
+    expected = ctx.get("expected")
+    if not isinstance(expected, str):
+        return []
+    return re.findall(r"'([^']*)'", expected)
+
+
+def _ctx_tags(ctx: dict[str, Any]) -> list[str]:
+    tags = ctx.get("expected_tags")
+    return re.findall(r"'([^']*)'", tags) if isinstance(tags, str) else []
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _range_hint(walk: _Walk) -> str | None:
+    if walk.owner is None or not walk.path or not isinstance(walk.path[-1], str):
+        return None
+    description = _description(walk.owner, walk.path[-1])
+    return description
