@@ -37,7 +37,14 @@ def compas_csv(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
     out = tmp_path_factory.mktemp("compas") / "compas.csv"
     subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "prepare_compas.py"), "--shared", str(shared_data.parent), "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "prepare_compas.py"),
+            "--shared",
+            str(shared_data.parent),
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
     )

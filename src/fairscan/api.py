@@ -17,7 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from fairscan import __version__
-from fairscan.errors import DataError, ExitCode, FairscanError, Issue, ScanError, SpecError
+from fairscan.errors import (
+    DataError,
+    ExitCode,
+    FairscanError,
+    Issue,
+    ScanError,
+    SpecError,
+    UsageError,
+)
 from fairscan.progress import NullProgress, Progress
 from fairscan.report.models import (
     AuditReport,
@@ -92,6 +100,20 @@ def needed_roles(spec: AuditSpec) -> set[str]:
     return roles
 
 
+def extra_columns(spec: AuditSpec) -> dict[str, str]:
+    """Further data columns the scans read: column -> spec field path (first scan naming it)."""
+    from fairscan.scans import SCAN_TYPES
+
+    columns: dict[str, str] = {}
+    for i, scan in enumerate(spec.scans):
+        hook = SCAN_TYPES[scan.type].extra_columns
+        if hook is None:
+            continue
+        for column, field_path in hook(scan).items():
+            columns.setdefault(column, f"scans[{i}].{field_path}")
+    return columns
+
+
 def check_roles(spec: AuditSpec) -> list[Issue]:
     """Scans whose required columns the spec does not name."""
     from fairscan.scans import SCAN_TYPES
@@ -99,7 +121,7 @@ def check_roles(spec: AuditSpec) -> list[Issue]:
     issues = []
     for i, scan in enumerate(spec.scans):
         for role in SCAN_TYPES[scan.type].needs:
-            if role == "prediction" and spec.columns.prediction is None:
+            if role in ("prediction", "score") and spec.columns.prediction is None:
                 issues.append(
                     Issue(
                         f"scan {scan.id!r} ({scan.type}) needs a predicted probability column",
@@ -160,6 +182,7 @@ def prepare_audit(spec_path: Path, options: RunOptions | None = None) -> Prepare
             max_categories=spec.max_categories,
             filter=spec.data.filter,
             needs=needed_roles(spec),
+            extra_columns=extra_columns(spec),
         )
         sha = file_sha256(data_path)
     except (DataError, SpecError) as error:
@@ -246,9 +269,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             )
     finished_wall = time.time()
 
-    significant = sum(
-        1 for r in results for f in r.findings if f.significant
-    )
+    significant = sum(r.significant_count() for r in results)
     errors = sum(1 for r in results if r.status == "error")
     if errors:
         exit_code, status = ExitCode.ERROR, "error"
@@ -292,7 +313,24 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     written: list[Path] = []
     if options.write:
         out_dir = options.out_dir or (prepared.loaded.path.parent / spec.output.dir)
-        written = write_reports(report, Path(out_dir), spec.output.formats)
+        try:
+            written = write_reports(report, Path(out_dir), spec.output.formats)
+        except OSError as exc:
+            # An unwritable report folder is the user's to fix, not an internal error.
+            reason = exc.strerror or str(exc)
+            if Path(out_dir).exists() and not Path(out_dir).is_dir():
+                reason = "it is a file, not a folder"
+            message = f"cannot write the reports to {str(out_dir)!r}: {reason}"
+            if options.out_dir is not None:
+                raise UsageError(message, hint="pass --out a folder you can write to") from exc
+            raise _locate(
+                prepared.loaded,
+                SpecError(
+                    message,
+                    field="output.dir",
+                    hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
+                ),
+            ) from exc
     return AuditOutcome(report=report, written=written)
 
 

@@ -13,10 +13,11 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fairscan import __version__
 from fairscan.errors import ExitCode, FairscanError, UsageError
@@ -35,31 +36,38 @@ out = Console(highlight=False)
 
 
 class RichProgress:
-    """Progress observer drawing a transient rich bar on stderr."""
+    """Progress observer drawing a transient rich bar on stderr (one bar per task)."""
 
     def __init__(self, console: Console) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        self._console = console
+        self._progress: Any = None
+        self._task: Any = None
 
+    def start(self, task: str, total: int | None) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from rich.text import Text
+
+        self.done()
+        # a fresh Progress per task: transient bars vanish when their task is done
         self._progress = Progress(
-            "[progress.description]{task.description}",
+            "{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=console,
+            console=self._console,
             transient=True,
         )
-        self._task: int | None = None
-
-    def start(self, task: str, total: int | None) -> None:
         self._progress.start()
-        self._task = self._progress.add_task(task, total=total)
+        self._task = self._progress.add_task(Text(task).plain, total=total)
 
     def advance(self, n: int = 1) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, n)  # type: ignore[arg-type]
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
 
     def done(self) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
         self._task = None
 
 
@@ -68,22 +76,30 @@ def _show_progress(enabled: bool) -> bool:
 
 
 def _print_error(error: FairscanError) -> None:
+    # soft_wrap: never hard-wrap a message at the console width, so that `file:line:col: ...`
+    # stays on one line in CI logs and editors (the console is 80 columns when not a TTY).
     label = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(error.kind, "error")
     for issue in error.issues:
-        err.print(f"[bold red]{label}[/]: ", end="")
-        err.print(issue.render(), markup=False)
+        err.print(f"[bold red]{label}[/]: {escape(issue.render())}", soft_wrap=True)
 
 
 def _internal_error(exc: BaseException, debug: bool) -> int:
+    # The exception text is printed without markup: a message such as "bad [/x]" must not
+    # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
-        f"[bold red]internal error[/]: {type(exc).__name__}: {exc}\n"
+        f"[bold red]internal error[/]: {escape(f'{type(exc).__name__}: {exc}')}\n"
         "This is a bug in fairscan; please report it with the command you ran. "
         "Re-run with --debug for the traceback.",
-        markup=True,
+        soft_wrap=True,
     )
     if debug:
-        err.print("".join(traceback.format_exception(exc)), markup=False)
+        err.print("".join(traceback.format_exception(exc)), markup=False, soft_wrap=True)
     return int(ExitCode.ERROR)
+
+
+def _interrupted() -> typer.Exit:
+    err.print("interrupted", markup=False)
+    return typer.Exit(int(ExitCode.INTERRUPTED))
 
 
 def _expand_specs(paths: list[Path]) -> list[Path]:
@@ -150,30 +166,32 @@ def run(
         raise typer.Exit(int(ExitCode.ERROR)) from None
     observer = RichProgress(err) if _show_progress(progress and not quiet) else NullProgress()
     options = RunOptions(out_dir=out_dir, seed=seed, replicates=replicates, workers=workers, progress=observer)
-    for spec_path in spec_paths:
-        try:
-            outcome = run_audit(spec_path, options)
-        except FairscanError as error:
-            _print_error(error)
-            worst = max(worst, int(ExitCode.ERROR))
-            continue
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-        except Exception as exc:  # internal error: a bug, reported as such
-            worst = max(worst, _internal_error(exc, debug))
-            continue
-        report = outcome.report
-        written = [str(p) for p in outcome.written]
-        if not quiet:
-            err.print(summary_table(report))
-            for line in findings_text(report):
-                err.print(line)
-        err.print(verdict_text(report, written))
-        code = int(outcome.exit_code)
-        if exit_zero and code == int(ExitCode.FINDINGS):
-            code = int(ExitCode.OK)
-        worst = max(worst, code)
+    try:
+        for spec_path in spec_paths:
+            try:
+                outcome = run_audit(spec_path, options)
+            except FairscanError as error:
+                _print_error(error)
+                worst = max(worst, int(ExitCode.ERROR))
+                continue
+            except Exception as exc:  # internal error: a bug, reported as such
+                worst = max(worst, _internal_error(exc, debug))
+                continue
+            report = outcome.report
+            written = [str(p) for p in outcome.written]
+            if not quiet:
+                # markup=False reaches the table cells: data values such as "[/x]" are shown
+                # verbatim instead of being parsed as rich markup (a MarkupError crash).
+                err.print(summary_table(report), markup=False)
+                for line in findings_text(report):
+                    err.print(line)
+            err.print(verdict_text(report, written), soft_wrap=True)
+            code = int(outcome.exit_code)
+            if exit_zero and code == int(ExitCode.FINDINGS):
+                code = int(ExitCode.OK)
+            worst = max(worst, code)
+    except KeyboardInterrupt:
+        raise _interrupted() from None
     raise typer.Exit(worst)
 
 
@@ -201,20 +219,23 @@ def validate(
                 issues = check_roles(loaded.spec)
                 if issues:
                     raise SpecError(issues=[i.located(str(spec_path), *loaded.locate_field(i.field or "")) for i in issues])
-                err.print(f"[green]ok[/] {spec_path} (spec only)")
+                err.print(f"[green]ok[/] {escape(str(spec_path))} (spec only)", soft_wrap=True)
             else:
                 prepared = prepare_audit(spec_path)
                 data = prepared.data
                 err.print(
-                    f"[green]ok[/] {spec_path}: {len(prepared.spec.scans)} scan(s), "
+                    f"[green]ok[/] {escape(str(spec_path))}: {len(prepared.spec.scans)} scan(s), "
                     f"{data.n_rows} rows after filter, "  # type: ignore[attr-defined]
-                    f"{len(data.attributes)} attributes"  # type: ignore[attr-defined]
+                    f"{len(data.attributes)} attributes",  # type: ignore[attr-defined]
+                    soft_wrap=True,
                 )
                 for warning in data.warnings:  # type: ignore[attr-defined]
-                    err.print(f"[yellow]warning[/]: {warning}", markup=True)
+                    err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
         except FairscanError as error:
             _print_error(error)
             worst = int(ExitCode.ERROR)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
         except Exception as exc:
             worst = _internal_error(exc, debug)
     raise typer.Exit(worst)
@@ -235,25 +256,44 @@ def init(
     data: Annotated[Path, typer.Argument(help="Data file to base the starter spec on.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Spec file to write (default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec file.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
+    from fairscan.report.write import atomic_write_text
     from fairscan.starter import starter_spec
 
     try:
+        if output is not None and output.is_dir():
+            raise UsageError(
+                f"{output} is a directory",
+                hint="give the spec file to write, e.g. -o audits/NAME.audit.yaml",
+            )
         if output is not None and output.exists() and not force:
             raise UsageError(f"{output} exists", hint="pass --force to overwrite it")
         spec_dir = output.parent if output is not None else Path.cwd()
         text = starter_spec(data, spec_dir=spec_dir)
+        if output is None:
+            sys.stdout.write(text)
+            return
+        try:
+            atomic_write_text(output, text)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {output}: {exc.strerror or exc}",
+                hint="check that the folder of --output is writable",
+            ) from exc
     except FairscanError as error:
         _print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
-    if output is None:
-        sys.stdout.write(text)
-        return
-    from fairscan.report.write import atomic_write_text
-
-    atomic_write_text(output, text)
-    err.print(f"wrote {output}; next: audit validate {output} && audit run {output}")
+    except KeyboardInterrupt:
+        raise _interrupted() from None
+    except Exception as exc:  # internal error: a bug, reported as such
+        raise typer.Exit(_internal_error(exc, debug)) from None
+    err.print(
+        f"wrote {escape(str(output))}; next: audit validate {escape(str(output))} "
+        f"&& audit run {escape(str(output))}",
+        soft_wrap=True,
+    )
 
 
 def main() -> None:
@@ -261,7 +301,7 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        err.print("interrupted")
+        err.print("interrupted", markup=False)
         sys.exit(int(ExitCode.INTERRUPTED))
 
 

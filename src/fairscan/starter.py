@@ -12,7 +12,17 @@ from fairscan.data.load import read_table
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema=https://raw.githubusercontent.com/fairscan/fairscan/main/schemas/audit-spec.schema.json"
 
-OUTCOME_HINTS = ("outcome", "label", "target", "y", "y_true", "two_year_recid", "recid", "default", "class")
+OUTCOME_HINTS = (
+    "outcome",
+    "label",
+    "target",
+    "y",
+    "y_true",
+    "two_year_recid",
+    "recid",
+    "default",
+    "class",
+)
 PREDICTION_HINTS = ("prediction", "prob", "proba", "probability", "score", "p", "y_prob", "pred")
 RECOMMENDATION_HINTS = ("recommendation", "decision", "y_pred", "pred_label", "high_risk", "flag")
 
@@ -44,13 +54,24 @@ def _is_probability(series: pl.Series) -> bool:
     return s.len() > 0 and s.min() >= 0.0 and s.max() <= 1.0 and s.n_unique() > 2  # type: ignore[operator]
 
 
+def _looks_like_id(name: str, series: pl.Series) -> bool:
+    """Identifiers make useless subgroup attributes: `id`, `*_id`, or all-unique integers/strings."""
+    low = name.lower()
+    if low in ("id", "index", "row_id", "uuid") or low.endswith(("_id", "-id", " id")):
+        return True
+    unique = series.n_unique() == series.len() and series.len() > 20
+    return unique and (series.dtype.is_integer() or series.dtype == pl.String)
+
+
 def starter_spec(data_path: Path, *, spec_dir: Path) -> str:
     """A commented ``*.audit.yaml`` text for ``data_path`` (path written relative to ``spec_dir``)."""
     frame = read_table(Path(data_path))
     columns = frame.columns
     binary = [c for c in columns if _is_binary(frame[c])]
     probabilities = [c for c in columns if _is_probability(frame[c])]
-    outcome = min(binary, key=lambda c: _name_rank(c, OUTCOME_HINTS)) if binary else "OUTCOME_COLUMN"
+    outcome = (
+        min(binary, key=lambda c: _name_rank(c, OUTCOME_HINTS)) if binary else "OUTCOME_COLUMN"
+    )
     prediction = (
         min(probabilities, key=lambda c: _name_rank(c, PREDICTION_HINTS)) if probabilities else None
     )
@@ -60,11 +81,15 @@ def starter_spec(data_path: Path, *, spec_dir: Path) -> str:
     attributes: list[str] = []
     discretize: list[str] = []
     for name in columns:
-        if name in roles or name.lower() in ("id", "index", "row_id"):
+        if name in roles or _looks_like_id(name, frame[name]):
             continue
         series = frame[name]
         distinct = series.n_unique()
-        if series.dtype == pl.String or series.dtype == pl.Categorical or series.dtype == pl.Boolean:
+        if (
+            series.dtype == pl.String
+            or series.dtype == pl.Categorical
+            or series.dtype == pl.Boolean
+        ):
             if 2 <= distinct <= 20:
                 attributes.append(name)
         elif series.dtype.is_integer() and 2 <= distinct <= 10:
@@ -83,7 +108,7 @@ def starter_spec(data_path: Path, *, spec_dir: Path) -> str:
         f"name: {stem}",
         "data:",
         f"  path: {relative}",
-        "  # filter: \"age >= 18\"          # optional, SQL WHERE syntax",
+        '  # filter: "age >= 18"          # optional, SQL WHERE syntax',
         "columns:",
         f"  outcome: {outcome}",
     ]
@@ -93,7 +118,9 @@ def starter_spec(data_path: Path, *, spec_dir: Path) -> str:
         lines.append(f"  recommendation: {recommendation}")
     elif prediction:
         lines.append("  threshold: 0.5                 # recommendation = prediction >= 0.5")
-    lines.append("attributes: [" + ", ".join(attributes) + "]" if attributes else "attributes: [ATTRIBUTE]")
+    lines.append(
+        "attributes: [" + ", ".join(attributes) + "]" if attributes else "attributes: [ATTRIBUTE]"
+    )
     if discretize:
         lines.append("discretize:")
         lines += [f"  {name}: {{quantiles: 5}}" for name in discretize]

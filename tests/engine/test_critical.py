@@ -17,8 +17,15 @@ from fairscan.engine.critical import (
 
 
 def test_constants_reproduce_by_numerical_maximisation():
-    r1 = minimize_scalar(lambda b: -k1_objective(b), bounds=(-3, 0), method="bounded", options={"xatol": 1e-10})
-    r2 = minimize_scalar(lambda b: -k2_squared_objective(b), bounds=(-3, 0), method="bounded", options={"xatol": 1e-10})
+    r1 = minimize_scalar(
+        lambda b: -k1_objective(b), bounds=(-3, 0), method="bounded", options={"xatol": 1e-10}
+    )
+    r2 = minimize_scalar(
+        lambda b: -k2_squared_objective(b),
+        bounds=(-3, 0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     assert -r1.fun == pytest.approx(K1, abs=1e-6)
     assert -r2.fun == pytest.approx(K2_SQUARED, abs=1e-6)
     assert r1.x == pytest.approx(-0.612, abs=2e-3)

@@ -62,7 +62,9 @@ def test_score_of_any_subgroup_matches_record_level_oracle(table, direction, pen
         if not sel[j, :k].any():
             sel[j, 0] = True
     inside = np.all([sel[j, problem.codes[:, j]] for j in range(codes.shape[1])], axis=0)
-    want, _ = score_records(problem.observed[inside], problem.expected[inside], DIRECTIONS[direction])
+    want, _ = score_records(
+        problem.observed[inside], problem.expected[inside], DIRECTIONS[direction]
+    )
     got = score_subgroup(cells, sel, direction, penalty)
     assert got.llr == pytest.approx(want, rel=1e-8, abs=1e-8)
     assert got.size == inside.sum()
@@ -89,8 +91,18 @@ def test_ltss_step_equals_brute_force_over_value_subsets(table, direction, penal
     kernels._compute_mismatch(cells.codes, sel, mismatch)
     row = np.zeros(kmax, bool)
     got = kernels.ltss_step(
-        cells.codes, cells.observed, cells.weight, cells.expected, cells.constant_expectation,
-        sel, cells.cardinality, mismatch, j, penalty, direction, row,
+        cells.codes,
+        cells.observed,
+        cells.weight,
+        cells.expected,
+        cells.constant_expectation,
+        sel,
+        cells.cardinality,
+        mismatch,
+        j,
+        penalty,
+        direction,
+        row,
     )
     k = int(problem.cardinality[j])
     best = -math.inf
@@ -142,7 +154,9 @@ def test_search_finds_brute_force_optimum_on_random_tables():
         codes = np.column_stack([rng.integers(0, k, n) for k in cards])
         constant = case % 2 == 0
         expected = np.full(n, 0.3) if constant else rng.choice([0.2, 0.35, 0.5, 0.7], n)
-        observed = (rng.random(n) < np.clip(expected + 0.25 * (codes[:, 0] == 0), 0, 1)).astype(float)
+        observed = (rng.random(n) < np.clip(expected + 0.25 * (codes[:, 0] == 0), 0, 1)).astype(
+            float
+        )
         direction = 1 if case % 3 else -1
         penalty = float(rng.choice([0.0, 0.5, 1.0]))
         problem = ScanProblem.build(codes, observed, expected)
@@ -158,7 +172,7 @@ def test_direction_symmetry(table):
     pos = ScanProblem.build(codes, observed, expected)
     neg = ScanProblem.build(codes, 1 - observed, 1 - expected)
     sel = np.ones((codes.shape[1], int(pos.cardinality.max())), bool)
-    sel[0, 0] = False if pos.cardinality[0] > 1 else True
+    sel[0, 0] = not pos.cardinality[0] > 1
     a = score_subgroup(pos.cells(), sel, 1, 0.0)
     b = score_subgroup(neg.cells(), sel, -1, 0.0)
     assert a.llr == pytest.approx(b.llr, rel=1e-9, abs=1e-9)
@@ -189,7 +203,9 @@ def test_compression_and_row_order_invariance(table, direction):
     shuffled = ScanProblem.build(codes[perm], observed[perm], expected[perm])
     again = search(shuffled.cells(), direction=direction, penalty=0.5, restarts=10, seed=3)
     assert again.score == base.score  # bit for bit: cells are canonical
-    doubled = ScanProblem.build(np.vstack([codes, codes]), np.tile(observed, 2), np.tile(expected, 2))
+    doubled = ScanProblem.build(
+        np.vstack([codes, codes]), np.tile(observed, 2), np.tile(expected, 2)
+    )
     sel_score = score_subgroup(doubled.cells(), base.selection, direction, 0.0)
     assert sel_score.llr == pytest.approx(2 * base.llr, rel=1e-9, abs=1e-9)
 

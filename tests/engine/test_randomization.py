@@ -40,7 +40,9 @@ def test_child_seeds_are_addressed_by_index():
     assert not np.array_equal(a, child_seed(root, 1, 8).generate_state(2))
 
 
-def test_results_are_bit_identical_regardless_of_worker_count():
+def test_results_are_bit_identical_regardless_of_worker_count(monkeypatch):
+    # force the process pool even though this job is too small to need it
+    monkeypatch.setattr("fairscan.engine.randomization.WORKER_STARTUP_SECONDS", 0.0)
     cells = _problem(0).cells()
     settings = NullSettings(direction=1, penalty=0.5, restarts=5)
     seed = np.random.SeedSequence(123)
@@ -54,7 +56,9 @@ def test_results_are_bit_identical_regardless_of_worker_count():
 def test_progress_is_reported_per_replicate():
     cells = _problem(1).cells()
     seen: list[int] = []
-    null_scores(cells, NullSettings(1, 0.0, 2), np.random.SeedSequence(0), 5, on_progress=seen.append)
+    null_scores(
+        cells, NullSettings(1, 0.0, 2), np.random.SeedSequence(0), 5, on_progress=seen.append
+    )
     assert sum(seen) == 5
 
 

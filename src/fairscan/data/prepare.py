@@ -26,7 +26,8 @@ from fairscan.spec.models import ColumnsSpec, DiscretizeSpec
 
 __all__ = ["FLOAT_CATEGORICAL_MAX", "ROLES", "prepare_data"]
 
-ROLES = frozenset({"outcome", "prediction", "recommendation"})
+# "score": a real-valued prediction (no [0, 1] check), for ranking scans such as SubROC
+ROLES = frozenset({"outcome", "prediction", "recommendation", "score"})
 FLOAT_CATEGORICAL_MAX = 10  # an integral float column with at most this many values is categorical
 _SHOW_VALUES = 5  # offending values / row numbers listed in a message
 
@@ -106,6 +107,10 @@ class _Context:
     n_raw: int
     issues: list[Issue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    attribute_fields: dict[str, str] = field(default_factory=dict)  # name -> "attributes[i]"
+
+    def attribute_field(self, name: str) -> str:
+        return self.attribute_fields.get(name, "attributes")
 
     @property
     def n(self) -> int:
@@ -202,7 +207,9 @@ def _binary(ctx: _Context, column: str, role: str, spec_field: str) -> np.ndarra
     return ones.cast(pl.Int8).to_numpy().astype(np.int8, copy=False)
 
 
-def _prediction(ctx: _Context, column: str, spec_field: str) -> np.ndarray | None:
+def _prediction(
+    ctx: _Context, column: str, spec_field: str, *, probability: bool = True
+) -> np.ndarray | None:
     s = ctx.frame[column]
     if s.dtype == pl.Null:
         s = s.cast(pl.Float64)  # every value missing: reported as such below
@@ -239,13 +246,23 @@ def _prediction(ctx: _Context, column: str, spec_field: str) -> np.ndarray | Non
         )
     present = f.filter(~missing)
     outside = (present < 0.0) | (present > 1.0)
-    n_out = int(outside.sum())
+    n_out = int(outside.sum()) if probability else 0
+    if not probability:
+        infinite = int(present.is_infinite().sum())
+        if infinite:
+            ok = False
+            ctx.add(
+                f"score column {column!r} has {_plural(infinite, 'infinite value')}",
+                field=spec_field,
+                column=column,
+                hint="replace infinite scores by large finite values",
+            )
     if n_out:
         ok = False
         lo, hi = present.min(), present.max()
         ctx.add(
             f"prediction column {column!r} must hold probabilities in [0, 1]; "
-            f"{_plural(n_out, 'value')} lie outside (min {_show_value(lo)}, "
+            f"{_plural(n_out, 'value')} {'lies' if n_out == 1 else 'lie'} outside (min {_show_value(lo)}, "
             f"max {_show_value(hi)})",
             field=spec_field,
             column=column,
@@ -304,7 +321,7 @@ def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, nume
     ctx.add(
         f"attribute {name!r} has {count} distinct values, more than max_categories "
         f"({max_categories})",
-        field="attributes",
+        field=ctx.attribute_field(name),
         column=name,
         hint=hint,
     )
@@ -399,7 +416,7 @@ def _encode_attribute(
         ctx.add(
             f"attribute {name!r} is a continuous numeric column "
             f"({n_distinct} distinct values); scan attributes must be categorical",
-            field="attributes",
+            field=ctx.attribute_field(name),
             column=name,
             hint=(
                 f"bin it with discretize: {{{name}: {{quantiles: 5}}}} "
@@ -410,7 +427,7 @@ def _encode_attribute(
 
     ctx.add(
         f"attribute {name!r} has type {dtype}, which cannot be scanned",
-        field="attributes",
+        field=ctx.attribute_field(name),
         column=name,
         hint="use a column of strings, integers, booleans or (discretised) numbers",
     )
@@ -439,11 +456,14 @@ def prepare_data(
     max_categories: int,
     filter: str | None,
     needs: set[str],
+    extra_columns: Mapping[str, str] | None = None,
 ) -> PreparedData:
     """Filter, validate and encode ``frame`` for the scans.
 
     ``needs`` ⊆ {"outcome", "prediction", "recommendation"} lists the column roles the spec's
-    scans require (the outcome always is). Problems in the data are collected and raised as one
+    scans require (the outcome always is; "score" is a prediction that may be any real number).
+    ``extra_columns`` maps further columns a scan reads (e.g. a base-rate or split column) to
+    the spec field naming them; they are returned filtered in ``PreparedData.extra``. Problems in the data are collected and raised as one
     :class:`DataError`; a filter that cannot be parsed or type-checked raises
     :class:`SpecError` (``data.filter``) unless other problems were found as well.
     """
@@ -487,7 +507,9 @@ def prepare_data(
         )
 
     wanted: list[tuple[str, str]] = [(f, c) for _, f, c in role_columns]
-    wanted += [("attributes", a) for a in attributes]
+    wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
+    extra_columns = dict(extra_columns or {})
+    wanted += [(f, c) for c, f in extra_columns.items()]
     present: list[str] = []
     for spec_field, column in wanted:
         if column in names:
@@ -542,6 +564,7 @@ def prepare_data(
         raise DataError(issues=issues)
 
     ctx = _Context(frame=data, row_col=row_col, filter=filter, n_raw=n_raw, issues=issues)
+    ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
 
     # 3. Role columns.
     outcome = prediction = recommendation = None
@@ -551,7 +574,8 @@ def prepare_data(
         if role == "outcome":
             outcome = _binary(ctx, column, role, spec_field)
         elif role == "prediction":
-            prediction = _prediction(ctx, column, spec_field)
+            probability = not ("score" in needs and "prediction" not in needs)
+            prediction = _prediction(ctx, column, spec_field, probability=probability)
         else:
             recommendation = _binary(ctx, column, role, spec_field)
     if outcome is not None:
@@ -598,6 +622,28 @@ def prepare_data(
         )
         code_columns.append(enc.codes)
 
+    # 5. Extra columns: numbers as float64 (nulls are errors), anything else as strings.
+    extra: dict[str, np.ndarray] = {}
+    for column, spec_field in extra_columns.items():
+        if column not in data.columns:
+            continue
+        series = data[column]
+        if series.dtype.is_numeric() or series.dtype == pl.Boolean:
+            values = series.cast(pl.Float64)
+            missing = _missing_mask(values)
+            if int(missing.sum()):
+                ctx.add(
+                    f"column {column!r} has {_plural(int(missing.sum()), 'missing value')} "
+                    f"(null or NaN; {ctx.rows(missing)})",
+                    field=spec_field,
+                    column=column,
+                    hint=ctx.not_null_hint(column),
+                )
+                continue
+            extra[column] = values.to_numpy().astype(np.float64, copy=True)
+        else:
+            extra[column] = np.asarray(series.cast(pl.String).fill_null(MISSING_LABEL).to_list(), dtype=object)
+
     if ctx.issues:
         raise DataError(issues=ctx.issues)
     if outcome is None:  # pragma: no cover - every path to here has added an issue
@@ -615,4 +661,5 @@ def prepare_data(
         prediction=prediction,
         recommendation=recommendation,
         warnings=tuple(ctx.warnings),
+        extra=extra,
     )

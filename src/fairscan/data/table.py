@@ -34,6 +34,8 @@ class PreparedData:
     prediction: np.ndarray | None = None  # (n,) float64 in [0, 1]
     recommendation: np.ndarray | None = None  # (n,) int8 in {0, 1}
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # further columns some scans read (column name -> filtered values; float64 or object strings)
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:

@@ -47,8 +47,12 @@ def compress(
     observed: np.ndarray,
     expected: np.ndarray,
     cardinality: np.ndarray,
+    weight: np.ndarray | None = None,
 ) -> Cells:
-    """Group rows by profile and expectation; sums are exact (integers stored as floats)."""
+    """Group rows by profile and expectation; sums are exact (integers stored as floats).
+
+    ``weight`` (default 1 per row) lets already-compressed cells be regrouped.
+    """
     codes = np.ascontiguousarray(codes, dtype=np.int32)
     observed = np.asarray(observed, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
@@ -70,7 +74,7 @@ def compress(
         uniq = first
     row_cell = row_cell.reshape(-1).astype(np.int64)
     n_cells = len(uniq)
-    weight = np.bincount(row_cell, minlength=n_cells).astype(np.float64)
+    weight = np.bincount(row_cell, weights=weight, minlength=n_cells).astype(np.float64)
     obs = np.bincount(row_cell, weights=observed, minlength=n_cells)
     return Cells(
         codes=np.ascontiguousarray(codes[first]),

@@ -576,7 +576,9 @@ def coordinate_ascent(
                         j = a
                         break
                     pick -= 1
-            part = ltss_step(codes, c, w, p, const_p, sel, card, mismatch, j, penalty, direction, row)
+            part = ltss_step(
+                codes, c, w, p, const_p, sel, card, mismatch, j, penalty, direction, row
+            )
             cand = part - penalty * _penalty_units(sel, card, j)
             if cand > cur + REL_IMPROVEMENT * max(1.0, abs(cur)):
                 for i in range(codes.shape[0]):

@@ -9,18 +9,23 @@ the number of worker processes.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import signal
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import max_score
 
-TIE_TOLERANCE = 1e-9  # null scores within this relative distance of the observed count as ties
+TIE_TOLERANCE = 1e-9
+WORKER_STARTUP_SECONDS = 1.0  # measured: spawn + imports + loading the numba cache  # null scores within this relative distance of the observed count as ties
 
 
 def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:
@@ -54,76 +59,94 @@ class NullResult:
         return self.p_value <= self.alpha
 
 
+class ReplicateJob(Protocol):
+    """A picklable callable: replicate index -> the null statistic of that replicate."""
+
+    def __call__(self, index: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class MdssReplicate:
+    """Parametric Bernoulli replicate of a plain MDSS scan."""
+
+    cells: Cells
+    settings: NullSettings
+    seed: np.random.SeedSequence
+
+    def __call__(self, index: int) -> float:
+        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        observed = rng.binomial(self.cells.weight.astype(np.int64), self.cells.expected)
+        null_cells = replace(self.cells, observed=observed.astype(np.float64))
+        return max_score(
+            null_cells,
+            direction=self.settings.direction,
+            penalty=self.settings.penalty,
+            restarts=self.settings.restarts,
+            seed=search_seed(child_seed(self.seed, index, 0)),
+        )
+
+
 def replicate_score(
     cells: Cells, settings: NullSettings, seed: np.random.SeedSequence, index: int
 ) -> float:
-    rng = np.random.Generator(np.random.PCG64(child_seed(seed, index)))
-    observed = rng.binomial(cells.weight.astype(np.int64), cells.expected).astype(np.float64)
-    null_cells = replace(cells, observed=observed)
-    return max_score(
-        null_cells,
-        direction=settings.direction,
-        penalty=settings.penalty,
-        restarts=settings.restarts,
-        seed=search_seed(child_seed(seed, index, 0)),
-    )
+    return MdssReplicate(cells, settings, seed)(index)
 
 
 # Worker-process state, set once per process by the pool initializer.
-_WORKER: dict[str, object] = {}
+_WORKER: dict[str, ReplicateJob] = {}
 
 
-def _init_worker(cells: Cells, settings: NullSettings, seed: np.random.SeedSequence) -> None:
-    _WORKER.update(cells=cells, settings=settings, seed=seed)
+def _init_worker(job: ReplicateJob) -> None:
+    # Ctrl-C reaches the whole process group; only the parent handles it (exit 130), so the
+    # workers must not die printing tracebacks of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER["job"] = job
 
 
 def _run_chunk(start: int, stop: int) -> tuple[int, np.ndarray]:
-    cells = _WORKER["cells"]
-    settings = _WORKER["settings"]
-    seed = _WORKER["seed"]
-    assert isinstance(cells, Cells) and isinstance(settings, NullSettings)
-    assert isinstance(seed, np.random.SeedSequence)
-    out = np.array([replicate_score(cells, settings, seed, r) for r in range(start, stop)])
-    return start, out
+    job = _WORKER["job"]
+    return start, np.array([job(r) for r in range(start, stop)], dtype=np.float64)
 
 
 def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
-def null_scores(
-    cells: Cells,
-    settings: NullSettings,
-    seed: np.random.SeedSequence,
+def run_replicates(
+    job: ReplicateJob,
     replicates: int,
     *,
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """Scores of ``replicates`` null replicates, in replicate order."""
+    """``job(r)`` for r = 0..replicates-1, in parallel processes; results in replicate order."""
     scores = np.empty(replicates)
     if replicates == 0:
         return scores
-    # Process start-up (interpreter, numpy, cached kernels) costs ~1 s; not worth it for tiny runs.
-    if workers <= 1 or replicates < 4 * workers:
-        for r in range(replicates):
-            scores[r] = replicate_score(cells, settings, seed, r)
+    # Replicate 0 runs here: it warms the kernels and tells whether worker processes pay off
+    # (each costs about a second to start: interpreter, numpy, the JIT cache). Replicates are
+    # addressed by index, so the results do not depend on where each one runs.
+    started = time.perf_counter()
+    scores[0] = job(0)
+    if on_progress is not None:
+        on_progress(1)
+    serial_estimate = (time.perf_counter() - started) * (replicates - 1)
+    if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * 2:
+        for r in range(1, replicates):
+            scores[r] = job(r)
             if on_progress is not None:
                 on_progress(1)
         return scores
-    n_chunks = min(replicates, workers * 16)
-    bounds = np.linspace(0, replicates, n_chunks + 1).astype(int)
+    n_chunks = min(replicates - 1, workers * 16)
+    bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
     # "spawn": the parent may hold polars/numba threads, which fork would copy in a bad state.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(cells, settings, seed),
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(job,)
     ) as pool:
-        futures = [
-            pool.submit(_run_chunk, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+        futures = [pool.submit(_run_chunk, int(a), int(b)) for a, b in itertools.pairwise(bounds)]
         try:
             for future in futures:
                 start, chunk = future.result()
@@ -136,11 +159,39 @@ def null_scores(
     return scores
 
 
+def null_scores(
+    cells: Cells,
+    settings: NullSettings,
+    seed: np.random.SeedSequence,
+    replicates: int,
+    *,
+    workers: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Scores of ``replicates`` parametric Bernoulli null replicates of a plain MDSS scan."""
+    return run_replicates(
+        MdssReplicate(cells, settings, seed), replicates, workers=workers, on_progress=on_progress
+    )
+
+
 def p_value(observed: float, scores: np.ndarray) -> tuple[float, int]:
     """Monte-Carlo p-value (1 + #{null >= observed}) / (1 + R) and the exceed count."""
     threshold = observed - TIE_TOLERANCE * max(1.0, abs(observed))
     exceed = int(np.count_nonzero(scores >= threshold))
     return (1.0 + exceed) / (1.0 + len(scores)), exceed
+
+
+def summarize(observed_score: float, scores: np.ndarray, alpha: float) -> NullResult:
+    p, exceed = p_value(observed_score, scores)
+    quantile = float(np.quantile(scores, 1.0 - alpha, method="higher"))
+    return NullResult(
+        scores=scores,
+        observed_score=observed_score,
+        exceed_count=exceed,
+        p_value=p,
+        quantile=quantile,
+        alpha=alpha,
+    )
 
 
 def randomization_test(
@@ -155,13 +206,4 @@ def randomization_test(
     on_progress: Callable[[int], None] | None = None,
 ) -> NullResult:
     scores = null_scores(cells, settings, seed, replicates, workers=workers, on_progress=on_progress)
-    p, exceed = p_value(observed_score, scores)
-    quantile = float(np.quantile(scores, 1.0 - alpha, method="higher"))
-    return NullResult(
-        scores=scores,
-        observed_score=observed_score,
-        exceed_count=exceed,
-        p_value=p,
-        quantile=quantile,
-        alpha=alpha,
-    )
+    return summarize(observed_score, scores, alpha)

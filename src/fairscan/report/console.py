@@ -18,34 +18,40 @@ STATUS_STYLE = {
 
 
 def summary_table(report: AuditReport) -> Table:
+    """One row per scan. Cells are ``Text`` objects: data values never go through rich markup."""
     table = Table(title=f"fairscan: {report.name}", title_justify="left", expand=False)
-    table.add_column("scan")
-    table.add_column("type")
-    table.add_column("status")
-    table.add_column("subgroup", overflow="fold")
-    table.add_column("size", justify="right")
-    table.add_column("rate in / out", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("p", justify="right")
+    for name, justify in (
+        ("scan", "left"),
+        ("type", "left"),
+        ("status", "left"),
+        ("subgroup", "left"),
+        ("size", "right"),
+        ("rate in / out", "right"),
+        ("score", "right"),
+        ("p", "right"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for scan in report.scans:
-        top = scan.findings[0] if scan.findings else None
         status = Text(scan.status.replace("_", " "), style=STATUS_STYLE[scan.status])
-        if top is None:
-            table.add_row(scan.id, scan.type, status, "-", "-", "-", "-", "-")
+        head = scan.headline()
+        cells = [Text(scan.id), Text(scan.type), status]
+        if head is None:
+            table.add_row(*cells, *(Text("-") for _ in range(5)))
             continue
-        rates = (
-            f"{100 * (top.observed_rate or 0):.0f}% / "
-            + ("-" if top.outside_rate is None else f"{100 * top.outside_rate:.0f}%")
-        )
+        subgroup, score, p = head
+        finding = scan.findings[0] if scan.findings else None
+        size = str(finding.size) if finding else "-"
+        rates = "-"
+        if finding is not None and finding.observed_rate is not None:
+            outside = "-" if finding.outside_rate is None else f"{100 * finding.outside_rate:.0f}%"
+            rates = f"{100 * finding.observed_rate:.0f}% / {outside}"
         table.add_row(
-            scan.id,
-            scan.type,
-            status,
-            describe_subgroup(top.subgroup),
-            str(top.size),
-            rates,
-            f"{top.score:.2f}",
-            "-" if top.p_value is None else f"{top.p_value:.4f}",
+            *cells,
+            Text(describe_subgroup(subgroup)),
+            Text(size),
+            Text(rates),
+            Text(f"{score:.2f}"),
+            Text("-" if p is None else f"{p:.4f}"),
         )
     return table
 

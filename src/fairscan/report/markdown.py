@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.markdown_subroc import render_subroc
+from fairscan.report.models import AuditReport, Finding, IjdiScanInfo, ScanResult
 from fairscan.report.text import describe_subgroup, percent
 
 
@@ -45,6 +46,35 @@ def _finding_table(finding: Finding) -> list[str]:
     ]
 
 
+def _ijdi_lines(info: IjdiScanInfo) -> list[str]:
+    passes = "pass" if info.passes == 1 else "passes"
+    lines = [
+        f"IJDI settings: side {info.side}, lambda = {info.lam:g}, base rate from {info.base_rate_source}; "
+        f"edge-case loop: {info.passes} scan {passes}, {len(info.corrections)} correction(s)"
+        + ("" if info.converged else " (stopped at the pass cap)")
+        + ".",
+        "",
+    ]
+    if info.mitigation is not None:
+        lines += [
+            f"Mitigation (iterative thresholds): {len(info.mitigation)} correction(s), "
+            f"status {info.mitigation_status or 'not needed'}.",
+            "",
+        ]
+        if info.mitigation:
+            lines += [
+                "| subgroup | new threshold | rate before | rate after | score before | p before |",
+                "|---|---:|---:|---:|---:|---:|",
+            ]
+            for step in info.mitigation:
+                lines.append(
+                    f"| {describe_subgroup(step.subgroup)} | {step.threshold:.4f} | {percent(step.rate_before, 1)} "
+                    f"| {percent(step.rate_after, 1)} | {step.score_before:.2f} | {_p(step.p_value_before)} |"
+                )
+            lines.append("")
+    return lines
+
+
 def _scan_section(scan: ScanResult) -> list[str]:
     lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT[scan.status]}", ""]
     if scan.error:
@@ -72,14 +102,22 @@ def _scan_section(scan: ScanResult) -> list[str]:
                 f"{_num(nd.quantile)}."
             )
             lines.append("")
+    if scan.subroc is not None:
+        lines += render_subroc(scan.subroc)
     if scan.critical_value is not None:
         cv = scan.critical_value
-        note = "" if cv.applicable else " (the theorem assumes penalty 0 and direction negative; indicative only)"
+        note = (
+            ""
+            if cv.applicable
+            else " (the theorem assumes penalty 0 and direction negative; indicative only)"
+        )
         lines.append(
             f"Analytic critical value h({cv.alpha:g}) = {cv.h:.2f} for M = {cv.profiles} covariate "
             f"profiles: the score {'exceeds' if cv.exceeded else 'does not exceed'} it{note}."
         )
         lines.append("")
+    if scan.ijdi is not None:
+        lines += _ijdi_lines(scan.ijdi)
     for warning in scan.warnings:
         lines.append(f"> Warning: {warning}")
         lines.append("")
@@ -102,11 +140,11 @@ def render_markdown(report: AuditReport) -> str:
         "|---|---|---|---|---:|---:|",
     ]
     for scan in report.scans:
-        top = scan.findings[0] if scan.findings else None
+        top = scan.headline()
         lines.append(
             f"| `{scan.id}` | {scan.type} | {STATUS_TEXT[scan.status]} | "
-            f"{describe_subgroup(top.subgroup) if top else '-'} | "
-            f"{_num(top.score) if top else '-'} | {_p(top.p_value) if top else '-'} |"
+            f"{describe_subgroup(top[0]) if top else '-'} | "
+            f"{_num(top[1]) if top else '-'} | {_p(top[2]) if top else '-'} |"
         )
     lines.append("")
     for scan in report.scans:
@@ -122,8 +160,7 @@ def render_markdown(report: AuditReport) -> str:
         f"{prov.workers} worker(s)",
         f"- spec `{prov.spec_path}` (sha256 `{prov.spec_sha256[:16]}…`)",
         f"- data `{prov.data_path}` (sha256 `{prov.data_sha256[:16]}…`): {prov.data_rows} rows, "
-        f"{prov.rows_after_filter} after filter"
-        + (f" `{prov.filter}`" if prov.filter else ""),
+        f"{prov.rows_after_filter} after filter" + (f" `{prov.filter}`" if prov.filter else ""),
         f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}",
         "",
     ]

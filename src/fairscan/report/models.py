@@ -19,26 +19,57 @@ class ReportModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class IjdiCriterion(ReportModel):
+    """The IJDI criterion for a finding (methods.md §4.3), negatives (FPR) or positives (TPR)."""
+
+    rate_name: str = Field(description="'false positive rate' or 'true positive rate'.")
+    rate_inside: float = Field(description="Error rate (share recommended positive) inside the subgroup.")
+    rate_outside: float | None = Field(description="The same among the other scanned records.")
+    base_rate_inside: float = Field(description="Mean base rate Pr(y = 1 | x) inside the subgroup.")
+    base_rate_outside: float | None = Field(description="Mean base rate among the other scanned records.")
+    lam: float = Field(description="lambda: how much error-rate gap one unit of base-rate gap justifies.")
+    observed_gap: float | None = Field(description="rate_inside - rate_outside.")
+    allowed_gap: float | None = Field(
+        description="lambda * (base_rate_inside - base_rate_outside) when positive, else 0."
+    )
+    violated: bool | None = Field(description="observed_gap > allowed_gap.")
+
+
 class Finding(ReportModel):
     """One detected subgroup of an MDSS scan."""
 
     subgroup: dict[str, list[str]] = Field(
         description="Attribute -> selected values; unconstrained attributes are omitted ({} = everyone)."
     )
-    score: float = Field(description="Penalised objective J(S) = F(S) - penalty * c(S) that the search maximises.")
+    score: float = Field(
+        description="Penalised objective J(S) = F(S) - penalty * c(S) that the search maximises."
+    )
     llr: float = Field(description="Unpenalised log-likelihood ratio score F(S).")
-    penalty_cost: float = Field(description="penalty * c(S), with c(S) the number of selected values in constrained attributes.")
+    penalty_cost: float = Field(
+        description="penalty * c(S), with c(S) the number of selected values in constrained attributes."
+    )
     size: int = Field(description="Rows of the scanned population inside the subgroup.")
     observed_count: float = Field(description="Sum of the observed indicator inside the subgroup.")
     expected_count: float = Field(description="Sum of the expectations inside the subgroup.")
     observed_rate: float | None = Field(description="Observed rate inside the subgroup.")
-    expected_rate: float | None = Field(description="Expected rate inside the subgroup under the null.")
-    outside_rate: float | None = Field(description="Observed rate in the scanned population outside the subgroup (null if empty).")
-    q: float = Field(description="MLE of the odds multiplier q in the subgroup (direction-constrained).")
-    p_value: float | None = Field(description="Randomization-test p-value (1 + #null >= observed) / (1 + R); null when untested.")
+    expected_rate: float | None = Field(
+        description="Expected rate inside the subgroup under the null."
+    )
+    outside_rate: float | None = Field(
+        description="Observed rate in the scanned population outside the subgroup (null if empty)."
+    )
+    q: float = Field(
+        description="MLE of the odds multiplier q in the subgroup (direction-constrained)."
+    )
+    p_value: float | None = Field(
+        description="Randomization-test p-value (1 + #null >= observed) / (1 + R); null when untested."
+    )
     significant: bool | None = Field(description="p_value <= alpha; null when untested.")
-    null_quantile: float | None = Field(description="Empirical (1 - alpha) quantile of the null maxima; null when untested.")
+    null_quantile: float | None = Field(
+        description="Empirical (1 - alpha) quantile of the null maxima; null when untested."
+    )
     description: str = Field(description="The finding in words.")
+    ijdi: IjdiCriterion | None = Field(default=None, description="IJDI-Scan only: the criterion values.")
 
 
 class ScanTiming(ReportModel):
@@ -54,7 +85,9 @@ class Population(ReportModel):
     size: int
     observed_rate: float | None
     expected_rate: float | None
-    observed_label: str = Field(description="What the observed indicator means, e.g. 'flagged high-risk'.")
+    observed_label: str = Field(
+        description="What the observed indicator means, e.g. 'flagged high-risk'."
+    )
 
 
 class NullDistribution(ReportModel):
@@ -63,18 +96,58 @@ class NullDistribution(ReportModel):
     quantile: float | None = Field(description="Empirical (1 - alpha) quantile of the null maxima.")
     mean: float | None
     max: float | None
-    exceed_count: int = Field(description="Null replicates whose maximum score >= the observed score.")
-    scores: list[float] = Field(description="Maximum penalised score of each null replicate, in replicate order.")
+    exceed_count: int = Field(
+        description="Null replicates whose maximum score >= the observed score."
+    )
+    scores: list[float] = Field(
+        description="Maximum penalised score of each null replicate, in replicate order."
+    )
 
 
 class CriticalValue(ReportModel):
     """Analytic critical value h(alpha) of the Bias Scan (methods.md §2.4b), a screening figure."""
 
     alpha: float
-    profiles: int = Field(description="M, the number of distinct covariate profiles in the scanned data.")
+    profiles: int = Field(
+        description="M, the number of distinct covariate profiles in the scanned data."
+    )
     h: float
     exceeded: bool
-    applicable: bool = Field(description="False when the theorem's conditions (penalty 0, negative direction) do not hold.")
+    applicable: bool = Field(
+        description="False when the theorem's conditions (penalty 0, negative direction) do not hold."
+    )
+
+
+class IjdiCorrectionInfo(ReportModel):
+    edge_case: int = Field(description="1 = base rate inside below outside; 2 = censoring lowered the expectation.")
+    scan_pass: int
+    size: float = Field(description="Records in the detected subgroup at that pass.")
+    factor: float = Field(description="alpha_1 (edge case 1) or beta_2 (edge case 2).")
+
+
+class MitigationStep(ReportModel):
+    subgroup: dict[str, list[str]]
+    threshold: float = Field(description="New threshold eta(S*) applied to every record of the subgroup.")
+    rate_before: float = Field(description="Error rate of the subgroup before the correction.")
+    rate_after: float = Field(description="Error rate of the subgroup after the correction.")
+    score_before: float
+    p_value_before: float | None
+
+
+class IjdiScanInfo(ReportModel):
+    side: str
+    lam: float
+    base_rate_source: str = Field(description="Column name, or 'logistic regression on <attributes>'.")
+    passes: int = Field(description="Scan passes of the edge-case loop.")
+    converged: bool = Field(description="False when the pass cap stopped the loop.")
+    corrections: list[IjdiCorrectionInfo]
+    mitigation: list[MitigationStep] | None = Field(
+        default=None, description="Iterative threshold corrections, when mitigation was requested."
+    )
+    mitigation_status: str | None = Field(
+        default=None,
+        description="resolved (no significant finding left), cap (max_corrections reached), or null.",
+    )
 
 
 class ScanResult(ReportModel):
@@ -87,8 +160,30 @@ class ScanResult(ReportModel):
     findings: list[Finding] = Field(default_factory=list)
     null_distribution: NullDistribution | None = None
     critical_value: CriticalValue | None = None
+    subroc: SubrocResult | None = None
+    ijdi: IjdiScanInfo | None = None
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
+
+    def significant_count(self) -> int:
+        """Significant results of this scan (findings, or reported SubROC patterns)."""
+        count = sum(1 for f in self.findings if f.significant)
+        subroc = getattr(self, "subroc", None)
+        if subroc is not None:
+            count += sum(1 for pat in subroc.patterns if pat.reported and pat.significant)
+        return count
+
+    def headline(self) -> tuple[dict[str, list[str]], float, float | None] | None:
+        """(subgroup, score, p-value) of the top result, for summary tables."""
+        if self.findings:
+            top = self.findings[0]
+            return top.subgroup, top.score, top.p_value
+        subroc = getattr(self, "subroc", None)
+        if subroc is not None:
+            for pat in subroc.patterns:
+                if pat.reported:
+                    return pat.subgroup, pat.score, pat.adjusted_p_value
+        return None
 
 
 class Environment(ReportModel):
@@ -108,12 +203,16 @@ class Provenance(ReportModel):
     rows_after_filter: int
     filter: str | None
     seed: int | None
-    seed_entropy: str = Field(description="Entropy of the root SeedSequence (decimal); replays an unseeded run.")
+    seed_entropy: str = Field(
+        description="Entropy of the root SeedSequence (decimal); replays an unseeded run."
+    )
     utc_time: str = Field(description="UTC start time, ISO 8601 with Z.")
     finished_utc_time: str
     total_seconds: float
     workers: int
-    parameters: dict[str, Any] = Field(description="The resolved spec (defaults filled in, CLI overrides applied).")
+    parameters: dict[str, Any] = Field(
+        description="The resolved spec (defaults filled in, CLI overrides applied)."
+    )
     environment: Environment
 
 
@@ -132,5 +231,72 @@ class AuditReport(ReportModel):
     verdict: Verdict
     provenance: Provenance
     data_warnings: list[str] = Field(default_factory=list)
-    attributes: dict[str, list[str]] = Field(description="Each scan attribute with its values (labels) as scanned.")
+    attributes: dict[str, list[str]] = Field(
+        description="Each scan attribute with its values (labels) as scanned."
+    )
     scans: list[ScanResult]
+
+
+# --- SubROC (scan type `subroc`, methods.md §6) -----------------------------------------------
+
+
+class SubrocCover(ReportModel):
+    """A pattern's rows on one split."""
+
+    size: int
+    positives: int
+    negatives: int
+    negative_ratio: float | None = Field(description="Share of rows with outcome 0.")
+    measure: float | None = Field(
+        description="The performance measure in the cover (null if undefined)."
+    )
+
+
+class SubrocPattern(ReportModel):
+    """One of the top-k' patterns of a SubROC search, in search-score order."""
+
+    rank: int
+    subgroup: dict[str, list[str]] = Field(description="Attribute -> the one selected value.")
+    description: str
+    score: float = Field(description="Ranking score (generalisation-aware when enabled).")
+    weighted_score: float = Field(description="|sg|^alpha_s * cb^beta * relative score.")
+    relative_score: float = Field(
+        description="Overall minus subgroup measure (subgroup minus overall for ranking_loss)."
+    )
+    optimistic_estimate: float
+    search: SubrocCover
+    validation: SubrocCover | None
+    validation_statistic: float | None = Field(
+        description="Relative score on the validation set (the test statistic)."
+    )
+    p_value: float | None
+    adjusted_p_value: float | None
+    significant: bool | None = Field(description="adjusted_p_value <= alpha; null when untested.")
+    reported: bool = Field(description="Among the top-k reported patterns.")
+
+
+class SubrocResult(ReportModel):
+    measure: str
+    overall_search: float
+    overall_validation: float | None
+    search_rows: int
+    search_positives: int
+    validation_rows: int
+    validation_positives: int
+    candidates_evaluated: int = Field(description="Patterns whose cover was evaluated.")
+    candidates_valid: int = Field(description="Of which met min_cover and the class constraint.")
+    pruned: int = Field(description="Patterns not expanded because of their optimistic estimate.")
+    skipped: int = Field(
+        description="Candidates not evaluated: a generalisation was pruned, too small or invalid."
+    )
+    per_level: list[dict[str, int]]
+    subsets: int
+    correction: str
+    alpha: float
+    null_distributions: int = Field(description="Distinct (positives, negatives) null draws.")
+    reported: int
+    patterns: list[SubrocPattern]
+
+
+ScanResult.model_rebuild()
+AuditReport.model_rebuild()

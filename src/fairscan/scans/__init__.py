@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from fairscan.scans import bias_scan, fpr_scan
+from fairscan.scans import bias_scan, fpr_scan, ijdi_scan, subroc
 from fairscan.scans.base import ScanContext, ScanType
 
 SCAN_TYPES: dict[str, ScanType] = {
-    entry.type: entry for entry in (fpr_scan.FPR_SCAN, fpr_scan.TPR_SCAN, bias_scan.BIAS_SCAN)
+    entry.type: entry
+    for entry in (
+        fpr_scan.FPR_SCAN,
+        fpr_scan.TPR_SCAN,
+        bias_scan.BIAS_SCAN,
+        subroc.SUBROC,
+        ijdi_scan.IJDI_SCAN,
+    )
 }
 
 

@@ -39,6 +39,8 @@ class ScanType:
     type: str
     spec_model: type[ScanSpecBase]
     runner: Runner
-    needs: tuple[str, ...]  # column roles required: "outcome", "prediction", "recommendation"
+    needs: tuple[str, ...]  # column roles required: "outcome", "prediction", "recommendation", "score"
     title: str
     summary: str
+    # further data columns a scan spec names: spec -> {column: field path within the scan spec}
+    extra_columns: Callable[[Any], dict[str, str]] | None = None

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 class BiasScanSpec(MdssScanSpecBase):
-    type: Literal["bias_scan"] = Field(description="Calibration scan: observed outcome vs predicted probability.")
+    type: Literal["bias_scan"] = Field(
+        description="Calibration scan: observed outcome vs predicted probability."
+    )
     direction: Literal["negative", "positive"] = Field(
         default="negative",
         description=(
@@ -47,7 +49,7 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         outside_rate: float | None,
     ) -> str:
         return (
-            f"The {int(round(best.size))} rows with {who} have {outcome} = 1 in "
+            f"The {round(best.size)} rows with {who} have {outcome} = 1 in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
             f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
             f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."

@@ -21,14 +21,20 @@ if TYPE_CHECKING:
 
 
 class FprScanSpec(MdssScanSpecBase):
-    type: Literal["fpr_scan"] = Field(description="False-positive-rate scan among true negatives (y = 0).")
+    type: Literal["fpr_scan"] = Field(
+        description="False-positive-rate scan among true negatives (y = 0)."
+    )
 
 
 class TprScanSpec(MdssScanSpecBase):
-    type: Literal["tpr_scan"] = Field(description="True-positive-rate scan among true positives (y = 1).")
+    type: Literal["tpr_scan"] = Field(
+        description="True-positive-rate scan among true positives (y = 1)."
+    )
 
 
-def run_error_rate_scan(spec: FprScanSpec | TprScanSpec, ctx: ScanContext, outcome_class: int) -> ScanResult:
+def run_error_rate_scan(
+    spec: FprScanSpec | TprScanSpec, ctx: ScanContext, outcome_class: int
+) -> ScanResult:
     """Scan the rows with outcome == ``outcome_class`` for excess positive recommendations."""
     from fairscan.engine.mdss import SubgroupScore
     from fairscan.report.text import percent
@@ -54,10 +60,12 @@ def run_error_rate_scan(spec: FprScanSpec | TprScanSpec, ctx: ScanContext, outco
         outside_rate: float | None,
     ) -> str:
         outside = (
-            f"{percent(outside_rate)} for the other {kind}" if outside_rate is not None else "no other rows"
+            f"{percent(outside_rate)} for the other {kind}"
+            if outside_rate is not None
+            else "no other rows"
         )
         return (
-            f"Among {population}, the {int(round(best.size))} rows with {who} are {flagged} "
+            f"Among {population}, the {round(best.size)} rows with {who} are {flagged} "
             f"{percent(observed_rate)} of the time ({rate_name}), vs {outside} and "
             f"{percent(overall)} overall (odds multiplier q = {best.q:.2f})."
         )

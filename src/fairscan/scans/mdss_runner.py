@@ -39,7 +39,9 @@ class MdssInputs:
     describe: Callable[[str, SubgroupScore, float | None, float | None, float | None], str]
 
 
-def subgroup_labels(ctx: ScanContext, problem: ScanProblem, selection: np.ndarray) -> dict[str, list[str]]:
+def subgroup_labels(
+    ctx: ScanContext, problem: ScanProblem, selection: np.ndarray
+) -> dict[str, list[str]]:
     """Map a local-code selection back to attribute -> value labels, omitting unconstrained ones."""
     out: dict[str, list[str]] = {}
     for j, attribute in enumerate(ctx.data.attributes):
@@ -57,9 +59,7 @@ def run_mdss(
     from fairscan.report.text import describe_subgroup
 
     started = time.perf_counter()
-    problem = ScanProblem.build(
-        ctx.data.codes[inputs.rows], inputs.observed, inputs.expected
-    )
+    problem = ScanProblem.build(ctx.data.codes[inputs.rows], inputs.observed, inputs.expected)
     cells = problem.cells()
     warnings: list[str] = []
     if problem.clipped:
@@ -117,7 +117,7 @@ def run_mdss(
                 score=best.score,
                 llr=best.llr,
                 penalty_cost=spec.penalty * best.penalty_units,
-                size=int(round(best.size)),
+                size=round(best.size),
                 observed_count=best.observed,
                 expected_count=best.expected,
                 observed_rate=observed_rate,

@@ -19,7 +19,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -181,8 +181,8 @@ def _raw_key(node: dict[Any, Any], segment: Any, details: ErrorDetails, is_key: 
 
     pydantic writes a bool key as 0/1 and other non-string keys as their ``str()``.
     """
-    if is_key and details.get("input") in node:
-        candidate = details.get("input")
+    candidate = details.get("input")
+    if is_key and isinstance(candidate, Hashable) and candidate in node:
         for key in node:
             if key == candidate and type(key) is type(candidate):
                 return key

@@ -1,0 +1,194 @@
+"""IJDI-Scan: base-rate-adjusted error-rate imbalance with the edge-case loop (methods.md §4.3-4.6).
+
+The scan runs on one side of the outcome (negatives: FPR, positives: TPR). Observed is the
+binary recommendation; the expectation of record i is the "uncensored" ``u_i = pbar_b +
+lambda (p_i - pbar)`` censored to [0, 1], where ``p_i`` is the base rate Pr(y = 1 | x). Two
+edge cases raise expectations inside the detected subgroup S* and rescan until neither fires:
+
+1. the base rate inside S* is below the base rate outside: the low ``p_i`` in S* are raised
+   toward ``p(~S*)`` (keeping their order) and ``u`` follows with slope lambda;
+2. censoring lowered the expected mean of S*: the ``u_i < 1`` are raised so that the censored
+   mean equals the uncensored one (or everything to 1).
+
+``pbar`` and ``pbar_b`` are fixed at their initial values (methods.md §8 I2), so both
+corrections only raise expectations and the loop terminates; a pass cap bounds it anyway.
+
+Everything is computed on cells (records with identical attribute profile and base rate): the
+corrections depend on nothing else, so this is exact and much faster than per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairscan.engine.cells import Cells, compress
+from fairscan.engine.mdss import EPSILON, SubgroupScore, score_subgroup, search
+
+TAU = 1e-12  # tolerance of the edge-case conditions (methods.md §4.5)
+MAX_PASSES = 100
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One edge-case correction applied during the loop."""
+
+    edge_case: int  # 1 (base rate) or 2 (censoring)
+    scan_pass: int
+    size: float  # records of S* at that pass
+    factor: float  # alpha_1 or beta_2 (1.0 when everything was set to 1)
+
+
+@dataclass(frozen=True)
+class IjdiCells:
+    """Scanned records compressed by (profile, base rate): the loop's state lives on these."""
+
+    codes: np.ndarray  # (M, m) int32 local codes
+    weight: np.ndarray  # (M,)
+    observed: np.ndarray  # (M,) number of positive recommendations
+    base_rate: np.ndarray  # (M,) p_i
+    cardinality: np.ndarray
+
+    @classmethod
+    def from_records(
+        cls,
+        codes: np.ndarray,
+        recommendation: np.ndarray,
+        base_rate: np.ndarray,
+        cardinality: np.ndarray,
+    ) -> IjdiCells:
+        cells = compress(codes, recommendation, base_rate, cardinality)
+        return cls(cells.codes, cells.weight, cells.observed, cells.expected, cells.cardinality)
+
+    def with_observed(self, observed: np.ndarray) -> IjdiCells:
+        return IjdiCells(self.codes, self.weight, observed, self.base_rate, self.cardinality)
+
+
+@dataclass(frozen=True)
+class IjdiOutcome:
+    best: SubgroupScore
+    inside: np.ndarray  # (M,) bool: cells in S*
+    passes: int
+    converged: bool  # False when the pass cap stopped the loop
+    corrections: list[Correction] = field(default_factory=list)
+    pbar_b: float = 0.0
+    pbar: float = 0.0
+
+
+def uncensored_expectations(cells: IjdiCells, lam: float) -> tuple[np.ndarray, float, float]:
+    """``u = pbar_b + lambda (p - pbar)`` with the weighted overall means."""
+    total = cells.weight.sum()
+    pbar_b = float(cells.observed.sum() / total)
+    pbar = float((cells.weight * cells.base_rate).sum() / total)
+    return pbar_b + lam * (cells.base_rate - pbar), pbar_b, pbar
+
+
+def censored_expectations(u: np.ndarray) -> np.ndarray:
+    """clip(u, 0, 1), then the epsilon clip of the Bernoulli score (methods.md §1.4.1)."""
+    return np.clip(u, EPSILON, 1.0 - EPSILON)
+
+
+def _search_cells(cells: IjdiCells, expected: np.ndarray) -> Cells:
+    return compress(cells.codes, cells.observed, expected, cells.cardinality, weight=cells.weight)
+
+
+def members(codes: np.ndarray, selection: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows/cells of ``codes`` inside the subgroup ``selection``."""
+    inside = np.ones(codes.shape[0], dtype=bool)
+    for j in range(codes.shape[1]):
+        inside &= selection[j, codes[:, j]]
+    return inside
+
+
+def edge_case_1(
+    base_rate: np.ndarray, u: np.ndarray, weight: np.ndarray, inside: np.ndarray, lam: float
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Raise the low base rates in S* so that p(S*) = p(~S*); None when it does not apply."""
+    outside = ~inside
+    if not outside.any() or not inside.any():
+        return None
+    w_in = weight[inside].sum()
+    p_in = (weight[inside] * base_rate[inside]).sum() / w_in
+    p_out = (weight[outside] * base_rate[outside]).sum() / weight[outside].sum()
+    if not p_in < p_out - TAU:
+        return None
+    gap = p_out - base_rate
+    low = inside & (base_rate < p_out)
+    alpha = float((weight[inside] * gap[inside]).sum() / (weight[low] * gap[low]).sum())
+    delta = np.where(low, alpha * gap, 0.0)
+    return base_rate + delta, u + lam * delta, alpha
+
+
+def edge_case_2(
+    u: np.ndarray, weight: np.ndarray, inside: np.ndarray
+) -> tuple[np.ndarray, float] | None:
+    """Raise the u_i < 1 in S* so the censored mean equals the uncensored one (or all to 1)."""
+    if not inside.any():
+        return None
+    w_in = weight[inside]
+    u_in = u[inside]
+    uncensored = (w_in * u_in).sum() / w_in.sum()
+    censored = (w_in * np.clip(u_in, 0.0, 1.0)).sum() / w_in.sum()
+    # the censored mean can reach the uncensored one, or 1 at most ("(or 1)", methods.md §4.5):
+    # once every u in S* is >= 1 there is nothing left to raise
+    if not censored < min(uncensored, 1.0) - TAU:
+        return None
+    below = inside & (u < 1.0)
+    if uncensored >= 1.0:
+        return np.where(below, 1.0, u), 1.0
+    above = inside & (u >= 1.0)
+    beta = float(
+        (weight[above] * (u[above] - 1.0)).sum() / (weight[below] * (1.0 - u[below])).sum()
+    )
+    return np.where(below, u + beta * (1.0 - u), u), beta
+
+
+def ijdi_loop(
+    cells: IjdiCells,
+    *,
+    lam: float,
+    penalty: float,
+    restarts: int,
+    seed: int,
+    max_passes: int = MAX_PASSES,
+) -> IjdiOutcome:
+    """Algorithm 1 with both edge cases (methods.md §4.5); positive direction (q > 1)."""
+    u, pbar_b, pbar = uncensored_expectations(cells, lam)
+    base_rate = cells.base_rate.copy()
+    corrections: list[Correction] = []
+    best: SubgroupScore | None = None
+    inside = np.zeros(cells.weight.shape[0], dtype=bool)
+    for scan_pass in range(1, max_passes + 1):
+        search_cells = _search_cells(cells, censored_expectations(u))
+        best = search(search_cells, direction=1, penalty=penalty, restarts=restarts, seed=seed)
+        if best.llr <= 0.0:
+            inside = np.zeros_like(inside)
+            return IjdiOutcome(best, inside, scan_pass, True, corrections, pbar_b, pbar)
+        inside = members(cells.codes, best.selection)
+        size = float(cells.weight[inside].sum())
+        first = edge_case_1(base_rate, u, cells.weight, inside, lam)
+        if first is not None:
+            base_rate, u, alpha = first
+            corrections.append(Correction(1, scan_pass, size, alpha))
+            continue
+        second = edge_case_2(u, cells.weight, inside)
+        if second is not None:
+            u, beta = second
+            corrections.append(Correction(2, scan_pass, size, beta))
+            continue
+        return IjdiOutcome(best, inside, scan_pass, True, corrections, pbar_b, pbar)
+    assert best is not None
+    return IjdiOutcome(best, inside, max_passes, False, corrections, pbar_b, pbar)
+
+
+def null_expectations(cells: IjdiCells, lam: float) -> np.ndarray:
+    """Censored expectations from the original base rates: the null law of the recommendations."""
+    u, _, _ = uncensored_expectations(cells, lam)
+    return np.clip(u, 0.0, 1.0)
+
+
+def rescore(
+    cells: IjdiCells, selection: np.ndarray, expected: np.ndarray, penalty: float
+) -> SubgroupScore:
+    return score_subgroup(_search_cells(cells, expected), selection, 1, penalty)
