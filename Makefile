@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-fast lint format schemas sample-data compas bench clean
+.PHONY: setup demo test test-fast lint format schemas sample-data compas adult bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,15 @@ schemas: $(STAMP)
 compas: $(STAMP)
 	$(BIN)/python scripts/prepare_compas.py
 
-bench: $(STAMP) compas
-	$(BIN)/python benchmarks/bench_mdss.py
+# Adult search/validation splits with xgboost scores, one CSV with a split column: build/adult_subroc.csv
+adult: $(STAMP)
+	$(BIN)/python scripts/prepare_adult.py
+
+# Benchmarks are run by hand (never by the test suite); results are committed as Markdown.
+bench: $(STAMP) compas adult
+	$(BIN)/python benchmarks/bench_mdss.py --write benchmarks/RESULTS.md
+	$(BIN)/python benchmarks/bench_subroc.py
+	$(BIN)/python benchmarks/bench_ijdi.py
 
 clean:
 	rm -rf $(VENV) build reports .pytest_cache .ruff_cache .hypothesis

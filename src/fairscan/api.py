@@ -263,7 +263,9 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
                     type=scan.type,
                     status="error",
                     parameters=scan.model_dump(mode="json"),
-                    timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
+                    timing=ScanTiming(
+                        search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed
+                    ),
                     error=error.render(),
                 )
             )
@@ -338,3 +340,80 @@ def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcom
     """Load, check and run one ``*.audit.yaml`` spec; write its reports."""
     options = options or RunOptions()
     return run_prepared(prepare_audit(spec_path, options), options)
+
+
+@dataclass(frozen=True)
+class PowerAnalysis:
+    """Detectability of a miscalibration in a named subgroup (methods.md §2.5)."""
+
+    subgroup: dict[str, list[str]]
+    size: int
+    observed_rate: float
+    predicted_rate: float
+    detectability: object  # fairscan.engine.critical.Detectability
+
+
+def power_analysis(
+    spec_path: Path, subgroup: dict[str, list[str]], alpha: float | None = None
+) -> PowerAnalysis:
+    """h(alpha) for the spec's data and the odds inflation Delta_thresh the Bias Scan would detect.
+
+    Uses the spec's outcome and prediction (taken as unbiased probabilities) and its attributes
+    (M = distinct attribute profiles).
+    """
+    import difflib
+
+    from fairscan.data.table import PreparedData
+    from fairscan.engine.critical import detectability_threshold
+    from fairscan.errors import UsageError
+
+    prepared = prepare_audit(spec_path)
+    data = prepared.data
+    assert isinstance(data, PreparedData)
+    if data.prediction is None:
+        raise _locate(
+            prepared.loaded,
+            SpecError(
+                "power analysis needs predicted probabilities",
+                field="columns",
+                hint="set columns.prediction",
+            ),
+        )
+    inside = np.ones(data.n_rows, dtype=bool)
+    for name, values in subgroup.items():
+        if name not in data.attribute_names:
+            close = difflib.get_close_matches(name, data.attribute_names, n=1)
+            raise UsageError(
+                f"{name!r} is not an attribute of this spec",
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else f"attributes: {', '.join(data.attribute_names)}",
+            )
+        j = data.attribute_names.index(name)
+        labels = data.attributes[j].labels
+        unknown = [v for v in values if v not in labels]
+        if unknown:
+            raise UsageError(
+                f"attribute {name!r} has no value {unknown[0]!r}",
+                hint=f"its values are: {', '.join(labels)}",
+            )
+        codes = [labels.index(v) for v in values]
+        inside &= np.isin(data.codes[:, j], codes)
+    if not inside.any():
+        raise UsageError("the subgroup is empty in the data", hint="check the --where conditions")
+    y = data.outcome[inside].astype(np.float64)
+    p = data.prediction[inside]
+    if y.sum() in (0, len(y)):
+        raise UsageError(
+            "the subgroup has only one outcome class; the detectability threshold needs both",
+            hint="choose a larger subgroup",
+        )
+    profiles = int(np.unique(data.codes, axis=0).shape[0])
+    result = detectability_threshold(y, p, alpha or prepared.spec.significance.alpha, profiles)
+    return PowerAnalysis(
+        subgroup=subgroup,
+        size=int(inside.sum()),
+        observed_rate=float(y.mean()),
+        predicted_rate=float(p.mean()),
+        detectability=result,
+    )

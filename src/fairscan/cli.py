@@ -78,7 +78,9 @@ def _show_progress(enabled: bool) -> bool:
 def _print_error(error: FairscanError) -> None:
     # soft_wrap: never hard-wrap a message at the console width, so that `file:line:col: ...`
     # stays on one line in CI logs and editors (the console is 80 columns when not a TTY).
-    label = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(error.kind, "error")
+    label = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(
+        error.kind, "error"
+    )
     for issue in error.issues:
         err.print(f"[bold red]{label}[/]: {escape(issue.render())}", soft_wrap=True)
 
@@ -128,7 +130,12 @@ def _version_callback(value: bool) -> None:
 def main_callback(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version and exit."),
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
     ] = False,
 ) -> None:
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
@@ -136,22 +143,42 @@ def main_callback(
 
 @app.command()
 def run(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")],
-    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (overrides significance.seed).", min=0)] = None,
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
+    ],
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed (overrides significance.seed).", min=0)
+    ] = None,
     replicates: Annotated[
-        int | None, typer.Option(help="Null replicates (overrides significance.replicates; 0 = no test).", min=0)
+        int | None,
+        typer.Option(
+            help="Null replicates (overrides significance.replicates; 0 = no test).", min=0
+        ),
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"),
+        typer.Option(
+            help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"
+        ),
     ] = None,
     exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even with significant findings (errors still exit 2).")
+        bool,
+        typer.Option(
+            "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
+        ),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")] = True,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")
+    ] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")
+    ] = True,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
 ) -> None:
     """Run the audits in SPECS, write their reports and exit 0/1/2."""
     from fairscan.api import RunOptions, run_audit
@@ -165,7 +192,9 @@ def run(
         _print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
     observer = RichProgress(err) if _show_progress(progress and not quiet) else NullProgress()
-    options = RunOptions(out_dir=out_dir, seed=seed, replicates=replicates, workers=workers, progress=observer)
+    options = RunOptions(
+        out_dir=out_dir, seed=seed, replicates=replicates, workers=workers, progress=observer
+    )
     try:
         for spec_path in spec_paths:
             try:
@@ -197,9 +226,15 @@ def run(
 
 @app.command()
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")],
-    no_data: Annotated[bool, typer.Option("--no-data", help="Check the spec only, not its data.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
+    ],
+    no_data: Annotated[
+        bool, typer.Option("--no-data", help="Check the spec only, not its data.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
 ) -> None:
     """Check specs (and their data) without scanning. Exit 0 if valid, 2 if not."""
     from fairscan.api import check_roles, prepare_audit
@@ -218,7 +253,12 @@ def validate(
                 loaded = load_spec(spec_path)
                 issues = check_roles(loaded.spec)
                 if issues:
-                    raise SpecError(issues=[i.located(str(spec_path), *loaded.locate_field(i.field or "")) for i in issues])
+                    raise SpecError(
+                        issues=[
+                            i.located(str(spec_path), *loaded.locate_field(i.field or ""))
+                            for i in issues
+                        ]
+                    )
                 err.print(f"[green]ok[/] {escape(str(spec_path))} (spec only)", soft_wrap=True)
             else:
                 prepared = prepare_audit(spec_path)
@@ -243,7 +283,9 @@ def validate(
 
 @app.command()
 def schema(
-    report: Annotated[bool, typer.Option("--report", help="Print the report schema instead of the spec schema.")] = False,
+    report: Annotated[
+        bool, typer.Option("--report", help="Print the report schema instead of the spec schema.")
+    ] = False,
 ) -> None:
     """Print the JSON Schema of the audit spec (or of the JSON report)."""
     from fairscan.spec.schema import render_schema, report_json_schema, spec_json_schema
@@ -254,9 +296,15 @@ def schema(
 @app.command()
 def init(
     data: Annotated[Path, typer.Argument(help="Data file to base the starter spec on.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Spec file to write (default: stdout).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec file.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Spec file to write (default: stdout).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing spec file.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
     from fairscan.report.write import atomic_write_text
@@ -294,6 +342,111 @@ def init(
         f"&& audit run {escape(str(output))}",
         soft_wrap=True,
     )
+
+
+@app.command("lambda")
+def lambda_command(
+    cfn_over_cfp: Annotated[
+        float,
+        typer.Option(
+            "--cfn-over-cfp", help="Cost of a false negative relative to a false positive."
+        ),
+    ],
+    answers: Annotated[
+        list[str],
+        typer.Option(
+            "--answers", help="One elicitation answer z1,z2,z3 (percentages); repeat for more."
+        ),
+    ],
+    side: Annotated[
+        str, typer.Option(help="negatives (lambda_N, FPR) or positives (lambda_P, TPR).")
+    ] = "negatives",
+) -> None:
+    """Elicit lambda for ijdi_scan from cost answers (IJDI paper, App. C).
+
+    Each answer compares an unequal system with false positive rates z1 and z2 (z1 + z2 even)
+    against an equal one: z3 is the equal rate at which you would rather have the unequal one.
+    """
+    from fairscan.engine.elicitation import ElicitationError, elicit_lambda
+
+    try:
+        if side not in ("negatives", "positives"):
+            raise UsageError(f"--side must be negatives or positives, not {side!r}")
+        parsed = []
+        for text in answers:
+            parts = [x.strip() for x in text.split(",")]
+            if len(parts) != 3 or not all(x.lstrip("-").isdigit() for x in parts):
+                raise UsageError(
+                    f"answer {text!r} is not three whole numbers z1,z2,z3",
+                    hint="e.g. --answers 40,60,55",
+                )
+            parsed.append((int(parts[0]), int(parts[1]), int(parts[2])))
+        estimate = elicit_lambda(cfn_over_cfp, parsed, side)
+    except ElicitationError as error:
+        _print_error(UsageError(str(error)))
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except FairscanError as error:
+        _print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    cost = "c_dFPR / c_FP" if side == "negatives" else "c_dTPR / c_FN"
+    err.print(
+        f"{cost} = {estimate.disparity_cost_ratio:.6g} from {len(parsed)} answer(s)", markup=False
+    )
+    sys.stdout.write(f"lambda: {estimate.lam:.6g}\n")
+
+
+@app.command()
+def power(
+    spec: Annotated[Path, typer.Argument(help="Spec whose data, outcome and prediction to use.")],
+    where: Annotated[
+        list[str],
+        typer.Option(
+            "--where", help="Subgroup condition attribute=value[|value...]; repeat to intersect."
+        ),
+    ],
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="Significance level (default: the spec's alpha).", min=0.0, max=1.0),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """How strong a miscalibration in a subgroup must be for the Bias Scan to detect it.
+
+    Reports the analytic critical value h(alpha) and Delta_thresh (methods.md §2.5): the factor by
+    which the predicted odds in the subgroup must be inflated for its score to exceed h(alpha).
+    """
+    from fairscan.api import power_analysis
+
+    try:
+        subgroup: dict[str, list[str]] = {}
+        for cond in where:
+            name, sep, values = cond.partition("=")
+            if not sep or not name.strip() or not values.strip():
+                raise UsageError(f"--where {cond!r} is not attribute=value[|value...]")
+            subgroup.setdefault(name.strip(), []).extend(v.strip() for v in values.split("|"))
+        result = power_analysis(spec, subgroup, alpha)
+    except FairscanError as error:
+        _print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except Exception as exc:
+        raise typer.Exit(_internal_error(exc, debug)) from None
+    from fairscan.report.text import describe_subgroup
+
+    d = result.detectability
+    example = 0.3 * d.delta_thresh / (0.3 * d.delta_thresh + 0.7)
+    lines = [
+        f"subgroup: {describe_subgroup(result.subgroup)} ({result.size} rows; observed rate "
+        f"{100 * result.observed_rate:.1f}%, mean prediction {100 * result.predicted_rate:.1f}%)",
+        f"h({d.alpha:g}) = {d.h:.4f} for M = {d.profiles} covariate profiles",
+        f"F_old = {d.f_old:.4f} (unconstrained score with the current predictions; q_MLE = {d.q_mle:.4f})",
+        f"Delta_thresh = {d.delta_thresh:.4f}: predicted odds inflated by this factor in the subgroup "
+        f"(a 30% prediction becoming {100 * example:.1f}%) would be detected at alpha = {d.alpha:g}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def main() -> None:

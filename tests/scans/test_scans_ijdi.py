@@ -136,3 +136,51 @@ def test_spec_errors(extra, message):
             "s.audit.yaml",
         )
     assert message in info.value.render()
+
+
+def test_per_row_threshold_column_matches_constant_threshold(tmp_path):
+    rng = np.random.default_rng(4)
+    n = 1500
+    a = rng.choice(["x", "y", "z"], n)
+    p_true = rng.uniform(0.2, 0.8, n)
+    y = (rng.random(n) < p_true).astype(int)
+    score = np.clip(p_true + 0.2 * (a == "x"), 0, 1)
+    lines = ["a,y,score,p_true,theta"] + [f"{a[i]},{y[i]},{score[i]:.4f},{p_true[i]:.4f},0.5" for i in range(n)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "t.audit.yaml"
+    spec.write_text(
+        """
+version: 1
+name: t
+data: {path: d.csv}
+columns: {outcome: y, prediction: score}
+attributes: [a]
+scans:
+  - {id: const, type: ijdi_scan, lambda: 0.5, base_rate: p_true, threshold: 0.5, restarts: 5}
+  - {id: column, type: ijdi_scan, lambda: 0.5, base_rate: p_true, threshold: theta, restarts: 5}
+significance: {replicates: 0, seed: 1}
+"""
+    )
+    const, column = run_prepared(prepare_audit(spec), RunOptions(write=False)).report.scans
+    assert const.findings[0].subgroup == column.findings[0].subgroup == {"a": ["x"]}
+    assert const.findings[0].score == column.findings[0].score
+
+
+def test_base_rate_outside_unit_interval_is_a_scan_error(tmp_path):
+    (tmp_path / "d.csv").write_text("a,y,score,p\nx,0,0.6,1.5\ny,1,0.4,0.2\nx,1,0.7,0.3\ny,0,0.2,0.1\n")
+    spec = tmp_path / "t.audit.yaml"
+    spec.write_text(
+        """
+version: 1
+name: t
+data: {path: d.csv}
+columns: {outcome: y, prediction: score}
+attributes: [a]
+scans: [{id: ij, type: ijdi_scan, lambda: 1, base_rate: p, restarts: 2}]
+significance: {replicates: 0}
+"""
+    )
+    report = run_prepared(prepare_audit(spec), RunOptions(write=False)).report
+    assert report.scans[0].status == "error"
+    assert "must hold probabilities in [0, 1]" in report.scans[0].error
+    assert report.verdict.exit_code == 2

@@ -48,7 +48,9 @@ def disparity_cost_ratio(answers: Sequence[tuple[int, int, int]]) -> float:
     return 4.0 * sum(x * y for x, y in pairs) / sum(x * x for x, _ in pairs)
 
 
-def elicit_lambda(cfn_over_cfp: float, answers: Sequence[tuple[int, int, int]], side: str = "negatives") -> LambdaEstimate:
+def elicit_lambda(
+    cfn_over_cfp: float, answers: Sequence[tuple[int, int, int]], side: str = "negatives"
+) -> LambdaEstimate:
     """lambda_N = (1 + c_FN/c_FP) / (c_dFPR/c_FP); lambda_P = (1 + c_FP/c_FN) / (c_dTPR/c_FN)."""
     if cfn_over_cfp <= 0:
         raise ElicitationError("c_FN / c_FP must be positive")

@@ -25,7 +25,12 @@ from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import max_score
 
 TIE_TOLERANCE = 1e-9
-WORKER_STARTUP_SECONDS = 1.0  # measured: spawn + imports + loading the numba cache  # null scores within this relative distance of the observed count as ties
+# Effective cost of starting the worker pool on 2 cores (spawn, imports, numba cache load),
+# measured in benchmarks/RESULTS.md section 2: 999 cheap replicates took 2.5 s serially, 3.3 s
+# on two workers.
+WORKER_STARTUP_SECONDS = (
+    2.0  # null scores within this relative distance of the observed count as ties
+)
 
 
 def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:
@@ -133,7 +138,8 @@ def run_replicates(
     if on_progress is not None:
         on_progress(1)
     serial_estimate = (time.perf_counter() - started) * (replicates - 1)
-    if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * 2:
+    # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
+    if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
         for r in range(1, replicates):
             scores[r] = job(r)
             if on_progress is not None:
@@ -205,5 +211,7 @@ def randomization_test(
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
 ) -> NullResult:
-    scores = null_scores(cells, settings, seed, replicates, workers=workers, on_progress=on_progress)
+    scores = null_scores(
+        cells, settings, seed, replicates, workers=workers, on_progress=on_progress
+    )
     return summarize(observed_score, scores, alpha)

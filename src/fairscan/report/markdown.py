@@ -122,9 +122,13 @@ def _scan_section(scan: ScanResult) -> list[str]:
         lines.append(f"> Warning: {warning}")
         lines.append("")
     t = scan.timing
+    settings = "".join(
+        f"; {key} {scan.parameters[key]}"
+        for key in ("penalty", "restarts")
+        if scan.parameters.get(key) is not None
+    )
     lines.append(
-        f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s; "
-        f"penalty {scan.parameters.get('penalty')}, restarts {scan.parameters.get('restarts')}</sub>"
+        f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s{settings}</sub>"
     )
     lines.append("")
     return lines
