@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import auc, precision_recall_curve, roc_auc_score
 
+from fairscan.engine.multiple_testing import adjust_p_values
 from fairscan.engine.subroc import (
     SearchConfig,
-    adjust_p_values,
     lower_bound,
     measure,
     search,

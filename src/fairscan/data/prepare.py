@@ -642,7 +642,9 @@ def prepare_data(
                 continue
             extra[column] = values.to_numpy().astype(np.float64, copy=True)
         else:
-            extra[column] = np.asarray(series.cast(pl.String).fill_null(MISSING_LABEL).to_list(), dtype=object)
+            extra[column] = np.asarray(
+                series.cast(pl.String).fill_null(MISSING_LABEL).to_list(), dtype=object
+            )
 
     if ctx.issues:
         raise DataError(issues=ctx.issues)

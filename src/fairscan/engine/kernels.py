@@ -201,20 +201,6 @@ def _constrained_argmax(
     return _argmax_u(c, w, p, lo, hi, U_LO, 0.0)
 
 
-@njit(cache=True)
-def score_pseudo_cells(
-    c: np.ndarray, w: np.ndarray, p: np.ndarray, direction: int
-) -> tuple[float, float]:
-    """Direction-constrained score F and its maximiser u = log q over all given pseudo-cells."""
-    n = c.shape[0]
-    if n == 0:
-        return 0.0, 0.0
-    u = _constrained_argmax(c, w, p, 0, n, direction)
-    if u == 0.0:
-        return 0.0, 0.0
-    return _f(c, w, p, 0, n, u), u
-
-
 # --------------------------------------------------------------------------------------------
 # Exact attribute step (LTSS over q-intervals, methods.md §1.4.3)
 # --------------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ class ScanType:
     type: str
     spec_model: type[ScanSpecBase]
     runner: Runner
-    needs: tuple[str, ...]  # column roles required: "outcome", "prediction", "recommendation", "score"
+    # column roles required: "outcome", "prediction", "recommendation", "score"
+    needs: tuple[str, ...]
     title: str
     summary: str
     # further data columns a scan spec names: spec -> {column: field path within the scan spec}

@@ -172,14 +172,18 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
         IjdiCriterion,
         IjdiScanInfo,
         MitigationStep,
-        NullDistribution,
         Population,
         ScanResult,
         ScanTiming,
     )
     from fairscan.report.text import describe_subgroup, percent
     from fairscan.scans.ijdi_replicate import IjdiReplicate
-    from fairscan.scans.mdss_runner import subgroup_labels
+    from fairscan.scans.mdss_runner import (
+        make_finding,
+        null_distribution,
+        scan_status,
+        subgroup_labels,
+    )
 
     started = time.perf_counter()
     data = ctx.data
@@ -191,6 +195,11 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
 
     if isinstance(spec.threshold, str):
+        if data.extra[spec.threshold].dtype == object:
+            raise ScanError(
+                f"threshold column {spec.threshold!r} must hold numbers",
+                hint="point threshold at a numeric column of per-record thresholds, or give a number",
+            )
         thresholds = data.extra[spec.threshold].astype(np.float64).copy()
     else:
         thresholds = np.full(data.n_rows, float(spec.threshold))
@@ -298,29 +307,13 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
         gap_text = (
             f"{100 * crit.observed_gap:.1f} points" if crit.observed_gap is not None else "n/a"
         )
+        description = (
+            f"Among {kind} ({outcome_name} = {outcome_class}), the {round(best.size)} rows with {who} have a "
+            f"{rate_name} of {percent(crit.rate_inside)} vs {percent(crit.rate_outside)} for the others: a gap of "
+            f"{gap_text}, while {allowed_text}."
+        )
         findings.append(
-            Finding(
-                subgroup=subgroup,
-                score=best.score,
-                llr=best.llr,
-                penalty_cost=spec.penalty * best.penalty_units,
-                size=round(best.size),
-                observed_count=best.observed,
-                expected_count=best.expected,
-                observed_rate=best.observed / best.size if best.size else None,
-                expected_rate=best.expected / best.size if best.size else None,
-                outside_rate=crit.rate_outside,
-                q=best.q,
-                p_value=null.p_value if null else None,
-                significant=null.significant if null else None,
-                null_quantile=null.quantile if null else None,
-                description=(
-                    f"Among {kind} ({outcome_name} = {outcome_class}), the {round(best.size)} rows with {who} have a "
-                    f"{rate_name} of {percent(crit.rate_inside)} vs {percent(crit.rate_outside)} for the others: a gap of "
-                    f"{gap_text}, while {allowed_text}."
-                ),
-                ijdi=crit,
-            )
+            make_finding(spec, best, subgroup, crit.rate_outside, null, description, ijdi=crit)
         )
 
     # Mitigation (methods.md §4.8, approach 2): per-subgroup thresholds until nothing significant.
@@ -328,12 +321,14 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     mitigation_status = None
     if spec.mitigation is not None and findings and null is not None:
         steps = []
-        current = (outcome, null)
+        cur_outcome, cur_null = outcome, null
         rec = recommendation
-        mitigation_status = "resolved"
+
+        def still_significant() -> bool:
+            return cur_null is not None and cur_null.significant and cur_outcome.best.llr > 0.0
+
         for k in range(spec.mitigation.max_corrections):
-            cur_outcome, cur_null = current
-            if cur_outcome.best.llr <= 0.0 or not cur_null.significant:
+            if not still_significant():
                 break
             sel = cur_outcome.best.selection
             crit, inside_rows = criterion(sel, rec)
@@ -341,6 +336,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
                 crit.base_rate_inside - (crit.base_rate_outside or 0.0)
             )
             level = float(np.clip(1.0 - target, 0.0, 1.0))
+            # inverted-CDF quantile with the strict rule p > eta: at most the target share passes
             eta = float(np.quantile(data.prediction[inside_rows], level, method="inverted_cdf"))
             # thresholds apply to everyone in the subgroup, on both sides of the outcome
             everyone = members(data.codes, global_selection(problem, sel, data))
@@ -353,28 +349,18 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
                     rate_before=float(rec[inside_rows].mean()),
                     rate_after=float(new_rec[inside_rows].mean()),
                     score_before=cur_outcome.best.score,
-                    p_value_before=cur_null.p_value,
+                    p_value_before=cur_null.p_value if cur_null is not None else None,
                 )
             )
             rec = new_rec
-            _, next_outcome, next_null, _ = scan_once(rec, child_seed(ctx.seed, 2, k))
-            if next_null is None:
-                break
-            current = (next_outcome, next_null)
+            _, cur_outcome, cur_null, _ = scan_once(rec, child_seed(ctx.seed, 2, k))
+        if not steps:
+            mitigation_status = "not_needed"
         else:
-            mitigation_status = "cap"
-        if current[1].significant and current[0].best.llr > 0.0 and mitigation_status != "cap":
-            mitigation_status = "cap"
+            mitigation_status = "cap" if still_significant() else "resolved"
     done = time.perf_counter()
 
-    if null is None:
-        status = "untested" if findings else "no_finding"
-    elif findings and null.significant:
-        status = "significant"
-    elif findings:
-        status = "not_significant"
-    else:
-        status = "no_finding"
+    status = scan_status(bool(findings), null)
     n_side = int(side_rows.sum())
     parameters: dict[str, Any] = {
         **spec.model_dump(mode="json", by_alias=True),
@@ -401,17 +387,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
             observed_label="recommended positive",
         ),
         findings=findings,
-        null_distribution=None
-        if null is None
-        else NullDistribution(
-            replicates=len(null.scores),
-            alpha=ctx.alpha,
-            quantile=null.quantile,
-            mean=float(np.mean(null.scores)),
-            max=float(np.max(null.scores)),
-            exceed_count=null.exceed_count,
-            scores=[float(s) for s in null.scores],
-        ),
+        null_distribution=null_distribution(null, ctx.alpha),
         ijdi=IjdiScanInfo(
             side=spec.side,
             lam=lam,

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, search
-from fairscan.engine.randomization import NullSettings, child_seed, randomization_test, search_seed
+from fairscan.engine.randomization import (
+    NullResult,
+    NullSettings,
+    child_seed,
+    randomization_test,
+    search_seed,
+)
 from fairscan.report.models import (
     Finding,
     NullDistribution,
@@ -51,6 +57,59 @@ def subgroup_labels(
             continue
         out[attribute.name] = [attribute.labels[int(problem.value_index[j][c])] for c in chosen]
     return out
+
+
+def null_distribution(null: NullResult | None, alpha: float) -> NullDistribution | None:
+    """The report block of a randomization test (None when untested)."""
+    if null is None:
+        return None
+    return NullDistribution(
+        replicates=len(null.scores),
+        alpha=alpha,
+        quantile=null.quantile,
+        mean=float(np.mean(null.scores)),
+        max=float(np.max(null.scores)),
+        exceed_count=null.exceed_count,
+        scores=[float(s) for s in null.scores],
+    )
+
+
+def make_finding(
+    spec: MdssScanSpecBase,
+    best: SubgroupScore,
+    subgroup: dict[str, list[str]],
+    outside_rate: float | None,
+    null: NullResult | None,
+    description: str,
+    **extra: object,
+) -> Finding:
+    """A Finding from a re-scored subgroup and its (optional) randomization test."""
+    return Finding(
+        subgroup=subgroup,
+        score=best.score,
+        llr=best.llr,
+        penalty_cost=spec.penalty * best.penalty_units,
+        size=round(best.size),
+        observed_count=best.observed,
+        expected_count=best.expected,
+        observed_rate=best.observed / best.size if best.size else None,
+        expected_rate=best.expected / best.size if best.size else None,
+        outside_rate=outside_rate,
+        q=best.q,
+        p_value=null.p_value if null else None,
+        significant=null.significant if null else None,
+        null_quantile=null.quantile if null else None,
+        description=description,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def scan_status(has_finding: bool, null: NullResult | None) -> str:
+    if not has_finding:
+        return "no_finding"
+    if null is None:
+        return "untested"
+    return "significant" if null.significant else "not_significant"
 
 
 def run_mdss(
@@ -111,52 +170,15 @@ def run_mdss(
         outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None
         observed_rate = best.observed / best.size if best.size else None
         expected_rate = best.expected / best.size if best.size else None
-        findings.append(
-            Finding(
-                subgroup=subgroup,
-                score=best.score,
-                llr=best.llr,
-                penalty_cost=spec.penalty * best.penalty_units,
-                size=round(best.size),
-                observed_count=best.observed,
-                expected_count=best.expected,
-                observed_rate=observed_rate,
-                expected_rate=expected_rate,
-                outside_rate=outside_rate,
-                q=best.q,
-                p_value=null.p_value if null else None,
-                significant=null.significant if null else None,
-                null_quantile=null.quantile if null else None,
-                description=inputs.describe(
-                    describe_subgroup(subgroup), best, observed_rate, expected_rate, outside_rate
-                ),
-            )
+        description = inputs.describe(
+            describe_subgroup(subgroup), best, observed_rate, expected_rate, outside_rate
         )
+        findings.append(make_finding(spec, best, subgroup, outside_rate, null, description))
 
-    if null is None:
-        status = "untested" if findings else "no_finding"
-    elif findings and null.significant:
-        status = "significant"
-    elif findings:
-        status = "not_significant"
-    else:
-        status = "no_finding"
-
-    null_distribution = None
-    if null is not None:
-        null_distribution = NullDistribution(
-            replicates=len(null.scores),
-            alpha=ctx.alpha,
-            quantile=null.quantile,
-            mean=float(np.mean(null.scores)),
-            max=float(np.max(null.scores)),
-            exceed_count=null.exceed_count,
-            scores=[float(s) for s in null.scores],
-        )
     return ScanResult(
         id=spec.id,
         type=spec.type,  # type: ignore[attr-defined]
-        status=status,
+        status=scan_status(bool(findings), null),
         parameters={
             **spec.model_dump(mode="json"),
             **parameters,
@@ -171,6 +193,6 @@ def run_mdss(
         ),
         population=population,
         findings=findings,
-        null_distribution=null_distribution,
+        null_distribution=null_distribution(null, ctx.alpha),
         warnings=warnings,
     )
