@@ -56,6 +56,8 @@ bench: $(STAMP) compas adult
 	$(BIN)/python benchmarks/bench_mdss.py --write benchmarks/RESULTS.md
 	$(BIN)/python benchmarks/bench_subroc.py
 	$(BIN)/python benchmarks/bench_ijdi.py
+	$(BIN)/python benchmarks/bench_cbs.py
+	$(BIN)/python benchmarks/bench_certification.py
 
 clean:
 	rm -rf $(VENV) build reports .pytest_cache .ruff_cache .hypothesis

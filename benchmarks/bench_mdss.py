@@ -59,6 +59,7 @@ SYN_ATTRS = [f"a{j}" for j in range(len(SYN_CARD))]
 SYN_BIAS = {"a2": ["v1"], "a5": ["v3"]}
 SYN_BASE_FPR, SYN_BIASED_FPR, SYN_P_POSITIVE, SYN_TPR = 0.20, 0.40, 0.30, 0.60
 SYN_RESTARTS = 50
+LOAD_KEY = "load average at start (1/5/15 min)"
 
 
 # ------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ def machine_info() -> dict[str, str]:
         "numpy": numpy.__version__,
         "numba": numba.__version__,
         "polars": polars_version,
-        "load average at start (1/5/15 min)": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+        LOAD_KEY: " / ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
 
 
@@ -955,6 +956,9 @@ def bench_informational(args, data, results) -> str:
 # ------------------------------------------------------------------------------------------
 
 
+
+OTHER_ENGINES_MARKER = "<!-- other engines: sections below are kept by --write -->"
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -964,7 +968,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only", type=int, nargs="+", choices=[1, 2, 3, 4], help="run only these sections"
     )
-    ap.add_argument("--write", type=Path, help="write the results document (Markdown) here")
+    ap.add_argument(
+        "--write",
+        type=Path,
+        help="write the results document (Markdown) here; with --only and an existing file, "
+        "replace just those sections",
+    )
     ap.add_argument("--json", type=Path, help="write the raw numbers here")
     ap.add_argument(
         "--retries",
@@ -1036,7 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"\n\nOther processes on the machine used {busy:.2f} cores on average during "
                     "this section" + (" (**timings disturbed**)." if busy > 0.25 else ".")
                 )
-            parts.append(text)
+            parts.append((number, text))
             print(text + "\n", flush=True)
     monitor.stop()
     results["foreign_cores_by_section"] = contention
@@ -1046,7 +1055,24 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
-    if args.write:
+    if args.write and args.only and args.write.is_file():
+        # re-run sections only: replace them in the existing document, keep the others
+        import re
+
+        doc_text = args.write.read_text()
+        for number, text in parts:
+            note = (
+                f"\n\n(Section re-run on {info['date (UTC)']} UTC, fairscan source "
+                f"{info['fairscan source']}, load average at start {info[LOAD_KEY]}; the other "
+                "sections are from the run described under Machine.)"
+            )
+            pattern = re.compile(rf"^## {number}\..*?(?=^## |^\(The whole run|\Z)", re.S | re.M)
+            if not pattern.search(doc_text):
+                sys.exit(f"section {number} not found in {args.write}")
+            doc_text = pattern.sub(lambda _m, t=text + note: t + "\n\n", doc_text, count=1)
+        args.write.write_text(doc_text.rstrip() + "\n")
+        print(f"updated sections {[n for n, _ in parts]} of {args.write}")
+    elif args.write:
         cmd = ".venv/bin/python benchmarks/bench_mdss.py" + (" --quick" if args.quick else "")
         doc = [
             "# fairscan MDSS benchmarks",
@@ -1074,10 +1100,16 @@ def main(argv: list[str] | None = None) -> int:
             "",
             table(["", ""], [[k, v] for k, v in info.items()]),
             "",
-            *[p + "\n" for p in parts],
-            f"(All benchmarks took {elapsed:.0f} s; load average at the end: {load_end}.)",
+            *[text + "\n" for _, text in parts],
+            f"(The whole run took {elapsed:.0f} s, including the waits for a quiet machine and "
+            f"re-runs of disturbed sections; load average at the end: {load_end}.)",
         ]
-        args.write.write_text("\n".join(doc).rstrip() + "\n")
+        # the other engines' sections (SubROC, IJDI, certification, ...) follow a marker line
+        # and are written by their own benchmark scripts: keep them
+        tail = ""
+        if args.write.is_file() and OTHER_ENGINES_MARKER in args.write.read_text():
+            tail = OTHER_ENGINES_MARKER + args.write.read_text().split(OTHER_ENGINES_MARKER, 1)[1]
+        args.write.write_text("\n".join(doc).rstrip() + "\n" + ("\n" + tail if tail else ""))
         print(f"wrote {args.write}")
     return 0
 

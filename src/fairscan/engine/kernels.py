@@ -10,6 +10,15 @@ where numpy's per-call overhead would dominate the arithmetic.
 
 Direction codes: ``+1`` = positive (observed above expectation, q >= 1),
 ``-1`` = negative (observed below expectation, q <= 1).
+
+Likelihood codes: ``BERNOULLI`` (0, the default of the public entry points) and ``GAUSSIAN``
+(1, methods.md §1.4.2: CBS separation scans for predictions). For the Gaussian score a cell's
+``c`` is the sum of Delta_i over its rows, ``w`` its row count, ``p`` is unused, and the free
+parameter is the mean shift mu (reported in place of u = log q); the score of a set with
+``s = sum Delta``, ``n`` rows is ``s^2 / (2 sigma^2 n)`` when the sign of ``s`` matches the
+direction, else 0, and the per-value intervals {mu : F_v(mu) > penalty} have closed-form ends
+``(s_v -+ sqrt(s_v^2 - 2 n_v sigma^2 penalty)) / n_v``. Only sums matter, so Gaussian steps
+always aggregate cells per value (the constant-expectation path).
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ U_HI = math.log(1e6)
 TOL_U = 1e-12  # convergence in log q (methods.md asks for < 1e-10)
 MAX_ITER = 200
 REL_IMPROVEMENT = 1e-9  # coordinate ascent accepts J(S') > J(S) + 1e-9 * max(1, |J(S)|)
+BERNOULLI = 0
+GAUSSIAN = 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,6 +212,14 @@ def _constrained_argmax(
     return _argmax_u(c, w, p, lo, hi, U_LO, 0.0)
 
 
+@njit(cache=True)
+def _gauss_score(s: float, n: float, direction: int, sigma2: float) -> tuple[float, float]:
+    """Direction-constrained Gaussian score of a set with sum ``s`` over ``n`` rows, and mu-hat."""
+    if n <= 0.0 or not s * direction > 0.0:
+        return 0.0, 0.0
+    return s * s / (2.0 * sigma2 * n), s / n
+
+
 # --------------------------------------------------------------------------------------------
 # Exact attribute step (LTSS over q-intervals, methods.md §1.4.3)
 # --------------------------------------------------------------------------------------------
@@ -218,6 +237,8 @@ def _score_selection(
     bc: np.ndarray,
     bw: np.ndarray,
     bp: np.ndarray,
+    likelihood: int,
+    sigma2: float,
 ) -> tuple[float, float]:
     """Score the union of the value groups flagged in ``chosen`` (buffers bc/bw/bp reused)."""
     k = 0
@@ -233,6 +254,8 @@ def _score_selection(
                     pv = gp[t]
         if sw == 0.0:
             return 0.0, 0.0
+        if likelihood == GAUSSIAN:
+            return _gauss_score(sc, sw, direction, sigma2)
         bc[0] = sc
         bw[0] = sw
         bp[0] = pv
@@ -267,6 +290,65 @@ def ltss_step(
     penalty: float,
     direction: int,
     out_row: np.ndarray,
+) -> float:
+    """Bernoulli attribute step (see :func:`_ltss_step_impl`)."""
+    return _ltss_step_impl(
+        codes, c, w, p, const_p, sel, card, mismatch, j, penalty, direction, out_row, BERNOULLI, 1.0
+    )
+
+
+@njit(cache=True)
+def ltss_step_lik(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    const_p: bool,
+    sel: np.ndarray,
+    card: np.ndarray,
+    mismatch: np.ndarray,
+    j: int,
+    penalty: float,
+    direction: int,
+    out_row: np.ndarray,
+    likelihood: int,
+    sigma: float,
+) -> float:
+    """Attribute step for either likelihood (``sigma`` is used by the Gaussian score only)."""
+    return _ltss_step_impl(
+        codes,
+        c,
+        w,
+        p,
+        const_p or likelihood == GAUSSIAN,
+        sel,
+        card,
+        mismatch,
+        j,
+        penalty,
+        direction,
+        out_row,
+        likelihood,
+        sigma * sigma,
+    )
+
+
+@njit(cache=True)
+def _ltss_step_impl(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    const_p: bool,
+    sel: np.ndarray,
+    card: np.ndarray,
+    mismatch: np.ndarray,
+    j: int,
+    penalty: float,
+    direction: int,
+    out_row: np.ndarray,
+    likelihood: int,
+    sigma2: float,
 ) -> float:
     """Best choice of S_j given the other attributes (exact, methods.md §1.4.3).
 
@@ -331,7 +413,9 @@ def ltss_step(
     chosen = np.zeros(k, np.bool_)
     for v in range(k):
         chosen[v] = offsets[v + 1] > offsets[v]
-    best, _ = _score_selection(gc, gw, gp, offsets, chosen, const_p, direction, bc, bw, bp)
+    best, _ = _score_selection(
+        gc, gw, gp, offsets, chosen, const_p, direction, bc, bw, bp, likelihood, sigma2
+    )
     for v in range(k):
         out_row[v] = True
     best_is_all = True
@@ -345,6 +429,36 @@ def ltss_step(
         lo = offsets[v]
         hi = offsets[v + 1]
         if hi == lo:
+            continue
+        if likelihood == GAUSSIAN:
+            # one pseudo-cell per value: closed-form roots of F_v(mu) = penalty (§1.4.2)
+            sv = gc[lo]
+            nv = gw[lo]
+            disc = sv * sv - 2.0 * nv * sigma2 * penalty
+            if not disc > 0.0:
+                continue
+            root = math.sqrt(disc)
+            left = (sv - root) / nv
+            right = (sv + root) / nv
+            if penalty == 0.0:  # one root is exactly mu = 0
+                if sv > 0.0:
+                    left = 0.0
+                else:
+                    right = 0.0
+            if direction > 0:
+                left = max(left, 0.0)
+                if right <= 0.0:
+                    continue
+            else:
+                right = min(right, 0.0)
+                if left >= 0.0:
+                    continue
+            if not left < right:
+                continue
+            umin[v] = left
+            umax[v] = right
+            keep[v] = True
+            n_keep += 1
             continue
         uhat = _argmax_u(gc, gw, gp, lo, hi, U_LO, U_HI)
         fmax = _f(gc, gw, gp, lo, hi, uhat)
@@ -401,7 +515,9 @@ def ltss_step(
                 size += 1
         if size == 0:
             continue
-        f_k, _ = _score_selection(gc, gw, gp, offsets, chosen, const_p, direction, bc, bw, bp)
+        f_k, _ = _score_selection(
+            gc, gw, gp, offsets, chosen, const_p, direction, bc, bw, bp, likelihood, sigma2
+        )
         j_k = f_k - penalty * size
         if j_k > best:
             best = j_k
@@ -445,6 +561,35 @@ def score_selection(
     direction: int,
 ) -> tuple[float, float, float, float, float]:
     """F, u = log q, size (sum w), observed and expected sums of the subgroup ``sel``."""
+    return _score_selection_impl(codes, c, w, p, sel, direction, BERNOULLI, 1.0)
+
+
+@njit(cache=True)
+def score_selection_lik(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    sel: np.ndarray,
+    direction: int,
+    likelihood: int,
+    sigma: float,
+) -> tuple[float, float, float, float, float]:
+    """As :func:`score_selection` for either likelihood; Gaussian: (F, mu, n, sum Delta, 0)."""
+    return _score_selection_impl(codes, c, w, p, sel, direction, likelihood, sigma * sigma)
+
+
+@njit(cache=True)
+def _score_selection_impl(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    sel: np.ndarray,
+    direction: int,
+    likelihood: int,
+    sigma2: float,
+) -> tuple[float, float, float, float, float]:
     n_cells = codes.shape[0]
     m = codes.shape[1]
     bc = np.empty(n_cells)
@@ -470,6 +615,9 @@ def score_selection(
             k += 1
     if k == 0:
         return 0.0, 0.0, 0.0, 0.0, 0.0
+    if likelihood == GAUSSIAN:
+        f, mu = _gauss_score(obs, size, direction, sigma2)
+        return f, mu, size, obs, 0.0
     u = _constrained_argmax(bc, bw, bp, 0, k, direction)
     f = 0.0 if u == 0.0 else _f(bc, bw, bp, 0, k, u)
     return f, (0.0 if f == 0.0 else u), size, obs, exp_
@@ -504,6 +652,58 @@ def coordinate_ascent(
     seed: np.uint64,
 ) -> tuple[np.ndarray, float]:
     """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup."""
+    return _coordinate_ascent_impl(
+        codes, c, w, p, const_p, card, direction, penalty, restarts, seed, BERNOULLI, 1.0
+    )
+
+
+@njit(cache=True)
+def coordinate_ascent_lik(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    const_p: bool,
+    card: np.ndarray,
+    direction: int,
+    penalty: float,
+    restarts: int,
+    seed: np.uint64,
+    likelihood: int,
+    sigma: float,
+) -> tuple[np.ndarray, float]:
+    """As :func:`coordinate_ascent` for either likelihood (``sigma``: Gaussian only)."""
+    return _coordinate_ascent_impl(
+        codes,
+        c,
+        w,
+        p,
+        const_p or likelihood == GAUSSIAN,
+        card,
+        direction,
+        penalty,
+        restarts,
+        seed,
+        likelihood,
+        sigma * sigma,
+    )
+
+
+@njit(cache=True)
+def _coordinate_ascent_impl(
+    codes: np.ndarray,
+    c: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    const_p: bool,
+    card: np.ndarray,
+    direction: int,
+    penalty: float,
+    restarts: int,
+    seed: np.uint64,
+    likelihood: int,
+    sigma2: float,
+) -> tuple[np.ndarray, float]:
     m = card.shape[0]
     kmax = 1
     for a in range(m):
@@ -549,7 +749,7 @@ def coordinate_ascent(
                     for v in range(card[a]):
                         sel[a, v] = True
                 _compute_mismatch(codes, sel, mismatch)
-        f0, _, _, _, _ = score_selection(codes, c, w, p, sel, direction)
+        f0, _, _, _, _ = _score_selection_impl(codes, c, w, p, sel, direction, likelihood, sigma2)
         cur = f0 - penalty * _penalty_units(sel, card, -1)
         visited[:] = False
         n_unvisited = m
@@ -562,8 +762,21 @@ def coordinate_ascent(
                         j = a
                         break
                     pick -= 1
-            part = ltss_step(
-                codes, c, w, p, const_p, sel, card, mismatch, j, penalty, direction, row
+            part = _ltss_step_impl(
+                codes,
+                c,
+                w,
+                p,
+                const_p,
+                sel,
+                card,
+                mismatch,
+                j,
+                penalty,
+                direction,
+                row,
+                likelihood,
+                sigma2,
             )
             cand = part - penalty * _penalty_units(sel, card, j)
             if cand > cur + REL_IMPROVEMENT * max(1.0, abs(cur)):

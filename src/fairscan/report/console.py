@@ -13,6 +13,7 @@ STATUS_STYLE = {
     "not_significant": "green",
     "untested": "yellow",
     "no_finding": "green",
+    "not_auditable": "yellow",
     "error": "bold red",
 }
 

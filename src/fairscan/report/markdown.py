@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fairscan.report.markdown_cbs import render_cbs
+from fairscan.report.markdown_certification import render_certification
 from fairscan.report.markdown_subroc import render_subroc
 from fairscan.report.models import AuditReport, Finding, IjdiScanInfo, ScanResult
 from fairscan.report.text import describe_subgroup, percent
@@ -32,6 +34,7 @@ STATUS_TEXT = {
     "not_significant": "not significant",
     "untested": "not tested (replicates: 0)",
     "no_finding": "no subgroup deviates in the scanned direction",
+    "not_auditable": "not auditable",
     "error": "error",
 }
 
@@ -104,6 +107,8 @@ def _scan_section(scan: ScanResult) -> list[str]:
             lines.append("")
     if scan.subroc is not None:
         lines += render_subroc(scan.subroc)
+    if scan.certification is not None:
+        lines += render_certification(scan.certification)
     if scan.critical_value is not None:
         cv = scan.critical_value
         note = (
@@ -118,6 +123,8 @@ def _scan_section(scan: ScanResult) -> list[str]:
         lines.append("")
     if scan.ijdi is not None:
         lines += _ijdi_lines(scan.ijdi)
+    if scan.cbs is not None:
+        lines += render_cbs(scan.cbs)
     for warning in scan.warnings:
         lines.append(f"> Warning: {warning}")
         lines.append("")

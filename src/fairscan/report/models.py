@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 REPORT_SCHEMA_VERSION = 1
 
-ScanStatus = Literal["significant", "not_significant", "untested", "no_finding", "error"]
+ScanStatus = Literal[
+    "significant", "not_significant", "untested", "no_finding", "not_auditable", "error"
+]
 
 
 class ReportModel(BaseModel):
@@ -77,6 +79,9 @@ class Finding(ReportModel):
     description: str = Field(description="The finding in words.")
     ijdi: IjdiCriterion | None = Field(
         default=None, description="IJDI-Scan only: the criterion values."
+    )
+    cbs: CbsFindingDetail | None = Field(
+        default=None, description="CBS only: the detected subgroup's metric, protected vs not."
     )
 
 
@@ -176,6 +181,8 @@ class ScanResult(ReportModel):
     critical_value: CriticalValue | None = None
     subroc: SubrocResult | None = None
     ijdi: IjdiScanInfo | None = None
+    certification: CertificationResult | None = None
+    cbs: CbsScanInfo | None = None
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -185,6 +192,9 @@ class ScanResult(ReportModel):
         subroc = getattr(self, "subroc", None)
         if subroc is not None:
             count += sum(1 for pat in subroc.patterns if pat.reported and pat.significant)
+        cert = getattr(self, "certification", None)
+        if cert is not None:
+            count += cert.hits if cert.mode == "flag" or cert.claim == "disparity" else cert.failed
         return count
 
     def headline(self) -> tuple[dict[str, list[str]], float, float | None] | None:
@@ -197,6 +207,21 @@ class ScanResult(ReportModel):
             for pat in subroc.patterns:
                 if pat.reported:
                     return pat.subgroup, pat.score, pat.adjusted_p_value
+        cert = getattr(self, "certification", None)
+        if cert is not None:
+            for grp in cert.groups:
+                if cert.mode == "flag":
+                    hit = grp.flagged
+                elif cert.claim == "disparity":
+                    hit = grp.certified is True
+                else:
+                    hit = grp.certified is False
+                if hit and grp.status in ("ok", "constant"):
+                    return (
+                        grp.subgroup or {"group": [grp.name]},
+                        grp.gap or 0.0,
+                        grp.adjusted_p_value,
+                    )
         return None
 
 
@@ -310,6 +335,147 @@ class SubrocResult(ReportModel):
     null_distributions: int = Field(description="Distinct (positives, negatives) null draws.")
     reported: int
     patterns: list[SubrocPattern]
+
+
+class CbsFindingDetail(ReportModel):
+    """A CBS finding as in the paper's tables: the metric in S* for protected vs other rows."""
+
+    protected: str = Field(description="The protected class, e.g. 'race = African-American'.")
+    metric: str = Field(description="The named metric of Table 1 (event applied).")
+    parameter: Literal["q", "mu"] = Field(
+        description="q: odds multiplier (Bernoulli); mu: mean shift of Delta in log-odds (Gaussian; q = exp(mu))."
+    )
+    value: float = Field(description="The direction-constrained MLE of the parameter in S*.")
+    protected_rows: int = Field(description="Scanned protected rows inside S*.")
+    protected_metric: float | None = Field(description="Mean of I among them.")
+    protected_expected: float | None = Field(description="Mean of I-hat among them.")
+    comparison_rows: int = Field(description="Non-protected rows in the same subgroup and filter.")
+    comparison_metric: float | None = Field(description="Mean of I among them.")
+
+
+class CbsReliabilityBin(ReportModel):
+    low: float
+    high: float
+    rows: int
+    weight: float
+    mean_predicted: float
+    mean_observed: float
+
+
+class CbsCalibration(ReportModel):
+    """Calibration summary of one fitted model (weighted Brier score, reliability bins)."""
+
+    model: str
+    fitted_on: str
+    rows: int
+    brier: float
+    bins: list[CbsReliabilityBin]
+
+
+class CbsRun(ReportModel):
+    """One CBS run for one protected class (several with each_value, Bonferroni over runs)."""
+
+    protected: str
+    status: ScanStatus
+    reason: str | None = Field(default=None, description="Why the run is not auditable.")
+    scanned_rows: int = Field(description="Protected rows after the value filter.")
+    comparison_rows: int = Field(description="Non-protected rows after the value filter.")
+    alpha: float = Field(description="Significance level of this run (alpha / runs).")
+    score: float | None = None
+    llr: float | None = None
+    p_value: float | None = None
+    significant: bool | None = None
+    sigma: float | None = Field(default=None, description="Gaussian: SD of Delta (ddof 1).")
+    mean_delta: float | None = Field(default=None, description="Gaussian: mean Delta (§3.5).")
+    max_weight_ratio: float | None = Field(
+        default=None, description="Largest ATT weight / median weight."
+    )
+    null: NullDistribution | None = None
+    propensity_calibration: CbsCalibration | None = None
+    outcome_calibration: CbsCalibration | None = None
+
+
+class CbsScanInfo(ReportModel):
+    cell: str = Field(description="The Table 1 cell in words.")
+    family: str
+    on: str
+    condition: int | None
+    event: int
+    direction: str
+    likelihood: Literal["bernoulli", "gaussian"]
+    expectations: str = Field(description="How I-hat was obtained.")
+    runs: list[CbsRun]
+
+
+# --- Certification and flagging (scan types `certify`, `flag`, methods.md §5) -----------------
+
+
+class AuditGroup(ReportModel):
+    """One group of a certify/flag audit."""
+
+    name: str
+    subgroup: dict[str, list[str]] | None = Field(
+        description="Attribute -> value for intersection groups; null for intervals and filters."
+    )
+    filter: str | None = Field(default=None, description="SQL filter of a named-filter group.")
+    size: int = Field(description="Rows of the group in the metric's population (|G|).")
+    share: float = Field(description="P_n(G) = |G| / n (n = all rows after the spec filter).")
+    estimate: float | None = Field(description="Mean of L in the group.")
+    gap: float | None = Field(description="eps_hat(G) = estimate - theta_hat.")
+    lower: float | None = Field(description="Lower bound / interval end of eps(G) (null if none).")
+    upper: float | None = Field(description="Upper bound / interval end of eps(G) (null if none).")
+    scale: float | None = Field(description="s_hat(G) (certify) or MAD scale s*(G) (flag).")
+    p_value: float | None = Field(default=None, description="flag: App. C p-value.")
+    adjusted_p_value: float | None = Field(default=None, description="flag: BH/BY adjusted.")
+    flagged: bool | None = Field(default=None, description="flag: rejected by BH/BY at alpha.")
+    certified: bool | None = Field(default=None, description="certify: the certificate holds.")
+    status: str = Field(
+        description="ok, empty (no rows), too_small (< min_size), degenerate (L constant), "
+        "constant (L constant in the group), unstable (group absent from over half the resamples)."
+    )
+
+
+class AuditPlotData(ReportModel):
+    """Column-oriented, plot-ready copy of the per-group estimates and bounds."""
+
+    group: list[str]
+    gap: list[float | None]
+    lower: list[float | None]
+    upper: list[float | None]
+
+
+class CertificationResult(ReportModel):
+    mode: Literal["certify", "flag"]
+    metric: str
+    metric_description: str
+    rows: int = Field(description="n: rows resampled (all rows after the spec filter).")
+    population_rows: int = Field(description="Rows in the metric's population.")
+    target: str
+    theta: float = Field(description="theta_hat (the target).")
+    tolerance: float
+    side: str
+    bound: str | None = None
+    alpha: float
+    bootstrap: int
+    correction: str | None = None
+    p_star: float | None = None
+    w0: float | str | None = None
+    critical_values: dict[str, float] = Field(default_factory=dict)
+    redraws: int = Field(description="Resamples redrawn for lacking reference rows.")
+    sampling: str = Field(description="cells (exchangeable-cell multinomial) or rows.")
+    groups_total: int
+    groups_tested: int
+    hits: int = Field(description="Groups flagged (flag) or certified (certify).")
+    failed: int = Field(description="certify: tested groups whose certificate does not hold.")
+    claim: Literal["disparity", "fairness"] | None = Field(
+        default=None,
+        description=(
+            "certify: what a certificate asserts. disparity: certified groups are findings; "
+            "fairness: tested groups that cannot be certified are findings."
+        ),
+    )
+    groups: list[AuditGroup]
+    plot: AuditPlotData
 
 
 ScanResult.model_rebuild()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from fairscan.scans import bias_scan, fpr_scan, ijdi_scan, subroc
+from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, subroc
 from fairscan.scans.base import ScanContext, ScanType
 
 SCAN_TYPES: dict[str, ScanType] = {
@@ -15,6 +15,9 @@ SCAN_TYPES: dict[str, ScanType] = {
         bias_scan.BIAS_SCAN,
         subroc.SUBROC,
         ijdi_scan.IJDI_SCAN,
+        certification.CERTIFY,
+        certification.FLAG,
+        cbs.CBS,
     )
 }
 
