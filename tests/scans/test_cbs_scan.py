@@ -164,3 +164,42 @@ def test_compas_case_study_scans(compas_csv, tmp_path):
         assert f.q < 1 and f.observed_rate < f.expected_rate
     again = run_prepared(prepare_audit(path), RunOptions(write=False)).report
     assert [s.findings[0].score for s in again.scans] == [s.findings[0].score for s in report.scans]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "models: {propensity: gradient_boosting, outcome: gradient_boosting}",
+        "model_attributes: [h, k, num]",  # a numeric model attribute next to categorical ones
+        "models: {propensity: logistic, outcome: gradient_boosting}, model_attributes: [h, k]",
+    ],
+)
+def test_model_options_recover_the_injected_subgroup(tmp_path, extra):
+    report = _run(
+        tmp_path,
+        f"  - {{id: s, type: cbs, protected: {{column: g, value: a}}, metric: fpr, restarts: 30, {extra}}}",
+    )
+    scan = report.scans[0]
+    assert scan.findings[0].subgroup == {"h": ["y"]}
+    assert 0.0 <= scan.findings[0].expected_rate <= 1.0
+    assert scan.findings[0].observed_rate > scan.findings[0].expected_rate
+
+
+def test_supplied_expectations_column_is_used_as_is(tmp_path):
+    data = _table(tmp_path)
+    lines = data.read_text().splitlines()
+    lines = [lines[0] + ",ihat"] + [line + ",0.2" for line in lines[1:]]
+    data.write_text("\n".join(lines))
+    spec = tmp_path / "e.audit.yaml"
+    spec.write_text(
+        SPEC.format(
+            path=data,
+            scans="  - {id: s, type: cbs, protected: {column: g, value: a}, metric: fpr, restarts: 30, expectations: ihat}",
+            replicates=0,
+        )
+    )
+    scan = run_prepared(prepare_audit(spec), RunOptions(write=False)).report.scans[0]
+    finding = scan.findings[0]
+    # with I-hat = 0.2 for every row the expected rate of any subgroup is exactly 0.2
+    assert finding.expected_rate == pytest.approx(0.2)
+    assert finding.expected_count == pytest.approx(0.2 * finding.size)
