@@ -29,6 +29,7 @@ from fairscan.errors import (
 from fairscan.progress import NullProgress, Progress
 from fairscan.report.models import (
     AuditReport,
+    BaselineComparison,
     Environment,
     Provenance,
     ScanResult,
@@ -55,6 +56,7 @@ class RunOptions:
     workers: int | None = None
     write: bool = True
     progress: Progress = field(default_factory=NullProgress)
+    baseline: Path | None = None  # a previous JSON report to label findings against
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,48 @@ class AuditOutcome:
     report: AuditReport
     written: list[Path]
 
+    formats: tuple[str, ...] = ()  # output.formats of the spec (the CLI handles `github`)
+
     @property
     def exit_code(self) -> ExitCode:
         return ExitCode(self.report.verdict.exit_code)
+
+
+def load_report(path: Path | str) -> AuditReport:
+    """Read a JSON report written by ``audit run`` (a baseline, or either side of a diff)."""
+    from pydantic import ValidationError
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read report {str(path)!r}: {exc.strerror or exc}",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"report {str(path)!r} is not UTF-8 text") from exc
+    try:
+        return AuditReport.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "top level"
+        raise UsageError(
+            f"{str(path)!r} is not a fairscan JSON report ({where}: {first['msg']})",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+
+
+def diff_reports(
+    old_path: Path | str, new_path: Path | str
+) -> tuple[AuditReport, BaselineComparison]:
+    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison."""
+    from fairscan.report.baseline import compare_reports
+
+    old = load_report(old_path)
+    new = load_report(new_path)
+    fail_on = str(new.provenance.parameters.get("gate", {}).get("fail_on", "significant"))
+    return new, compare_reports(old, new, baseline_path=str(old_path), fail_on=fail_on)
 
 
 def _locate(loaded: LoadedSpec, error: FairscanError) -> FairscanError:
@@ -84,7 +125,7 @@ def _locate(loaded: LoadedSpec, error: FairscanError) -> FairscanError:
     for issue in error.issues:
         if issue.file is None and issue.field is not None:
             line, col = loaded.locate_field(issue.field)
-            issue = issue.located(str(loaded.path), line, col)
+            issue = issue.located(loaded.file_of(issue.field), line, col)
         elif issue.file is None:
             issue = issue.located(str(loaded.path), None, None)
         issues.append(issue)
@@ -171,7 +212,8 @@ def prepare_audit(spec_path: Path, options: RunOptions | None = None) -> Prepare
     role_issues = check_roles(spec)
     if role_issues:
         raise _locate(loaded, SpecError(issues=role_issues))
-    data_path = (loaded.path.parent / spec.data.path).resolve()
+    # relative to the file the path is written in (a parent spec, with extends)
+    data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
     try:
         frame = read_table(data_path)
         data = prepare_data(
@@ -223,6 +265,8 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     spec = prepared.spec
     data = prepared.data
     assert isinstance(data, PreparedData)
+    # read the baseline before scanning: a bad path fails fast
+    baseline = load_report(options.baseline) if options.baseline is not None else None
     started_wall = time.time()
     started = time.perf_counter()
     root = np.random.SeedSequence(spec.significance.seed)
@@ -312,9 +356,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         attributes={a.name: list(a.labels) for a in data.attributes},
         scans=results,
     )
+    report = _apply_gate(report, baseline, options.baseline, spec.gate.fail_on)
     written: list[Path] = []
     if options.write:
-        out_dir = options.out_dir or (prepared.loaded.path.parent / spec.output.dir)
+        spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
+        out_dir = options.out_dir or (spec_dir / spec.output.dir)
         try:
             written = write_reports(report, Path(out_dir), spec.output.formats)
         except OSError as exc:
@@ -333,7 +379,29 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
                     hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
                 ),
             ) from exc
-    return AuditOutcome(report=report, written=written)
+    return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
+
+
+def _apply_gate(
+    report: AuditReport, baseline: AuditReport | None, baseline_path: Path | None, fail_on: str
+) -> AuditReport:
+    """Label findings against the baseline and set the exit code from ``gate.fail_on``."""
+    from fairscan.report.baseline import compare_reports, gated_exit_code
+
+    comparison = None
+    if baseline is not None:
+        comparison = compare_reports(
+            baseline, report, baseline_path=str(baseline_path), fail_on=fail_on
+        )
+    verdict = report.verdict
+    if verdict.status != "error":
+        code = gated_exit_code(
+            verdict.significant_findings,
+            comparison.new_significant if comparison is not None else None,
+            fail_on,
+        )
+        verdict = verdict.model_copy(update={"exit_code": code})
+    return report.model_copy(update={"verdict": verdict, "baseline": comparison})
 
 
 def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:

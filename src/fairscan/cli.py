@@ -120,6 +120,24 @@ def _expand_specs(paths: list[Path]) -> list[Path]:
     return specs
 
 
+def _append_step_summary(report: Any) -> None:
+    """Output format `github`: append the Markdown report to $GITHUB_STEP_SUMMARY if set."""
+    from fairscan.report.markdown import render_markdown
+
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(render_markdown(report) + "\n")
+    except OSError as exc:
+        err.print(
+            f"[yellow]warning[/]: cannot append to GITHUB_STEP_SUMMARY: "
+            f"{escape(str(exc.strerror or exc))}",
+            soft_wrap=True,
+        )
+
+
 def _version_callback(value: bool) -> None:
     if value:
         out.print(f"fairscan {__version__}")
@@ -141,6 +159,54 @@ def main_callback(
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
 
 
+# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
+SeedOption = Annotated[
+    int | None,
+    typer.Option(help="Seed (overrides significance.seed).", min=0, envvar="FAIRSCAN_SEED"),
+]
+ReplicatesOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Null replicates (overrides significance.replicates; 0 = no test).",
+        min=0,
+        envvar="FAIRSCAN_REPLICATES",
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"),
+]
+OVERRIDES = {
+    "seed": ("significance.seed", "--seed", "FAIRSCAN_SEED"),
+    "replicates": ("significance.replicates", "--replicates", "FAIRSCAN_REPLICATES"),
+    "workers": ("significance.workers", "--workers", "FAIRSCAN_WORKERS"),
+}
+
+
+def _override_sources(ctx: typer.Context, values: dict[str, int | None]) -> list[str]:
+    """``significance.seed = 5  (from --seed)`` for each override given by a flag or env."""
+    lines = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        field, flag, env = OVERRIDES[name]
+        source = ctx.get_parameter_source(name)
+        origin = env if getattr(source, "name", "") == "ENVIRONMENT" else flag
+        lines.append(f"{field} = {value}  (from {origin})")
+    return lines
+
+
+def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
+    import yaml
+
+    header = [f"# resolved spec of {' <- '.join(loaded.chain or (str(loaded.path),))}"]
+    header += [f"# {line}" for line in sources]
+    header.append("# precedence: flag > FAIRSCAN_* env > spec (child over parent) > defaults")
+    body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
+    text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return "\n".join(header) + "\n" + text
+
+
 @app.command()
 def run(
     specs: Annotated[
@@ -149,21 +215,9 @@ def run(
     out_dir: Annotated[
         Path | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed (overrides significance.seed).", min=0)
-    ] = None,
-    replicates: Annotated[
-        int | None,
-        typer.Option(
-            help="Null replicates (overrides significance.replicates; 0 = no test).", min=0
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"
-        ),
-    ] = None,
+    seed: SeedOption = None,
+    replicates: ReplicatesOption = None,
+    workers: WorkersOption = None,
     exit_zero: Annotated[
         bool,
         typer.Option(
@@ -179,6 +233,14 @@ def run(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
     ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Previous JSON report: label findings new/persisting/resolved/changed "
+            "(gate.fail_on: new_significant fails only on new ones).",
+        ),
+    ] = None,
 ) -> None:
     """Run the audits in SPECS, write their reports and exit 0/1/2."""
     from fairscan.api import RunOptions, run_audit
@@ -193,7 +255,12 @@ def run(
         raise typer.Exit(int(ExitCode.ERROR)) from None
     observer = RichProgress(err) if _show_progress(progress and not quiet) else NullProgress()
     options = RunOptions(
-        out_dir=out_dir, seed=seed, replicates=replicates, workers=workers, progress=observer
+        out_dir=out_dir,
+        seed=seed,
+        replicates=replicates,
+        workers=workers,
+        progress=observer,
+        baseline=baseline,
     )
     try:
         for spec_path in spec_paths:
@@ -214,7 +281,18 @@ def run(
                 err.print(summary_table(report), markup=False)
                 for line in findings_text(report):
                     err.print(line)
+            if "github" in outcome.formats:
+                _append_step_summary(report)
             err.print(verdict_text(report, written), soft_wrap=True)
+            if report.baseline is not None:
+                b = report.baseline
+                counts = ", ".join(f"{n} {label}" for label, n in b.counts.items())
+                err.print(
+                    f"baseline {b.baseline_path}: {counts}; gate fail_on {b.fail_on}: "
+                    f"exit {report.verdict.exit_code}",
+                    markup=False,
+                    soft_wrap=True,
+                )
             code = int(outcome.exit_code)
             if exit_zero and code == int(ExitCode.FINDINGS):
                 code = int(ExitCode.OK)
@@ -226,6 +304,7 @@ def run(
 
 @app.command()
 def validate(
+    ctx: typer.Context,
     specs: Annotated[
         list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
     ],
@@ -235,9 +314,19 @@ def validate(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
     ] = False,
+    show_resolved: Annotated[
+        bool,
+        typer.Option(
+            "--show-resolved",
+            help="Print the resolved spec (extends, defaults and overrides applied) as YAML.",
+        ),
+    ] = False,
+    seed: SeedOption = None,
+    replicates: ReplicatesOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Check specs (and their data) without scanning. Exit 0 if valid, 2 if not."""
-    from fairscan.api import check_roles, prepare_audit
+    from fairscan.api import RunOptions, apply_overrides, check_roles, prepare_audit
     from fairscan.errors import SpecError
     from fairscan.spec.load import load_spec
 
@@ -247,6 +336,8 @@ def validate(
     except FairscanError as error:
         _print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
+    options = RunOptions(seed=seed, replicates=replicates, workers=workers)
+    sources = _override_sources(ctx, {"seed": seed, "replicates": replicates, "workers": workers})
     for spec_path in spec_paths:
         try:
             if no_data:
@@ -255,7 +346,9 @@ def validate(
                 if issues:
                     raise SpecError(
                         issues=[
-                            i.located(str(spec_path), *loaded.locate_field(i.field or ""))
+                            i.located(
+                                loaded.file_of(i.field or ""), *loaded.locate_field(i.field or "")
+                            )
                             for i in issues
                         ]
                     )
@@ -271,6 +364,10 @@ def validate(
                 )
                 for warning in data.warnings:  # type: ignore[attr-defined]
                     err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+                loaded = prepared.loaded
+            if show_resolved:
+                resolved = apply_overrides(loaded.spec, options)
+                sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
         except FairscanError as error:
             _print_error(error)
             worst = int(ExitCode.ERROR)
@@ -279,6 +376,52 @@ def validate(
         except Exception as exc:
             worst = _internal_error(exc, debug)
     raise typer.Exit(worst)
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
+    new: Annotated[Path, typer.Argument(help="The current JSON report.")],
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Compare two JSON reports: print what changed (Markdown) and exit 1 on new significant
+    findings, else 0."""
+    from fairscan.api import diff_reports
+    from fairscan.report.baseline import render_diff
+
+    try:
+        current, comparison = diff_reports(old, new)
+    except FairscanError as error:
+        _print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise _interrupted() from None
+    except Exception as exc:
+        raise typer.Exit(_internal_error(exc, debug)) from None
+    sys.stdout.write(render_diff(comparison, current))
+    code = ExitCode.FINDINGS if comparison.new_significant else ExitCode.OK
+    raise typer.Exit(int(code))
+
+
+@app.command()
+def explain(
+    scan_type: Annotated[str, typer.Argument(help="A scan type, e.g. fpr_scan.")],
+) -> None:
+    """Explain a scan type: what it tests, its null hypothesis, parameters and how to read it."""
+    from fairscan.explain import explain as explain_text
+    from fairscan.scans import SCAN_TYPES
+
+    if scan_type not in SCAN_TYPES:
+        _print_error(
+            UsageError(
+                f"unknown scan type {scan_type!r}",
+                hint=f"valid types: {', '.join(SCAN_TYPES)}",
+            )
+        )
+        raise typer.Exit(int(ExitCode.ERROR))
+    sys.stdout.write(explain_text(scan_type))
 
 
 @app.command()

@@ -264,7 +264,7 @@ def test_model_validator_in_a_union_member_is_attributed_to_the_item() -> None:
             "formats: [json, markdown]",
             "formats: [json, md]",
             "output.formats[1]",
-            "expected 'json' or 'markdown', got 'md'",
+            "expected 'json', 'markdown', 'junit' or 'github', got 'md'",
         ),
         (
             "direction: negative",

@@ -73,6 +73,14 @@ def verdict_text(report: AuditReport, written: list[str]) -> Text:
     where = f" Reports: {', '.join(written)}" if written else ""
     if v.status == "error":
         return Text(f"ERROR: {v.scans_with_errors} scan(s) failed.{where}", style="bold red")
+    if v.status == "findings" and v.exit_code == 0:
+        # the spec's gate (e.g. fail_on: new_significant) let these findings pass
+        new = f", {report.baseline.new_significant} new" if report.baseline is not None else ""
+        return Text(
+            f"PASS (gate): {v.significant_findings} significant finding(s){new} in "
+            f"{v.scans} scan(s).{where}",
+            style="bold yellow",
+        )
     if v.status == "findings":
         return Text(
             f"FAIL: {v.significant_findings} significant finding(s) in {v.scans} scan(s).{where}",

@@ -23,6 +23,15 @@ def _verdict_line(report: AuditReport) -> str:
     v = report.verdict
     if v.status == "error":
         return f"**ERROR**: {v.scans_with_errors} of {v.scans} scans could not be completed."
+    if v.status == "findings" and v.exit_code == 0 and report.baseline is not None:
+        noun = "finding" if v.significant_findings == 1 else "findings"
+        return (
+            f"**PASS** (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
+            f"significant {noun} in {v.scans} scans, {report.baseline.new_significant} new."
+        )
+    if v.status == "findings" and v.exit_code == 0:
+        noun = "finding" if v.significant_findings == 1 else "findings"
+        return f"**PASS** (gate): {v.significant_findings} significant {noun} in {v.scans} scans."
     if v.status == "findings":
         noun = "finding" if v.significant_findings == 1 else "findings"
         return f"**FAIL**: {v.significant_findings} significant {noun} in {v.scans} scans."
@@ -144,6 +153,10 @@ def _scan_section(scan: ScanResult) -> list[str]:
 def render_markdown(report: AuditReport) -> str:
     prov = report.provenance
     lines = [f"# Fairness audit: {report.name}", "", _verdict_line(report), ""]
+    if report.baseline is not None:
+        from fairscan.report.baseline import render_comparison
+
+        lines += render_comparison(report.baseline)
     if report.description:
         lines += [report.description, ""]
     lines += [

@@ -274,6 +274,10 @@ class AuditReport(ReportModel):
         description="Each scan attribute with its values (labels) as scanned."
     )
     scans: list[ScanResult]
+    baseline: BaselineComparison | None = Field(
+        default=None,
+        description="Comparison with a baseline report (audit run --baseline); omitted without one.",
+    )
 
 
 # --- SubROC (scan type `subroc`, methods.md §6) -----------------------------------------------
@@ -476,6 +480,61 @@ class CertificationResult(ReportModel):
     )
     groups: list[AuditGroup]
     plot: AuditPlotData
+
+
+# --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------
+
+BaselineLabel = Literal["new", "persisting", "resolved", "changed"]
+
+
+class BaselineSide(ReportModel):
+    """A matched result in one of the two runs."""
+
+    subgroup: dict[str, list[str]] = Field(
+        description="Attribute -> values; for certify/flag groups without one, {'group': [name]}."
+    )
+    score: float | None = Field(description="Score (MDSS/SubROC) or gap (certify/flag).")
+    p_value: float | None = Field(description="p-value (adjusted for SubROC and flag).")
+    rate: float | None = Field(
+        description="Observed rate (MDSS), validation measure (SubROC) or group estimate."
+    )
+    expected_rate: float | None = Field(default=None, description="MDSS: expected rate.")
+    significant: bool = Field(description="Counted as a significant finding in its run.")
+
+
+class BaselineEntry(ReportModel):
+    """One result labelled against the baseline."""
+
+    scan_id: str
+    scan_type: str
+    label: BaselineLabel = Field(
+        description="new: significant now, not significant or absent before; resolved: "
+        "significant before, not significant or absent now; persisting: significant in both "
+        "with the same subgroup; changed: significant in both, matched by overlap."
+    )
+    match: Literal["exact", "overlap", "none"] = Field(
+        description="exact subgroup (or group name), overlap above the threshold, or unmatched."
+    )
+    similarity: float | None = Field(
+        description="Jaccard similarity of the covered attribute cells (1 = same subgroup)."
+    )
+    before: BaselineSide | None = Field(description="The baseline result (null if unmatched).")
+    after: BaselineSide | None = Field(description="The current result (null if unmatched).")
+
+
+class BaselineComparison(ReportModel):
+    baseline_path: str | None = Field(description="The baseline report file.")
+    baseline_name: str
+    baseline_utc_time: str
+    overlap_threshold: float = Field(
+        description="Minimum Jaccard similarity of covered cells for an overlap match."
+    )
+    fail_on: str = Field(description="The gate applied to the exit code (gate.fail_on).")
+    counts: dict[str, int] = Field(description="Entries per label.")
+    new_significant: int = Field(description="Significant findings labelled new.")
+    scans_added: list[str] = Field(description="Scan ids only in the current run.")
+    scans_removed: list[str] = Field(description="Scan ids only in the baseline.")
+    entries: list[BaselineEntry]
 
 
 ScanResult.model_rebuild()

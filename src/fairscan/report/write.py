@@ -10,12 +10,16 @@ from pathlib import Path
 
 from fairscan.report.models import AuditReport
 
-EXTENSIONS = {"json": ".json", "markdown": ".md"}
+EXTENSIONS = {"json": ".json", "markdown": ".md", "junit": ".junit.xml"}
+# Formats that are not files: `github` appends the Markdown report to the job summary (CLI).
+NOT_FILES = frozenset({"github"})
 
 
 def report_json(report: AuditReport) -> str:
     """Strict JSON (no NaN/Infinity: pydantic writes them as null), 2-space indent."""
-    text = report.model_dump_json(indent=2)
+    # The optional baseline block is omitted when there is none: the report keeps its keys.
+    exclude = {"baseline"} if report.baseline is None else None
+    text = report.model_dump_json(indent=2, exclude=exclude)
     json.loads(text, parse_constant=_reject_constant)  # guard: must be strict JSON
     return text + "\n"
 
@@ -49,12 +53,18 @@ def render(report: AuditReport, fmt: str) -> str:
         from fairscan.report.markdown import render_markdown
 
         return render_markdown(report)
+    if fmt == "junit":
+        from fairscan.report.junit import render_junit
+
+        return render_junit(report)
     raise ValueError(f"unknown report format {fmt!r}")
 
 
 def write_reports(report: AuditReport, out_dir: Path, formats: Sequence[str]) -> list[Path]:
     written = []
     for fmt in formats:
+        if fmt in NOT_FILES:
+            continue
         path = out_dir / f"{report.name}{EXTENSIONS[fmt]}"
         atomic_write_text(path, render(report, fmt))
         written.append(path)

@@ -45,3 +45,5 @@ class ScanType:
     summary: str
     # further data columns a scan spec names: spec -> {column: field path within the scan spec}
     extra_columns: Callable[[Any], dict[str, str]] | None = None
+    # `audit explain`: how to read a result (fairscan.explain has the defaults when None)
+    reading: str | None = None

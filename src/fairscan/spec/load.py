@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from fairscan.errors import Issue, SpecError
 from fairscan.spec.issues import validation_issues
 from fairscan.spec.loader import Positions, load_spec_text
 from fairscan.spec.models import AuditSpec
+from fairscan.spec.resolve import apply_defaults, resolve_extends
 
 __all__ = ["LoadedSpec", "load_spec", "load_spec_from_text", "parse_field_path"]
 
@@ -32,6 +33,17 @@ class LoadedSpec:
     text: str  # decoded file text
     sha256: str  # of the file's bytes (of the UTF-8 text for load_spec_from_text)
     positions: Positions
+    origins: dict[int, str] = field(default_factory=dict)  # id(position node) -> file name
+    chain: tuple[str, ...] = ()  # this file and the files it extends, child first
+
+    def file_of(self, field: str) -> str:
+        """The file in which ``field`` (or its deepest written parent) is written."""
+        try:
+            path = _resolve_ids(parse_field_path(field), self.spec)
+        except ValueError:
+            return str(self.path)
+        node = self.positions.resolve(path)[0]
+        return self.origins.get(id(node), str(self.path))
 
     def locate_field(self, field: str) -> tuple[int, int]:
         """``(line, col)`` of a spec field given as ``columns.outcome``, ``scans[0].penalty``,
@@ -46,7 +58,7 @@ class LoadedSpec:
     def issue(self, message: str, *, field: str, hint: str | None = None) -> Issue:
         """An :class:`Issue` about ``field``, located in this spec file."""
         line, col = self.locate_field(field)
-        return Issue(message, hint=hint, field=field, file=str(self.path), line=line, col=col)
+        return Issue(message, hint=hint, field=field, file=self.file_of(field), line=line, col=col)
 
 
 _TOKEN = re.compile(
@@ -205,9 +217,35 @@ def _load(text: str, name: str, path: Path, sha256: str) -> LoadedSpec:
     if text.startswith("\ufeff"):
         text = text[1:]
     raw, positions = load_spec_text(text, name)
+    raw, positions, origins, chain = resolve_extends(raw, positions, path, name)
+    raw = apply_defaults(raw)
     try:
         spec = AuditSpec.model_validate(raw)
     except ValidationError as exc:
         issues = validation_issues(exc, raw, positions, name, AuditSpec)
+        if len(chain) > 1:
+            issues = [_in_origin_file(i, raw, positions, origins, name) for i in issues]
         raise SpecError(issues=issues) from exc
-    return LoadedSpec(spec=spec, path=path, text=text, sha256=sha256, positions=positions)
+    return LoadedSpec(
+        spec=spec,
+        path=path,
+        text=text,
+        sha256=sha256,
+        positions=positions,
+        origins=origins,
+        chain=tuple(chain),
+    )
+
+
+def _in_origin_file(
+    issue: Issue, raw: Any, positions: Positions, origins: dict[int, str], default: str
+) -> Issue:
+    """Point an issue of an extended spec at the file that holds its key."""
+    if issue.field is None:
+        return issue
+    try:
+        path = _resolve_ids(parse_field_path(issue.field), raw)
+    except ValueError:
+        return issue
+    node = positions.resolve(path)[0]
+    return issue.located(origins.get(id(node), default), issue.line, issue.col)

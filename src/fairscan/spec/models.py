@@ -117,15 +117,56 @@ class SignificanceSpec(StrictModel):
 
 class OutputSpec(StrictModel):
     dir: str = Field(default="reports", description="Report directory, relative to the spec file.")
-    formats: list[Literal["json", "markdown"]] = Field(
+    formats: list[Literal["json", "markdown", "junit", "github"]] = Field(
         default_factory=lambda: ["json", "markdown"],
         min_length=1,
-        description="Report formats to write: <dir>/<name>.json, <dir>/<name>.md.",
+        description=(
+            "Report formats to write: <dir>/<name>.json, <dir>/<name>.md, "
+            "<dir>/<name>.junit.xml (JUnit XML: a testcase per scan); github appends the "
+            "Markdown report to $GITHUB_STEP_SUMMARY when that variable is set."
+        ),
+    )
+
+
+class GateSpec(StrictModel):
+    fail_on: Literal["significant", "new_significant", "never"] = Field(
+        default="significant",
+        description=(
+            "When a run without errors exits 1: significant = any significant finding; "
+            "new_significant = a significant finding labelled new against --baseline "
+            "(without a baseline every finding is new); never = findings never fail the run."
+        ),
+    )
+
+
+class ScanDefaults(StrictModel):
+    """Settings given to every scan that has the field and does not set it (``defaults:``)."""
+
+    penalty: float | None = Field(
+        default=None, ge=0, description="Complexity penalty of the MDSS scans."
+    )
+    restarts: int | None = Field(
+        default=None, ge=1, le=100_000, description="Random restarts of the MDSS scans."
+    )
+    bootstrap: int | None = Field(
+        default=None, ge=1, description="Bootstrap resamples of certify/flag scans."
     )
 
 
 class AuditSpec(StrictModel):
     version: Literal[1] = Field(description="Spec format version; must be 1.")
+    extends: str | None = Field(
+        default=None,
+        description=(
+            "A parent spec, relative to this file: it is loaded first and this spec is "
+            "deep-merged over it (mappings merge, lists and scalars replace)."
+        ),
+        examples=["../base.audit.yaml"],
+    )
+    defaults: ScanDefaults | None = Field(
+        default=None,
+        description="Scan settings applied to every scan that has the field unless it sets it.",
+    )
     name: str = Field(
         pattern=NAME_PATTERN,
         description="Audit name; report file names derive from it.",
@@ -157,6 +198,9 @@ class AuditSpec(StrictModel):
     )
     output: OutputSpec = Field(
         default_factory=OutputSpec, description="Where and in which formats reports are written."
+    )
+    gate: GateSpec = Field(
+        default_factory=GateSpec, description="Which findings make the run exit 1 (the CI gate)."
     )
 
     @field_validator("version", mode="before")

@@ -1,0 +1,85 @@
+"""JUnit XML report for CI test panels: one testsuite per spec, one testcase per scan.
+
+A scan with a significant finding is a ``<failure>`` whose message names its top subgroup; a scan
+that could not run is an ``<error>``; a scan that was not tested (replicates 0) or not auditable
+is ``<skipped>``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from fairscan.report.models import AuditReport
+from fairscan.report.text import describe_subgroup
+
+
+def _p(p: float | None) -> str:
+    return "not tested" if p is None else f"{p:.4g}"
+
+
+def render_junit(report: AuditReport) -> str:
+    scans = report.scans
+    failures = sum(1 for s in scans if s.status != "error" and s.significant_count())
+    errors = sum(1 for s in scans if s.status == "error")
+    skipped = sum(1 for s in scans if s.status in ("untested", "not_auditable"))
+    seconds = f"{sum(s.timing.total_seconds for s in scans):.3f}"
+    suites = ET.Element(
+        "testsuites",
+        name="fairscan",
+        tests=str(len(scans)),
+        failures=str(failures),
+        errors=str(errors),
+        time=seconds,
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=report.name,
+        tests=str(len(scans)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped=str(skipped),
+        time=seconds,
+        timestamp=report.provenance.utc_time,
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("spec", report.provenance.spec_path),
+        ("data_sha256", report.provenance.data_sha256),
+        ("seed", str(report.provenance.seed)),
+        ("fairscan", report.provenance.tool_version),
+    ):
+        ET.SubElement(props, "property", name=name, value=value)
+    for scan in scans:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"fairscan.{report.name}",
+            name=f"{scan.id} ({scan.type})",
+            time=f"{scan.timing.total_seconds:.3f}",
+        )
+        top = scan.headline()
+        where = (
+            f"{describe_subgroup(top[0])} (score {top[1]:.3f}, p = {_p(top[2])})"
+            if top
+            else "no subgroup"
+        )
+        if scan.status == "error":
+            error = ET.SubElement(case, "error", message=f"scan {scan.id} could not run")
+            error.text = scan.error or ""
+        elif scan.significant_count():
+            n = scan.significant_count()
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=f"{n} significant finding(s); top subgroup: {where}",
+                type="significant_finding",
+            )
+            failure.text = "\n".join(f.description for f in scan.findings) or where
+        elif scan.status in ("untested", "not_auditable"):
+            ET.SubElement(case, "skipped", message=f"{scan.status}: top subgroup {where}")
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = f"{scan.status}: top subgroup {where}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"

@@ -1,0 +1,132 @@
+"""Spec inheritance and defaults, applied to the raw YAML before validation.
+
+* ``extends: ../base.audit.yaml`` (one parent, relative to the spec that names it, chains
+  allowed): the parent is loaded first and the child is deep-merged over it. Mappings merge
+  key by key; lists and scalars of the child replace the parent's. A cycle is an error that
+  shows the chain.
+* ``defaults: {penalty: 0.5, restarts: 50}``: each key is given to every scan whose spec model
+  has that field and that does not set it.
+
+Precedence (highest first): command-line flag > ``FAIRSCAN_*`` environment variable (both
+applied by the CLI) > the spec (the child over its parents) > ``defaults:`` > built-in default.
+
+The merged :class:`Positions` tree keeps the nodes of the file each value was written in, and
+``origins`` maps each node to that file, so errors point at the file holding the offending key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fairscan.errors import Issue, SpecError
+from fairscan.spec.loader import Positions, load_spec_text
+
+Origins = dict[int, str]  # id(Positions node) -> file name
+
+
+def _mark(node: Positions, name: str, origins: Origins) -> None:
+    origins[id(node)] = name
+    for child in node.values.values():
+        _mark(child, name, origins)
+    for item in node.items:
+        _mark(item, name, origins)
+
+
+def _merge(
+    base: Any, base_pos: Positions, over: Any, over_pos: Positions, origins: Origins
+) -> tuple[Any, Positions]:
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over, over_pos
+    raw = dict(base)
+    pos = Positions(
+        line=over_pos.line,
+        col=over_pos.col,
+        kind="mapping",
+        keys=dict(base_pos.keys),
+        values=dict(base_pos.values),
+    )
+    origins[id(pos)] = origins.get(id(over_pos), "")
+    for key, value in over.items():
+        child_pos = over_pos.values.get(key, over_pos)
+        if key in base and isinstance(base[key], dict) and isinstance(value, dict):
+            raw[key], pos.values[key] = _merge(
+                base[key], base_pos.values.get(key, base_pos), value, child_pos, origins
+            )
+        else:
+            raw[key] = value
+            pos.values[key] = child_pos
+        if key in over_pos.keys:
+            pos.keys[key] = over_pos.keys[key]
+    return raw, pos
+
+
+def _extends_issue(message: str, name: str, positions: Positions, hint: str | None) -> SpecError:
+    line, col = positions.locate(("extends",))
+    return SpecError(
+        issues=[Issue(message, hint=hint, field="extends", file=name, line=line, col=col)]
+    )
+
+
+def resolve_extends(
+    raw: dict[str, Any], positions: Positions, path: Path, name: str
+) -> tuple[dict[str, Any], Positions, Origins, list[str]]:
+    """Merge the ``extends`` chain of a loaded spec: (raw, positions, origins, chain of files)."""
+    origins: Origins = {}
+    _mark(positions, name, origins)
+    chain = [name]
+    seen = [path.resolve()]
+    parent_ref = raw.get("extends")
+    layers = [(raw, positions, path, name)]
+    while isinstance(parent_ref, str):
+        _, child_pos, child_path, child_name = layers[-1]
+        parent_path = (child_path.parent / parent_ref).resolve()
+        shown = str(child_path.parent / parent_ref)
+        if parent_path in seen:
+            cycle = " -> ".join([*chain, shown])
+            raise _extends_issue(
+                f"extends cycle: {cycle}", child_name, child_pos, "remove one of the extends"
+            )
+        try:
+            text = parent_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise _extends_issue(
+                f"cannot read the extended spec {shown}: {reason}",
+                child_name,
+                child_pos,
+                "extends is relative to the spec file that names it",
+            ) from exc
+        parent_raw, parent_pos = load_spec_text(text.removeprefix("\ufeff"), shown)
+        _mark(parent_pos, shown, origins)
+        layers.append((parent_raw, parent_pos, Path(shown), shown))
+        chain.append(shown)
+        seen.append(parent_path)
+        parent_ref = parent_raw.get("extends")
+    merged_raw, merged_pos = layers[-1][0], layers[-1][1]
+    for layer_raw, layer_pos, _, _ in reversed(layers[:-1]):
+        merged_raw, merged_pos = _merge(merged_raw, merged_pos, layer_raw, layer_pos, origins)
+    return merged_raw, merged_pos, origins, chain
+
+
+def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    """Give each ``defaults:`` key to every scan that has that field and does not set it."""
+    from fairscan.scans import SCAN_TYPES
+
+    defaults = raw.get("defaults")
+    scans = raw.get("scans")
+    if not isinstance(defaults, dict) or not isinstance(scans, list):
+        return raw
+    out_scans = []
+    for scan in scans:
+        entry = SCAN_TYPES.get(scan.get("type")) if isinstance(scan, dict) else None
+        if entry is None:
+            out_scans.append(scan)
+            continue
+        fields = entry.spec_model.model_fields
+        filled = dict(scan)
+        for key, value in defaults.items():
+            if key in fields and key not in ("id", "type") and key not in filled:
+                filled[key] = value
+        out_scans.append(filled)
+    return {**raw, "scans": out_scans}
