@@ -262,6 +262,8 @@ def run(
         progress=observer,
         baseline=baseline,
     )
+    # one row per spec for the closing summary of a multi-spec run: (spec, verdict, findings, code)
+    rows: list[tuple[str, str, str, int]] = []
     try:
         for spec_path in spec_paths:
             try:
@@ -269,9 +271,11 @@ def run(
             except FairscanError as error:
                 _print_error(error)
                 worst = max(worst, int(ExitCode.ERROR))
+                rows.append((str(spec_path), "error", "-", int(ExitCode.ERROR)))
                 continue
             except Exception as exc:  # internal error: a bug, reported as such
                 worst = max(worst, _internal_error(exc, debug))
+                rows.append((str(spec_path), "internal error", "-", int(ExitCode.ERROR)))
                 continue
             report = outcome.report
             written = [str(p) for p in outcome.written]
@@ -297,9 +301,38 @@ def run(
             if exit_zero and code == int(ExitCode.FINDINGS):
                 code = int(ExitCode.OK)
             worst = max(worst, code)
+            rows.append(
+                (
+                    str(spec_path),
+                    report.verdict.status,
+                    str(report.verdict.significant_findings),
+                    code,
+                )
+            )
     except KeyboardInterrupt:
         raise _interrupted() from None
+    if len(spec_paths) > 1:
+        err.print(_specs_table(rows, worst), markup=False)
     raise typer.Exit(worst)
+
+
+def _specs_table(rows: list[tuple[str, str, str, int]], worst: int) -> Any:
+    """Closing summary of a multi-spec run: one row per spec, the worst exit code last."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="fairscan: all specs", title_justify="left")
+    for name, justify in (
+        ("spec", "left"),
+        ("verdict", "left"),
+        ("significant", "right"),
+        ("exit", "right"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for spec, verdict, significant, code in rows:
+        table.add_row(Text(spec), Text(verdict), Text(significant), Text(str(code)))
+    table.add_row(Text("worst"), Text(""), Text(""), Text(str(worst)), style="bold")
+    return table
 
 
 @app.command()

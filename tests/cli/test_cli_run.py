@@ -226,6 +226,10 @@ def test_worst_exit_code_wins(
         path.unlink()
     outcome = cli("run", broken_spec, clean_spec, biased_spec, "--out", out, *FAST, "-q", code=2)
     assert "scans[0].restarts" in outcome.stderr
+    # one closing table over all specs, with the worst exit code
+    assert "fairscan: all specs" in outcome.stderr
+    table = outcome.stderr.split("fairscan: all specs", 1)[1]
+    assert "error" in table and "clean" in table and "findings" in table and "worst" in table
     assert sorted(p.name for p in out.iterdir()) == [
         "biased.json",
         "biased.md",
