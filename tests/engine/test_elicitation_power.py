@@ -46,7 +46,12 @@ def test_multi_answer_formula_is_a_weighted_average_of_single_ratios(ans):
 
 @pytest.mark.parametrize(
     ("answer", "message"),
-    [((40, 40, 50), "must differ"), ((41, 60, 55), "even"), ((40, 60, 45), "below the midpoint"), ((40, 60, 101), "between 0 and 100")],
+    [
+        ((40, 40, 50), "must differ"),
+        ((41, 60, 55), "even"),
+        ((40, 60, 45), "below the midpoint"),
+        ((40, 60, 101), "between 0 and 100"),
+    ],
 )
 def test_invalid_answers(answer, message):
     with pytest.raises(ElicitationError, match=message):

@@ -46,32 +46,42 @@ def test_edge_case_1_equalises_base_rates_and_keeps_order(w, data, lam):
 
 
 @given(weights, st.data())
-def test_edge_case_2_restores_the_uncensored_mean(w, data):
+def test_edge_case_2_raises_scan_expectations_to_the_uncensored_mean(w, data):
+    """Invariant §4.10.3: afterwards the mean scan expectation over S* is the uncensored mean (or 1)."""
     n = len(w)
     weight = np.array(w, float)
     u = np.array(data.draw(st.lists(st.floats(-0.5, 2.0), min_size=n, max_size=n)))
+    # the scan state starts as clip(u) and may already have been raised
+    raise_by = np.array(data.draw(st.lists(st.floats(0.0, 0.3), min_size=n, max_size=n)))
+    expected = np.minimum(np.clip(u, 0, 1) + raise_by, 1.0)
     inside = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    result = edge_case_2(u, weight, inside)
+    result = edge_case_2(expected, u, weight, inside)
     if not inside.any():
         assert result is None
         return
-    unc = np.average(u[inside], weights=weight[inside])
-    cens = np.average(np.clip(u[inside], 0, 1), weights=weight[inside])
-    if cens >= min(unc, 1.0) - 1e-12:
+    target = min(np.average(u[inside], weights=weight[inside]), 1.0)
+    current = np.average(expected[inside], weights=weight[inside])
+    if current >= target - 1e-12:
         assert result is None
         return
-    new_u, _beta = result
-    new_cens = np.average(np.clip(new_u[inside], 0, 1), weights=weight[inside])
-    if np.all(u[inside] >= 0):
-        # exact when nothing in S* is censored from below (methods.md §4.10.3)
-        assert new_cens == pytest.approx(min(unc, 1.0), abs=1e-9)
-    else:
-        # a negative u raised by beta may stay below 0; the loop corrects again next pass
-        assert new_cens >= cens - 1e-12
-    assert np.all(new_u >= u - 1e-15)
-    assert np.array_equal(new_u[~inside], u[~inside])
-    order = np.argsort(u[inside], kind="stable")
-    assert np.all(np.diff(np.clip(new_u[inside][order], None, None)) >= -1e-12)
+    new, _beta = result
+    assert np.average(new[inside], weights=weight[inside]) == pytest.approx(target, abs=1e-9)
+    assert np.all(new >= expected - 1e-15) and np.all(new <= 1.0 + 1e-15)
+    assert np.array_equal(new[~inside], expected[~inside])
+    order = np.argsort(expected[inside], kind="stable")
+    assert np.all(np.diff(new[inside][order]) >= -1e-12)
+    # a second call on the same subgroup has nothing left to do
+    assert edge_case_2(new, u, weight, inside) is None
+
+
+def test_edge_case_2_matches_the_paper_formula_without_negative_u():
+    weight = np.array([1.0, 2.0, 1.0, 3.0])
+    u = np.array([1.4, 0.5, 0.2, 0.9])
+    inside = np.ones(4, bool)
+    new, beta = edge_case_2(np.clip(u, 0, 1), u, weight, inside)
+    paper_beta = (1 * 0.4) / (2 * 0.5 + 1 * 0.8 + 3 * 0.1)
+    assert beta == pytest.approx(paper_beta)
+    assert np.allclose(new, np.where(u < 1, u + paper_beta * (1 - u), 1.0))
 
 
 def _cells(seed: int, n: int = 600, lam_bias: float = 0.0) -> IjdiCells:
@@ -137,3 +147,41 @@ def test_criterion_forms_agree():
         direct = gap_rate <= lam * gap_p
         utility = (rec[inside] - rec.mean()).sum() <= lam * (p[inside] - p.mean()).sum()
         assert direct == utility
+
+
+def _experiment_1(lam: float, seed: int, k: int = 1, n: int = 6000):
+    """methods.md §4.7 Experiment 1 (sharp threshold) on synthetic attributes; S = {a0: 0, a1: 0}."""
+    from fairscan.engine.ijdi import members
+    from fairscan.engine.mdss import is_material
+
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 2, n)])
+    in_s = (codes[:, 0] == 0) & (codes[:, 1] == 0)
+    p = np.where(
+        in_s,
+        rng.uniform(0.51 - 0.01 * k, 0.51 + 0.01 * k, n),
+        rng.uniform(0.49 - 0.01 * k, 0.49 + 0.01 * k, n),
+    )
+    rec = (p > 0.5).astype(float)
+    neg = rng.random(n) >= p  # y = 0
+    problem = ScanProblem.build(codes[neg], rec[neg], np.full(int(neg.sum()), 0.5))
+    cells = IjdiCells.from_records(problem.codes, rec[neg], p[neg], problem.cardinality)
+    out = ijdi_loop(cells, lam=lam, penalty=0.0, restarts=20, seed=1)
+    inside = members(problem.codes, out.best.selection)
+    iou = (inside & in_s[neg]).sum() / (inside | in_s[neg]).sum()
+    return out, iou if is_material(out.best) else 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_experiment_1_sharp_cut_off_at_lambda_star(seed):
+    """Below lambda* (= 50.007 for k = 1) the IJDI subgroup is found; above it nothing is left.
+
+    Regression: edge case 2 used to raise u itself, so the same S* re-fired until every
+    expectation in it was 1, which erased the finding just below lambda*.
+    """
+    lam_star = 374850 / (7497 - 1)
+    below, iou_below = _experiment_1(0.8 * lam_star, seed)
+    assert iou_below == pytest.approx(1.0)
+    assert below.best.score > 50 and below.passes <= 3
+    above, iou_above = _experiment_1(1.25 * lam_star, seed)
+    assert iou_above == 0.0 and above.passes <= 3

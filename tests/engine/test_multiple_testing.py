@@ -20,7 +20,9 @@ def _step_up_rejections(p: np.ndarray, alpha: float, c: float) -> set[int]:
     return set(order[:k].tolist())
 
 
-@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), st.sampled_from([0.01, 0.05, 0.1, 0.2]))
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), st.sampled_from([0.01, 0.05, 0.1, 0.2])
+)
 def test_adjusted_p_values_reproduce_the_step_up_procedures(p, alpha):
     p = np.array(p)
     m = len(p)

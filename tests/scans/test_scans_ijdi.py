@@ -145,7 +145,9 @@ def test_per_row_threshold_column_matches_constant_threshold(tmp_path):
     p_true = rng.uniform(0.2, 0.8, n)
     y = (rng.random(n) < p_true).astype(int)
     score = np.clip(p_true + 0.2 * (a == "x"), 0, 1)
-    lines = ["a,y,score,p_true,theta"] + [f"{a[i]},{y[i]},{score[i]:.4f},{p_true[i]:.4f},0.5" for i in range(n)]
+    lines = ["a,y,score,p_true,theta"] + [
+        f"{a[i]},{y[i]},{score[i]:.4f},{p_true[i]:.4f},0.5" for i in range(n)
+    ]
     (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
     spec = tmp_path / "t.audit.yaml"
     spec.write_text(
@@ -167,7 +169,9 @@ significance: {replicates: 0, seed: 1}
 
 
 def test_base_rate_outside_unit_interval_is_a_scan_error(tmp_path):
-    (tmp_path / "d.csv").write_text("a,y,score,p\nx,0,0.6,1.5\ny,1,0.4,0.2\nx,1,0.7,0.3\ny,0,0.2,0.1\n")
+    (tmp_path / "d.csv").write_text(
+        "a,y,score,p\nx,0,0.6,1.5\ny,1,0.4,0.2\nx,1,0.7,0.3\ny,0,0.2,0.1\n"
+    )
     spec = tmp_path / "t.audit.yaml"
     spec.write_text(
         """

@@ -7,8 +7,9 @@ edge cases raise expectations inside the detected subgroup S* and rescan until n
 
 1. the base rate inside S* is below the base rate outside: the low ``p_i`` in S* are raised
    toward ``p(~S*)`` (keeping their order) and ``u`` follows with slope lambda;
-2. censoring lowered the expected mean of S*: the ``u_i < 1`` are raised so that the censored
-   mean equals the uncensored one (or everything to 1).
+2. censoring lowered the expected mean of S*: the scan expectations below 1 are raised so that
+   their mean equals the uncensored mean of S* (or everything to 1). They are kept apart from
+   ``u`` (see :func:`edge_case_2`).
 
 ``pbar`` and ``pbar_b`` are fixed at their initial values (methods.md §8 I2), so both
 corrections only raise expectations and the loop terminates; a pass cap bounds it anyway.
@@ -121,27 +122,30 @@ def edge_case_1(
 
 
 def edge_case_2(
-    u: np.ndarray, weight: np.ndarray, inside: np.ndarray
+    expected: np.ndarray, u: np.ndarray, weight: np.ndarray, inside: np.ndarray
 ) -> tuple[np.ndarray, float] | None:
-    """Raise the u_i < 1 in S* so the censored mean equals the uncensored one (or all to 1)."""
+    """Raise the scan expectations e_i < 1 in S* so their mean reaches the uncensored mean.
+
+    ``expected`` is the scan state e (initially clip(u, 0, 1)); ``u`` is not changed here. The
+    target is min(mean of u over S*, 1) ("(or 1)", methods.md §4.5). Keeping e apart from u is
+    the paper's reading of Algorithm 1 (lines 11-12 act on the scan expectations): raising u
+    itself would also raise the uncensored mean by the part above 1, so the same S* would fire
+    again and again until every expectation in it is 1 (found by the Experiment-1 benchmark).
+    With e = clip(u) and no u < 0 this is exactly beta_2 = sum(u - 1)+ / sum(1 - u)_{u < 1}.
+    """
     if not inside.any():
         return None
     w_in = weight[inside]
-    u_in = u[inside]
-    uncensored = (w_in * u_in).sum() / w_in.sum()
-    censored = (w_in * np.clip(u_in, 0.0, 1.0)).sum() / w_in.sum()
-    # the censored mean can reach the uncensored one, or 1 at most ("(or 1)", methods.md §4.5):
-    # once every u in S* is >= 1 there is nothing left to raise
-    if not censored < min(uncensored, 1.0) - TAU:
+    total = w_in.sum()
+    target = min(float((w_in * u[inside]).sum() / total), 1.0)
+    current = float((w_in * expected[inside]).sum() / total)
+    if not current < target - TAU:
         return None
-    below = inside & (u < 1.0)
-    if uncensored >= 1.0:
-        return np.where(below, 1.0, u), 1.0
-    above = inside & (u >= 1.0)
-    beta = float(
-        (weight[above] * (u[above] - 1.0)).sum() / (weight[below] * (1.0 - u[below])).sum()
-    )
-    return np.where(below, u + beta * (1.0 - u), u), beta
+    below = inside & (expected < 1.0)
+    if target >= 1.0:
+        return np.where(below, 1.0, expected), 1.0
+    beta = float((target - current) * total / (weight[below] * (1.0 - expected[below])).sum())
+    return np.where(below, expected + beta * (1.0 - expected), expected), beta
 
 
 def ijdi_loop(
@@ -156,11 +160,12 @@ def ijdi_loop(
     """Algorithm 1 with both edge cases (methods.md §4.5); positive direction (q > 1)."""
     u, pbar_b, pbar = uncensored_expectations(cells, lam)
     base_rate = cells.base_rate.copy()
+    expected = np.clip(u, 0.0, 1.0)  # the scan expectations; only ever raised
     corrections: list[Correction] = []
     best: SubgroupScore | None = None
     inside = np.zeros(cells.weight.shape[0], dtype=bool)
     for scan_pass in range(1, max_passes + 1):
-        search_cells = _search_cells(cells, censored_expectations(u))
+        search_cells = _search_cells(cells, censored_expectations(expected))
         best = search(search_cells, direction=1, penalty=penalty, restarts=restarts, seed=seed)
         if best.llr <= 0.0:
             inside = np.zeros_like(inside)
@@ -170,11 +175,12 @@ def ijdi_loop(
         first = edge_case_1(base_rate, u, cells.weight, inside, lam)
         if first is not None:
             base_rate, u, alpha = first
+            expected = np.maximum(expected, np.clip(u, 0.0, 1.0))
             corrections.append(Correction(1, scan_pass, size, alpha))
             continue
-        second = edge_case_2(u, cells.weight, inside)
+        second = edge_case_2(expected, u, cells.weight, inside)
         if second is not None:
-            u, beta = second
+            expected, beta = second
             corrections.append(Correction(2, scan_pass, size, beta))
             continue
         return IjdiOutcome(best, inside, scan_pass, True, corrections, pbar_b, pbar)

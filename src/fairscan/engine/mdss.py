@@ -85,6 +85,16 @@ class SubgroupScore:
         return float(np.exp(self.log_q))
 
 
+def is_material(score: SubgroupScore) -> bool:
+    """Whether a score is more than the epsilon clip of the expectations can produce.
+
+    With expectations clipped to 1 - eps and every observation 1 (or to eps and every
+    observation 0), a subgroup scores about size * eps without any real deviation; such
+    scores (<= 2 * eps * size) are not findings.
+    """
+    return score.llr > 2.0 * EPSILON * max(score.size, 1.0)
+
+
 def penalty_units(selection: np.ndarray, cardinality: np.ndarray) -> int:
     """c(S) = sum over constrained attributes of the number of selected values."""
     total = 0
@@ -148,6 +158,7 @@ __all__ = [
     "SubgroupScore",
     "compress",
     "direction_code",
+    "is_material",
     "max_score",
     "penalty_units",
     "score_subgroup",

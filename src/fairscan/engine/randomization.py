@@ -24,13 +24,12 @@ import numpy as np
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import max_score
 
+# null scores within this relative distance of the observed score count as ties
 TIE_TOLERANCE = 1e-9
 # Effective cost of starting the worker pool on 2 cores (spawn, imports, numba cache load),
 # measured in benchmarks/RESULTS.md section 2: 999 cheap replicates took 2.5 s serially, 3.3 s
 # on two workers.
-WORKER_STARTUP_SECONDS = (
-    2.0  # null scores within this relative distance of the observed count as ties
-)
+WORKER_STARTUP_SECONDS = 2.0
 
 
 def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:

@@ -295,6 +295,13 @@ class SubrocCover(ReportModel):
     )
 
 
+class SubrocRoc(ReportModel):
+    """ROC curve points (false/true positive rates), down-sampled to at most 200 points."""
+
+    fpr: list[float]
+    tpr: list[float]
+
+
 class SubrocPattern(ReportModel):
     """One of the top-k' patterns of a SubROC search, in search-score order."""
 
@@ -316,6 +323,10 @@ class SubrocPattern(ReportModel):
     adjusted_p_value: float | None
     significant: bool | None = Field(description="adjusted_p_value <= alpha; null when untested.")
     reported: bool = Field(description="Among the top-k reported patterns.")
+    roc: SubrocRoc | None = Field(
+        default=None,
+        description="Reported patterns: ROC curve of the pattern's search rows (for plots).",
+    )
 
 
 class SubrocResult(ReportModel):
@@ -339,6 +350,9 @@ class SubrocResult(ReportModel):
     null_distributions: int = Field(description="Distinct (positives, negatives) null draws.")
     reported: int
     patterns: list[SubrocPattern]
+    roc: SubrocRoc | None = Field(
+        default=None, description="ROC curve of the whole search set (for plots)."
+    )
 
 
 class CbsFindingDetail(ReportModel):

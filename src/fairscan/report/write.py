@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fairscan.report.models import AuditReport
 
-EXTENSIONS = {"json": ".json", "markdown": ".md", "junit": ".junit.xml"}
+EXTENSIONS = {"json": ".json", "markdown": ".md", "junit": ".junit.xml", "html": ".html"}
 # Formats that are not files: `github` appends the Markdown report to the job summary (CLI).
 NOT_FILES = frozenset({"github"})
 
@@ -57,6 +57,10 @@ def render(report: AuditReport, fmt: str) -> str:
         from fairscan.report.junit import render_junit
 
         return render_junit(report)
+    if fmt == "html":
+        from fairscan.report.html import render_html
+
+        return render_html(report)
     raise ValueError(f"unknown report format {fmt!r}")
 
 

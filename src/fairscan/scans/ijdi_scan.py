@@ -163,7 +163,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     import time
 
     from fairscan.engine.ijdi import IjdiCells, ijdi_loop, members
-    from fairscan.engine.mdss import ScanProblem
+    from fairscan.engine.mdss import ScanProblem, is_material
     from fairscan.engine.randomization import child_seed, run_replicates, search_seed, summarize
     from fairscan.errors import ScanError
     from fairscan.report.models import (
@@ -294,7 +294,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
 
     findings: list[Finding] = []
     best = outcome.best
-    if best.llr > 0.0:
+    if is_material(best):
         subgroup = subgroup_labels(ctx, problem, best.selection)
         crit, _ = criterion(best.selection, recommendation)
         who = describe_subgroup(subgroup)
@@ -325,7 +325,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
         rec = recommendation
 
         def still_significant() -> bool:
-            return cur_null is not None and cur_null.significant and cur_outcome.best.llr > 0.0
+            return cur_null is not None and cur_null.significant and is_material(cur_outcome.best)
 
         for k in range(spec.mitigation.max_corrections):
             if not still_significant():

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairscan.engine.mdss import ScanProblem, SubgroupScore, search
+from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, search
 from fairscan.engine.randomization import (
     NullResult,
     NullSettings,
@@ -164,7 +164,7 @@ def run_mdss(
     )
 
     findings: list[Finding] = []
-    if best.llr > 0.0:
+    if is_material(best):
         subgroup = subgroup_labels(ctx, problem, best.selection)
         outside_n = n - best.size
         outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None

@@ -196,9 +196,34 @@ def _nan_to_none(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+ROC_POINTS = 200
+
+
+def roc_points(y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS) -> dict | None:
+    """ROC curve (one point per distinct score threshold, from (0, 0) to (1, 1)), evenly
+    down-sampled to at most ``limit`` points; None without both classes."""
+    y = np.asarray(y)
+    pos = int(y.sum())
+    neg = len(y) - pos
+    if pos == 0 or neg == 0:
+        return None
+    order = np.argsort(-np.asarray(score, dtype=np.float64), kind="stable")
+    s = np.asarray(score, dtype=np.float64)[order]
+    ys = y[order]
+    last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]  # last row of each tie group
+    tp = np.cumsum(ys)[last]
+    fp = (last + 1) - tp
+    fpr = np.r_[0.0, fp / neg]
+    tpr = np.r_[0.0, tp / pos]
+    if len(fpr) > limit:
+        keep = np.unique(np.round(np.linspace(0, len(fpr) - 1, limit)).astype(np.int64))
+        fpr, tpr = fpr[keep], tpr[keep]
+    return {"fpr": [round(float(x), 5) for x in fpr], "tpr": [round(float(x), 5) for x in tpr]}
+
+
 def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
     from fairscan.engine.randomization import child_seed
-    from fairscan.engine.subroc import SearchConfig, search, significance
+    from fairscan.engine.subroc import SearchConfig, covers, search, significance
     from fairscan.errors import ScanError
     from fairscan.report.models import (
         Population,
@@ -207,6 +232,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
         SubrocCover,
         SubrocPattern,
         SubrocResult,
+        SubrocRoc,
     )
     from fairscan.report.text import describe_subgroup
 
@@ -293,6 +319,15 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
 
     rows: list[SubrocPattern] = []
     reported = 0
+    y_search, score_search, codes_search = y[in_search], score[in_search], codes[in_search]
+
+    def roc_of(mask: np.ndarray | None) -> SubrocRoc | None:
+        if mask is None:
+            pts = roc_points(y_search, score_search)
+        else:
+            pts = roc_points(y_search[mask], score_search[mask])
+        return SubrocRoc(**pts) if pts is not None else None
+
     for rank, p in enumerate(patterns, start=1):
         subgroup = {data.attributes[a].name: [data.attributes[a].labels[v]] for a, v in p.selectors}
         t = tested.tests[rank - 1] if tested is not None else None
@@ -325,6 +360,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
                 adjusted_p_value=adj,
                 significant=sig,
                 reported=report_it,
+                roc=roc_of(covers(codes_search, [p.selectors])[0]) if report_it else None,
             )
         )
     if not any(p.score > 0 for p in patterns):
@@ -356,6 +392,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
         null_distributions=tested.null_pairs if tested is not None else 0,
         reported=reported,
         patterns=rows,
+        roc=roc_of(None),
     )
     n = int(in_search.sum())
     return ScanResult(

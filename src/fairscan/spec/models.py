@@ -117,12 +117,13 @@ class SignificanceSpec(StrictModel):
 
 class OutputSpec(StrictModel):
     dir: str = Field(default="reports", description="Report directory, relative to the spec file.")
-    formats: list[Literal["json", "markdown", "junit", "github"]] = Field(
+    formats: list[Literal["json", "markdown", "junit", "github", "html"]] = Field(
         default_factory=lambda: ["json", "markdown"],
         min_length=1,
         description=(
             "Report formats to write: <dir>/<name>.json, <dir>/<name>.md, "
-            "<dir>/<name>.junit.xml (JUnit XML: a testcase per scan); github appends the "
+            "<dir>/<name>.junit.xml (JUnit XML: a testcase per scan), <dir>/<name>.html "
+            "(self-contained HTML with inline SVG charts); github appends the "
             "Markdown report to $GITHUB_STEP_SUMMARY when that variable is set."
         ),
     )
