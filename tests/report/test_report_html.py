@@ -562,3 +562,32 @@ def test_sample_report_renders_in_headless_chromium(chromium, sample_html, tmp_p
     # the charts painted: the red "inside subgroup" bars and the grey-blue null histogram
     assert _has_colour(pixels, INSIDE) > 200
     assert _has_colour(pixels, NULL_BARS) > 200
+
+
+COMPAS_AUDITS = sorted(p.name for p in (ROOT / "audits").glob("compas-*.audit.yaml"))
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("spec_name", COMPAS_AUDITS)
+def test_compas_audit_reports_render_in_headless_chromium(
+    chromium, compas_csv, spec_name, tmp_path
+):
+    """Issue 7: the HTML report of every COMPAS audit in audits/ loads without console errors."""
+    from fairscan.cli import app
+
+    text = (ROOT / "audits" / spec_name).read_text(encoding="utf-8")
+    text = text.replace("../build/compas.csv", compas_csv.as_posix())
+    text, replaced = re.subn(r"formats: \[[^]]*\]", "formats: [html]", text)
+    assert replaced == 1, "every COMPAS audit names its output formats"
+    spec = tmp_path / spec_name
+    spec.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["run", str(spec), "--replicates", "9", "--workers", "1", "--out", str(tmp_path), "-q"]
+    )
+    assert result.exit_code in (0, 1), result.output
+    html = next(tmp_path.glob("*.html"))
+    png = tmp_path / "page.png"
+    console = load_in_chromium(chromium, html, png, tmp_path / "profile", "1000,1400")
+    assert console == [], "console messages:\n" + "\n".join(console)
+    _, _, pixels = decode_png(png.read_bytes())
+    assert pixels.astype(np.float64).mean(axis=2).std() > 10, "screenshot is blank"
