@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from fairscan.scans.base import ScanContext, ScanType
+from fairscan.scans.features import design_matrix
 from fairscan.spec.base import MdssScanSpecBase, StrictModel, rule_error
 
 if TYPE_CHECKING:
@@ -206,29 +207,6 @@ def _extra_columns(spec: CbsSpec) -> dict[str, str]:
     return columns
 
 
-def _features(ctx: ScanContext, names: list[str]) -> np.ndarray:
-    """Design matrix of both models: standardised numbers, one-hot categories (one level dropped)."""
-    data = ctx.data
-    attribute_index = {a.name: j for j, a in enumerate(data.attributes)}
-    blocks: list[np.ndarray] = []
-    for name in names:
-        raw = data.extra.get(name)
-        if raw is not None and raw.dtype != object:
-            sd = raw.std()
-            blocks.append(((raw - raw.mean()) / (sd if sd > 0 else 1.0))[:, None])
-            continue
-        if raw is not None:
-            _, codes = np.unique(raw.astype(str), return_inverse=True)
-        else:
-            codes = data.codes[:, attribute_index[name]]
-        k = int(codes.max()) + 1 if codes.size else 0
-        if k > 1:
-            blocks.append(np.eye(k)[codes][:, 1:])
-    if not blocks:
-        return np.zeros((data.n_rows, 0))
-    return np.hstack(blocks)
-
-
 def _protected_classes(spec: CbsSpec, raw: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """(label, indicator) per run; errors name the spec field."""
     from fairscan.errors import ScanError
@@ -351,7 +329,7 @@ def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
         expectations = values.astype(np.float64)
     cbs_data = engine.CbsData(
         codes=codes,
-        features=_features(ctx, names) if expectations is None else np.zeros((data.n_rows, 0)),
+        features=design_matrix(ctx, names) if expectations is None else np.zeros((data.n_rows, 0)),
         outcome=data.outcome.astype(np.float64),
         prediction=None if prediction is None else prediction.astype(np.float64),
         recommendation=recommendation,

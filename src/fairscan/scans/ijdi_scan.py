@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from fairscan.scans.base import ScanContext, ScanType
+from fairscan.scans.features import design_matrix
 from fairscan.spec.base import MdssScanSpecBase, StrictModel, rule_error
 
 if TYPE_CHECKING:
@@ -118,34 +119,11 @@ def _extra_columns(spec: IjdiScanSpec) -> dict[str, str]:
     return columns
 
 
-def _model_features(ctx: ScanContext, names: list[str]) -> np.ndarray:
-    """Design matrix of the base-rate model: one-hot for categories, standardised numbers."""
-    data = ctx.data
-    blocks: list[np.ndarray] = []
-    attribute_index = {a.name: j for j, a in enumerate(data.attributes)}
-    for name in names:
-        raw = data.extra.get(name)
-        if raw is not None and raw.dtype != object:
-            sd = raw.std()
-            blocks.append(((raw - raw.mean()) / (sd if sd > 0 else 1.0))[:, None])
-            continue
-        if raw is not None:
-            _, codes = np.unique(raw.astype(str), return_inverse=True)
-        else:
-            codes = data.codes[:, attribute_index[name]]
-        k = int(codes.max()) + 1 if codes.size else 0
-        if k > 1:
-            blocks.append(np.eye(k)[codes][:, 1:])  # drop one level: the intercept covers it
-    if not blocks:
-        return np.zeros((data.n_rows, 0))
-    return np.hstack(blocks)
-
-
 def estimate_base_rate(ctx: ScanContext, names: list[str]) -> np.ndarray:
     """Pr(y = 1 | x) by logistic regression of the outcome on ``names`` over all rows (§4.1)."""
     from sklearn.linear_model import LogisticRegression
 
-    features = _model_features(ctx, names)
+    features = design_matrix(ctx, names)
     if features.shape[1] == 0:
         return np.full(ctx.data.n_rows, float(ctx.data.outcome.mean()))
     model = LogisticRegression(max_iter=2000)

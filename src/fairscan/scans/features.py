@@ -1,0 +1,32 @@
+"""Design matrices for the models some scans fit (IJDI base rate, CBS propensity/outcome)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairscan.scans.base import ScanContext
+
+
+def design_matrix(ctx: ScanContext, names: list[str]) -> np.ndarray:
+    """Standardised numeric columns and one-hot categories (one level dropped: the model's
+    intercept covers it). A name is read from the raw extra columns when the scan asked for it
+    (numbers stay numeric), else from the encoded scan attribute of that name."""
+    data = ctx.data
+    attribute_index = {a.name: j for j, a in enumerate(data.attributes)}
+    blocks: list[np.ndarray] = []
+    for name in names:
+        raw = data.extra.get(name)
+        if raw is not None and raw.dtype != object:
+            sd = raw.std()
+            blocks.append(((raw - raw.mean()) / (sd if sd > 0 else 1.0))[:, None])
+            continue
+        if raw is not None:
+            _, codes = np.unique(raw.astype(str), return_inverse=True)
+        else:
+            codes = data.codes[:, attribute_index[name]]
+        k = int(codes.max()) + 1 if codes.size else 0
+        if k > 1:
+            blocks.append(np.eye(k)[codes][:, 1:])
+    if not blocks:
+        return np.zeros((data.n_rows, 0))
+    return np.hstack(blocks)
