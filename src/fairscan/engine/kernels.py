@@ -220,6 +220,15 @@ def _gauss_score(s: float, n: float, direction: int, sigma2: float) -> tuple[flo
     return s * s / (2.0 * sigma2 * n), s / n
 
 
+@njit(cache=True)
+def _clip_to_direction(left: float, right: float, direction: int) -> tuple[float, float]:
+    """Step 2 of methods.md §1.4.3: keep the part of (left, right) on the scan's side of 0
+    (log q or mu). An interval entirely on the other side comes back empty (left >= right)."""
+    if direction > 0:
+        return max(left, 0.0), right
+    return left, min(right, 0.0)
+
+
 # --------------------------------------------------------------------------------------------
 # Exact attribute step (LTSS over q-intervals, methods.md §1.4.3)
 # --------------------------------------------------------------------------------------------
@@ -445,20 +454,12 @@ def _ltss_step_impl(
                     left = 0.0
                 else:
                     right = 0.0
-            if direction > 0:
-                left = max(left, 0.0)
-                if right <= 0.0:
-                    continue
-            else:
-                right = min(right, 0.0)
-                if left >= 0.0:
-                    continue
-            if not left < right:
-                continue
-            umin[v] = left
-            umax[v] = right
-            keep[v] = True
-            n_keep += 1
+            left, right = _clip_to_direction(left, right, direction)
+            if left < right:
+                umin[v] = left
+                umax[v] = right
+                keep[v] = True
+                n_keep += 1
             continue
         uhat = _argmax_u(gc, gw, gp, lo, hi, U_LO, U_HI)
         fmax = _f(gc, gw, gp, lo, hi, uhat)
@@ -479,20 +480,12 @@ def _ltss_step_impl(
             right = U_HI
         else:
             right = _root_u(gc, gw, gp, lo, hi, penalty, uhat, U_HI, uhat + half_width)
-        if direction > 0:
-            left = max(left, 0.0)
-            if right <= 0.0:
-                continue
-        else:
-            right = min(right, 0.0)
-            if left >= 0.0:
-                continue
-        if not left < right:
-            continue
-        umin[v] = left
-        umax[v] = right
-        keep[v] = True
-        n_keep += 1
+        left, right = _clip_to_direction(left, right, direction)
+        if left < right:
+            umin[v] = left
+            umax[v] = right
+            keep[v] = True
+            n_keep += 1
     if n_keep == 0:
         return best
 
