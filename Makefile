@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-fast lint format schemas sample-data compas adult bench clean
+.PHONY: setup demo test test-fast lint format schemas docs sample-data compas adult bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ format: $(STAMP)
 
 schemas: $(STAMP)
 	$(BIN)/python -m fairscan.spec.schema schemas
+
+# docs/scans.md: the `audit explain` text of every scan type (a test checks it is current)
+docs: $(STAMP)
+	$(BIN)/python -m fairscan.explain docs/scans.md
 
 # COMPAS table derived from ../shared/data (never committed): build/compas.csv
 compas: $(STAMP)

@@ -125,3 +125,28 @@ def explain(type_: str) -> str:
         "(see `audit schema`).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def reference_markdown() -> str:
+    """docs/scans.md: every scan's `audit explain` text, so the docs and the CLI cannot drift."""
+    from fairscan.scans import SCAN_TYPES
+
+    parts = [
+        "# Scan reference",
+        "",
+        "Generated from the scan registry by `python -m fairscan.explain` (`make docs`); the same",
+        "text as `audit explain SCAN_TYPE`. A test fails when this file is stale.",
+        "",
+    ]
+    for type_, entry in SCAN_TYPES.items():
+        parts += [f"## `{type_}`: {entry.title}", "", "```text", explain(type_).rstrip(), "```", ""]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/scans.md")
+    target.write_text(reference_markdown(), encoding="utf-8")
+    print(f"wrote {target}")
