@@ -9,6 +9,7 @@ error (the worst code wins across specs), 130 interrupted.
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import traceback
@@ -113,6 +114,15 @@ def _expand_specs(paths: list[Path]) -> list[Path]:
                 raise UsageError(
                     f"no *.audit.yaml files in directory {str(path)!r}",
                     hint="pass spec files, or a directory containing *.audit.yaml specs",
+                )
+            specs.extend(found)
+        elif not path.exists() and glob.has_magic(str(path)):
+            # a quoted glob (CI YAML, Windows shells): expanded here, sorted
+            found = sorted(Path(p) for p in glob.glob(str(path), recursive=True))
+            if not found:
+                raise UsageError(
+                    f"no files match {str(path)!r}",
+                    hint="check the pattern, e.g. 'audits/**/*.audit.yaml'",
                 )
             specs.extend(found)
         else:

@@ -462,3 +462,19 @@ def test_data_values_that_look_like_markup(cli: Invoke, project: Project, tmp_pa
     assert "region = [/S]" in outcome.stderr
     report = read_report(tmp_path / "biased.json")
     assert report["scans"][0]["findings"][0]["subgroup"] == {"region": ["[/S]"], "age_group": ["a"]}
+
+
+def test_quoted_glob_is_expanded_by_the_tool(
+    cli: Invoke, project: Project, clean_spec: Path, biased_spec: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    pattern = str(project.root / "*.audit.yaml")
+    cli("run", pattern, "--out", out, *FAST, "-q", code=1)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "biased.json",
+        "biased.md",
+        "clean.json",
+        "clean.md",
+    ]
+    outcome = cli("run", str(project.root / "nothing-*.audit.yaml"), code=2)
+    assert "no files match" in outcome.stderr
