@@ -547,6 +547,13 @@ def lambda_command(
     side: Annotated[
         str, typer.Option(help="negatives (lambda_N, FPR) or positives (lambda_P, TPR).")
     ] = "negatives",
+    more_answers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Further answers z1,z2,z3 after --answers (e.g. --answers 40,60,55 20,30,27).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Elicit lambda for ijdi_scan from cost answers (IJDI paper, App. C).
 
@@ -559,7 +566,7 @@ def lambda_command(
         if side not in ("negatives", "positives"):
             raise UsageError(f"--side must be negatives or positives, not {side!r}")
         parsed = []
-        for text in answers:
+        for text in [*answers, *(more_answers or [])]:
             parts = [x.strip() for x in text.split(",")]
             if len(parts) != 3 or not all(x.lstrip("-").isdigit() for x in parts):
                 raise UsageError(

@@ -11,6 +11,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "audits" / "sample.audit.yaml"
 
 
+def test_lambda_answers_follow_one_flag_or_repeat_it(cli):
+    one = cli("lambda", "--cfn-over-cfp", "2", "--answers", "40,60,55", "20,30,27", code=0)
+    repeated = cli(
+        "lambda", "--cfn-over-cfp", "2", "--answers", "40,60,55", "--answers", "20,30,27", code=0
+    )
+    # x = 20, 10; y = 5, 2 -> ratio 4 (100 + 20) / (400 + 100) = 0.96 -> lambda 3 / 0.96
+    assert one.stdout == repeated.stdout == "lambda: 3.125\n"
+
+
 def test_lambda_from_answers(cli):
     out = cli("lambda", "--cfn-over-cfp", "2", "--answers", "40,60,55", code=0)
     assert out.stdout.strip() == "lambda: 3"
