@@ -201,6 +201,23 @@ _IDENT = re.compile(r"[^\W\d]\w*")
 _OPS = ("<=", ">=", "<>", "!=", "==", "=", "<", ">")
 
 
+def _read_quoted(text: str, i: int, unterminated: str, hint: str) -> tuple[str, int]:
+    """The contents of the quoted token opening at ``i`` (a doubled quote stands for one quote)
+    and the index of its closing quote."""
+    quote = text[i]
+    j, parts = i + 1, []
+    while True:
+        k = text.find(quote, j)
+        if k < 0:
+            raise _error(text, i, unterminated, hint)
+        parts.append(text[j:k])
+        if k + 1 < len(text) and text[k + 1] == quote:
+            parts.append(quote)
+            j = k + 2
+            continue
+        return "".join(parts), k
+
+
 def _tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     i, n = 0, len(text)
@@ -210,43 +227,22 @@ def _tokenize(text: str) -> list[Token]:
             i += 1
             continue
         if ch == "'":
-            j, parts = i + 1, []
-            while True:
-                k = text.find("'", j)
-                if k < 0:
-                    raise _error(
-                        text,
-                        i,
-                        "unterminated string",
-                        "close the string with a single quote; write '' for a quote inside it",
-                    )
-                parts.append(text[j:k])
-                if k + 1 < n and text[k + 1] == "'":
-                    parts.append("'")
-                    j = k + 2
-                    continue
-                break
-            tokens.append(Token("string", text[i : k + 1], "".join(parts), i))
+            value, k = _read_quoted(
+                text,
+                i,
+                "unterminated string",
+                "close the string with a single quote; write '' for a quote inside it",
+            )
+            tokens.append(Token("string", text[i : k + 1], value, i))
             i = k + 1
             continue
         if ch == '"':
-            j, parts = i + 1, []
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise _error(
-                        text,
-                        i,
-                        "unterminated quoted column name",
-                        "close the name with a double quote; string values take single quotes",
-                    )
-                parts.append(text[j:k])
-                if k + 1 < n and text[k + 1] == '"':
-                    parts.append('"')
-                    j = k + 2
-                    continue
-                break
-            name = "".join(parts)
+            name, k = _read_quoted(
+                text,
+                i,
+                "unterminated quoted column name",
+                "close the name with a double quote; string values take single quotes",
+            )
             if not name:
                 raise _error(text, i, "empty quoted column name")
             tokens.append(Token("qident", text[i : k + 1], name, i))
