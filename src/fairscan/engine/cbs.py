@@ -14,7 +14,7 @@ import numpy as np
 
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells
-from fairscan.engine.mdss import ScanProblem, SubgroupScore, penalty_units, search
+from fairscan.engine.mdss import ScanProblem, SubgroupScore, score_subgroup, search
 from fairscan.engine.randomization import child_seed, search_seed
 
 EPS = 1e-6  # clip for propensities, predictions and I-hat before logits (methods.md §3.3-3.5)
@@ -270,27 +270,13 @@ def score_cells(
     cells: Cells, selection: np.ndarray, settings: CbsSettings, sigma: float | None
 ) -> SubgroupScore:
     """Re-score a subgroup from scratch; for the Gaussian score ``log_q`` holds mu-hat."""
-    lik = kernels.GAUSSIAN if settings.gaussian else kernels.BERNOULLI
-    f, u, size, obs, exp_ = kernels.score_selection_lik(
-        cells.codes,
-        cells.observed,
-        cells.weight,
-        cells.expected,
+    return score_subgroup(
+        cells,
         selection,
         settings.direction,
-        lik,
-        float(sigma if sigma is not None else 1.0),
-    )
-    units = penalty_units(selection, cells.cardinality)
-    return SubgroupScore(
-        selection=selection,
-        score=f - settings.penalty * units,
-        llr=f,
-        penalty_units=units,
-        log_q=u,
-        size=size,
-        observed=obs,
-        expected=exp_,
+        settings.penalty,
+        likelihood=kernels.GAUSSIAN if settings.gaussian else kernels.BERNOULLI,
+        sigma=float(sigma if sigma is not None else 1.0),
     )
 
 

@@ -106,12 +106,34 @@ def penalty_units(selection: np.ndarray, cardinality: np.ndarray) -> int:
 
 
 def score_subgroup(
-    cells: Cells, selection: np.ndarray, direction: Direction, penalty: float
+    cells: Cells,
+    selection: np.ndarray,
+    direction: Direction,
+    penalty: float,
+    *,
+    likelihood: int = kernels.BERNOULLI,
+    sigma: float = 1.0,
 ) -> SubgroupScore:
-    """Score a subgroup from scratch (used to re-score the search result before reporting)."""
-    f, u, size, obs, exp_ = kernels.score_selection(
-        cells.codes, cells.observed, cells.weight, cells.expected, selection, direction
-    )
+    """Score a subgroup from scratch (used to re-score the search result before reporting).
+
+    ``likelihood`` is ``kernels.BERNOULLI`` or ``kernels.GAUSSIAN`` (whose ``sigma`` is used and
+    whose ``log_q`` holds mu-hat).
+    """
+    if likelihood == kernels.BERNOULLI:
+        f, u, size, obs, exp_ = kernels.score_selection(
+            cells.codes, cells.observed, cells.weight, cells.expected, selection, direction
+        )
+    else:
+        f, u, size, obs, exp_ = kernels.score_selection_lik(
+            cells.codes,
+            cells.observed,
+            cells.weight,
+            cells.expected,
+            selection,
+            direction,
+            likelihood,
+            float(sigma),
+        )
     units = penalty_units(selection, cells.cardinality)
     return SubgroupScore(
         selection=selection,

@@ -23,7 +23,10 @@ from fairscan.report.models import (
     ScanResult,
     SubrocResult,
 )
-from fairscan.report.text import describe_subgroup, percent
+from fairscan.report.text import describe_subgroup, fmt_number, fmt_p, percent
+
+_f = fmt_number
+_p = fmt_p
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
 
@@ -66,16 +69,6 @@ pre{background:#f0f2f5;padding:8px;overflow:auto}
 
 def _e(x: object) -> str:
     return escape(str(x), quote=True)
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "not tested"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
 
 
 def _n(x: float) -> str:

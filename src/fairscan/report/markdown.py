@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from fairscan.report.markdown_cbs import render_cbs
 from fairscan.report.markdown_certification import render_certification
 from fairscan.report.markdown_subroc import render_subroc
 from fairscan.report.models import AuditReport, Finding, IjdiScanInfo, ScanResult
-from fairscan.report.text import describe_subgroup, percent
+from fairscan.report.text import describe_subgroup, fmt_number, fmt_p, percent
 
-
-def _num(x: float | None, digits: int = 2) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "not tested"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+_num = partial(fmt_number, digits=2)
+_p = fmt_p
 
 
 def _verdict_line(report: AuditReport) -> str:

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from fairscan.report.models import CbsCalibration, CbsScanInfo
+from fairscan.report.text import fmt_number, fmt_p
 
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "not tested"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+_f = fmt_number
+_p = fmt_p
 
 
 def _calibration(title: str, cal: CbsCalibration) -> list[str]:

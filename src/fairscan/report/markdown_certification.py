@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from fairscan.report.models import CertificationResult
+from fairscan.report.text import fmt_number, fmt_p
+
+_f = partial(fmt_number, signed=True)
+_p = partial(fmt_p, missing="n/a")
 
 MAX_ROWS = 25  # hits are always shown; other groups up to this many rows (all are in the JSON)
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:+.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
 
 
 def render_certification(result: CertificationResult) -> list[str]:

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from fairscan.report.models import SubrocResult
-from fairscan.report.text import describe_subgroup
+from fairscan.report.text import describe_subgroup, fmt_number, fmt_p
+
+_f = fmt_number
+_p = fmt_p
 
 MEASURE_TEXT = {"roc_auc": "ROC AUC", "pr_auc": "PR AUC", "ranking_loss": "average ranking loss"}
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "not tested"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
 
 
 def render_subroc(result: SubrocResult) -> list[str]:

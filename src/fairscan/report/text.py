@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 
+def fmt_number(x: float | None, digits: int = 3, *, signed: bool = False) -> str:
+    """Fixed-point number for reports; ``signed`` shows a + on positive gaps; None -> n/a."""
+    if x is None:
+        return "n/a"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def fmt_p(p: float | None, missing: str = "not tested") -> str:
+    """A p-value: four decimals, scientific below 1e-4; ``missing`` when there is none."""
+    if p is None:
+        return missing
+    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
 def percent(x: float | None, digits: int = 0) -> str:
     if x is None:
         return "n/a"

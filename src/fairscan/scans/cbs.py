@@ -267,7 +267,7 @@ def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
         ScanTiming,
     )
     from fairscan.report.text import describe_subgroup, percent
-    from fairscan.scans.mdss_runner import null_distribution
+    from fairscan.scans.mdss_runner import null_distribution, subgroup_labels
 
     started = time.perf_counter()
     data = ctx.data
@@ -344,16 +344,6 @@ def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
     findings: list[Finding] = []
     t_search = 0.0
     t_sig = 0.0
-
-    def labels(problem: Any, selection: np.ndarray) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for j, attribute in enumerate(attributes):
-            k = int(problem.cardinality[j])
-            chosen = np.flatnonzero(selection[j, :k])
-            if len(chosen) == k:
-                continue
-            out[attribute.name] = [attribute.labels[int(problem.value_index[j][c])] for c in chosen]
-        return out
 
     def calibration(model: str, fitted_on: str, pred, label, weight) -> CbsCalibration:  # type: ignore[no-untyped-def]
         brier, table = engine.reliability(pred, label, weight)
@@ -467,7 +457,7 @@ def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
         p_metric = float(ev[prot_rows].mean())
         p_expected = float(est.expected[local_in].mean())
         c_metric = float(ev[comp_rows].mean()) if comp_rows.any() else None
-        subgroup = labels(outcome.problem, best.selection)
+        subgroup = subgroup_labels(attributes, outcome.problem, best.selection)
         value = best.log_q if settings.gaussian else best.q
         param = "mu" if settings.gaussian else "q"
         description = (

@@ -273,7 +273,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     findings: list[Finding] = []
     best = outcome.best
     if is_material(best):
-        subgroup = subgroup_labels(ctx, problem, best.selection)
+        subgroup = subgroup_labels(data.attributes, problem, best.selection)
         crit, _ = criterion(best.selection, recommendation)
         who = describe_subgroup(subgroup)
         allowed_text = (
@@ -322,7 +322,7 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
             new_rec = _recommendations(data.prediction, thresholds, spec.threshold_rule)
             steps.append(
                 MitigationStep(
-                    subgroup=subgroup_labels(ctx, problem, sel),
+                    subgroup=subgroup_labels(data.attributes, problem, sel),
                     threshold=eta,
                     rate_before=float(rec[inside_rows].mean()),
                     rate_after=float(new_rec[inside_rows].mean()),

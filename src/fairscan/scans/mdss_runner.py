@@ -7,11 +7,12 @@ The scan modules only decide which rows are scanned, what is observed and what i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fairscan.data.table import EncodedAttribute
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, search
 from fairscan.engine.randomization import (
     NullResult,
@@ -46,11 +47,14 @@ class MdssInputs:
 
 
 def subgroup_labels(
-    ctx: ScanContext, problem: ScanProblem, selection: np.ndarray
+    attributes: Sequence[EncodedAttribute], problem: ScanProblem, selection: np.ndarray
 ) -> dict[str, list[str]]:
-    """Map a local-code selection back to attribute -> value labels, omitting unconstrained ones."""
+    """Map a local-code selection back to attribute -> value labels, omitting unconstrained ones.
+
+    ``attributes`` are the scanned attributes in the order of the problem's columns.
+    """
     out: dict[str, list[str]] = {}
-    for j, attribute in enumerate(ctx.data.attributes):
+    for j, attribute in enumerate(attributes):
         k = int(problem.cardinality[j])
         chosen = np.flatnonzero(selection[j, :k])
         if len(chosen) == k:
@@ -165,7 +169,7 @@ def run_mdss(
 
     findings: list[Finding] = []
     if is_material(best):
-        subgroup = subgroup_labels(ctx, problem, best.selection)
+        subgroup = subgroup_labels(ctx.data.attributes, problem, best.selection)
         outside_n = n - best.size
         outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None
         observed_rate = best.observed / best.size if best.size else None
