@@ -32,16 +32,19 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
+# ruff (style), import-linter (package layers, pyproject's [tool.importlinter]) and mypy (types)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks
 	$(BIN)/ruff format --check src tests scripts benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests scripts benchmarks
 	$(BIN)/ruff check --fix src tests scripts benchmarks
 
 schemas: $(STAMP)
-	$(BIN)/python -m fairscan.spec.schema schemas
+	$(BIN)/python -m fairscan.schemas schemas
 
 # docs/scans.md: the `audit explain` text of every scan type (a test checks it is current)
 docs: $(STAMP)

@@ -17,7 +17,7 @@ S: by default {race: African-American, sex: Male} in every run (`--subgroup fixe
 combinations covering at least 5 % of the rows.
 
 Speed: the full IJDI-Scan with 999 null replicates through `fairscan.api.run_audit` (temporary
-spec, workers = default), negatives, threshold 0.45, lambda 1, penalty 1: base rate
+spec, workers = default), negatives, threshold 0.45 (rule gt), lambda 1, penalty 1: base rate
 prob_decile with 500 and 100 restarts, and the base rate estimated by logistic regression on
 the 5 scan attributes (500 and 100 restarts).
 
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from fairscan.engine.ijdi import IjdiCells, ijdi_loop, members
+from fairscan.engine.ijdi import IjdiCells, ijdi_loop
 from fairscan.engine.mdss import ScanProblem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +178,7 @@ def evaluate_side(
     out = ijdi_loop(cells, lam=lam, penalty=0.0, restarts=restarts, seed=seed)
     detected = out.best.llr > 0.0
     if detected:
-        found = members(problem.codes, out.best.selection)
+        found = problem.members(out.best.selection)
         union = np.count_nonzero(found | in_s)
         iou = np.count_nonzero(found & in_s) / union if union else 0.0
         rest = ~found
@@ -340,7 +340,7 @@ def speed_case(label: str, scan: str, replicates: int, tmp: Path) -> dict:
     one_after = load_average()[0]
     result = outcome.report.scans[0]
     finding = result.findings[0] if result.findings else None
-    info = result.ijdi
+    info = result.detail.get("ijdi")
     row = {
         "label": label,
         "wall": wall,
@@ -348,11 +348,13 @@ def speed_case(label: str, scan: str, replicates: int, tmp: Path) -> dict:
         "significance": result.timing.significance_seconds,
         "cells": result.parameters.get("cells"),
         "size": result.population.size,
-        "passes": info.passes if info else None,
-        "corrections": ", ".join(f"EC{c.edge_case}@{c.scan_pass}" for c in info.corrections)
-        if info and info.corrections
+        "passes": info["passes"] if info else None,
+        "corrections": ", ".join(
+            f"EC{c['edge_case']}@{c['scan_pass']}" for c in info["corrections"]
+        )
+        if info and info["corrections"]
         else "none",
-        "score": finding.score if finding else 0.0,
+        "score": finding.statistic.value if finding else 0.0,
         "p_value": finding.p_value if finding else None,
         "status": result.status,
         "subgroup": ", ".join(f"{k} ∈ {{{', '.join(v)}}}" for k, v in finding.subgroup.items())
@@ -375,6 +377,7 @@ def speed_case(label: str, scan: str, replicates: int, tmp: Path) -> dict:
 def run_speed(replicates: int) -> list[dict]:
     base = (
         "{{id: fpr, type: ijdi_scan, side: negatives, lambda: 1, {base}threshold: 0.45, "
+        "threshold_rule: gt, "
         "penalty: 1, restarts: {restarts}}}"
     )
     cases = [

@@ -173,22 +173,36 @@ def machine_info() -> dict[str, str]:
 
 def load_compas():
     """COMPAS prepared exactly as the audit pipeline does (fairscan.data.prepare)."""
+    from types import SimpleNamespace
+
     from fairscan.data.load import read_table
     from fairscan.data.prepare import prepare_data
-    from fairscan.spec.models import AuditSpec, ColumnsSpec
+    from fairscan.data.table import RoleColumn
+    from fairscan.spec.models import AuditSpec
 
     if not COMPAS_CSV.is_file():
         sys.exit(f"{COMPAS_CSV} not found: run `.venv/bin/python scripts/prepare_compas.py` first")
-    return prepare_data(
+    roles = (
+        RoleColumn("two_year_recid", "outcome", "columns.outcome"),
+        RoleColumn("prob_decile", "probability", "columns.prediction"),
+        RoleColumn("high_risk", "decision", "columns.recommendation"),
+    )
+    data = prepare_data(
         read_table(COMPAS_CSV),
-        columns=ColumnsSpec(
-            outcome="two_year_recid", prediction="prob_decile", recommendation="high_risk"
-        ),
+        roles=roles,
         attributes=ATTRIBUTES,
         discretize={},
         max_categories=AuditSpec.model_fields["max_categories"].default,
         filter=None,
-        needs={"outcome", "prediction", "recommendation"},
+    )
+    outcome, prediction, recommendation = (data.role(r) for r in roles)
+    return SimpleNamespace(
+        codes=data.codes,
+        attributes=data.attributes,
+        n_rows=data.n_rows,
+        outcome=outcome,
+        prediction=prediction,
+        recommendation=recommendation,
     )
 
 
@@ -386,7 +400,7 @@ def child_cold_audit(spec: str, out_dir: str) -> None:
                 "run_audit_s": elapsed,
                 "search_seconds": scan.timing.search_seconds,
                 "subgroup": finding.subgroup if finding else None,
-                "score": finding.score if finding else None,
+                "score": finding.statistic.value if finding else None,
                 "size": finding.size if finding else None,
                 "status": scan.status,
                 "cells": scan.parameters.get("cells"),
@@ -956,8 +970,8 @@ def bench_informational(args, data, results) -> str:
 # ------------------------------------------------------------------------------------------
 
 
-
 OTHER_ENGINES_MARKER = "<!-- other engines: sections below are kept by --write -->"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

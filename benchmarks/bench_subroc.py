@@ -18,8 +18,9 @@ import numpy as np
 import polars as pl
 
 from fairscan.data.prepare import prepare_data
+from fairscan.data.table import RoleColumn
 from fairscan.engine.subroc import SearchConfig, search
-from fairscan.spec.models import ColumnsSpec, DiscretizeSpec
+from fairscan.spec.models import DiscretizeSpec
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult_search_xgb.csv"
 ATTRIBUTES = [
@@ -41,9 +42,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     frame = pl.read_csv(DATA)
+    y_role = RoleColumn("y", "outcome", "columns.outcome")
+    score_role = RoleColumn("score", "score", "columns.prediction")
     data = prepare_data(
         frame,
-        columns=ColumnsSpec(outcome="y", prediction="score"),
+        roles=[y_role, score_role],
         attributes=ATTRIBUTES,
         discretize={
             "age": DiscretizeSpec(quantiles=5),
@@ -51,10 +54,9 @@ def main() -> None:
         },
         max_categories=50,
         filter=None,
-        needs={"outcome", "score"},
     )
     card = np.array([a.cardinality for a in data.attributes])
-    args_ = (data.codes, data.outcome, data.prediction, card)
+    args_ = (data.codes, data.role(y_role), data.role(score_role), card)
     t = time.perf_counter()
     search(*args_, SearchConfig(max_length=1))  # JIT load / compile
     print(f"first call (compile or cache load): {time.perf_counter() - t:.2f} s")

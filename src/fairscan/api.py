@@ -10,9 +10,11 @@ import importlib.metadata
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,16 +36,30 @@ from fairscan.report.models import (
     Provenance,
     ScanResult,
     ScanTiming,
-    Verdict,
+    build_verdict,
 )
-from fairscan.spec.load import LoadedSpec, load_spec
+from fairscan.spec import load as spec_load
+from fairscan.spec.load import LoadedSpec
 from fairscan.spec.models import AuditSpec
 
-ROLE_FIELDS = {
-    "outcome": "columns.outcome",
-    "prediction": "columns.prediction",
-    "recommendation": "columns.recommendation",
-}
+if TYPE_CHECKING:
+    from fairscan.data.table import PreparedData, RoleColumn
+    from fairscan.engine.critical import Detectability
+    from fairscan.scans.roles import ScanRoles
+
+
+def load_spec(path: Path | str) -> LoadedSpec:
+    """Read, parse and validate a ``*.audit.yaml`` file against the registered scan types."""
+    from fairscan.scans import AUDIT_SPEC
+
+    return spec_load.load_spec(path, AUDIT_SPEC)
+
+
+def load_spec_from_text(text: str, filename: str = "<spec>") -> LoadedSpec:
+    """Parse and validate spec text; ``filename`` is used in messages and as its path."""
+    from fairscan.scans import AUDIT_SPEC
+
+    return spec_load.load_spec_from_text(text, AUDIT_SPEC, filename)
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,8 @@ class PreparedAudit:
     spec: AuditSpec
     data_path: Path
     data_sha256: str
-    data: object  # fairscan.data.table.PreparedData (kept loose to avoid importing polars here)
+    data: PreparedData
+    roles: tuple[ScanRoles, ...]  # per scan, in spec order
 
 
 @dataclass(frozen=True)
@@ -96,8 +113,21 @@ def load_report(path: Path | str) -> AuditReport:
         ) from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"report {str(path)!r} is not UTF-8 text") from exc
+    import json
+
+    from fairscan.report.upgrade import upgrade_report
+
     try:
-        return AuditReport.model_validate_json(text)
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("the top level is not an object")
+    except ValueError as exc:
+        raise UsageError(
+            f"{str(path)!r} is not a fairscan JSON report ({exc})",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+    try:
+        return AuditReport.model_validate(upgrade_report(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "top level"
@@ -132,58 +162,49 @@ def _locate(loaded: LoadedSpec, error: FairscanError) -> FairscanError:
     return error.with_issues(issues)
 
 
-def needed_roles(spec: AuditSpec) -> set[str]:
+def scan_roles(spec: AuditSpec) -> tuple[list[ScanRoles], list[Issue]]:
+    """Each scan's role columns (one recommendation rule), and issues for those missing."""
+    from fairscan.scans import SCAN_TYPES
+    from fairscan.scans.roles import resolve_roles
+
+    roles: list[ScanRoles] = []
+    issues: list[Issue] = []
+    for i, scan in enumerate(spec.scans):
+        needs = SCAN_TYPES[scan.type].roles_for(scan)
+        resolved, problems = resolve_roles(spec.columns, scan, i, needs)
+        roles.append(resolved)
+        issues += problems
+    return roles, issues
+
+
+def check_spec(spec: AuditSpec) -> list[Issue]:
+    """Every check that needs no data: roles each scan needs, and each type's own checks."""
     from fairscan.scans import SCAN_TYPES
 
-    roles: set[str] = {"outcome"}
-    for scan in spec.scans:
-        roles.update(SCAN_TYPES[scan.type].needs)
-    return roles
+    _, issues = scan_roles(spec)
+    for i, scan in enumerate(spec.scans):
+        check = SCAN_TYPES[scan.type].check
+        if check is None:
+            continue
+        for issue in check(scan, spec):
+            field = f"scans[{i}]" + (f".{issue.field}" if issue.field else "")
+            issues.append(Issue(issue.message, hint=issue.hint, field=field, column=issue.column))
+    return issues
 
 
-def extra_columns(spec: AuditSpec) -> dict[str, str]:
+def extra_columns(spec: AuditSpec, roles: list[ScanRoles]) -> dict[str, str]:
     """Further data columns the scans read: column -> spec field path (first scan naming it)."""
     from fairscan.scans import SCAN_TYPES
 
     columns: dict[str, str] = {}
-    for i, scan in enumerate(spec.scans):
+    for i, (scan, scan_roles_) in enumerate(zip(spec.scans, roles, strict=True)):
         hook = SCAN_TYPES[scan.type].extra_columns
-        if hook is None:
-            continue
-        for column, field_path in hook(scan).items():
-            columns.setdefault(column, f"scans[{i}].{field_path}")
+        if hook is not None:
+            for column, field_path in hook(scan).items():
+                columns.setdefault(column, f"scans[{i}].{field_path}")
+        for column, field_path in scan_roles_.threshold_columns().items():
+            columns.setdefault(column, field_path)
     return columns
-
-
-def check_roles(spec: AuditSpec) -> list[Issue]:
-    """Scans whose required columns the spec does not name."""
-    from fairscan.scans import SCAN_TYPES
-
-    issues = []
-    for i, scan in enumerate(spec.scans):
-        for role in SCAN_TYPES[scan.type].needs:
-            if role in ("prediction", "score") and spec.columns.prediction is None:
-                issues.append(
-                    Issue(
-                        f"scan {scan.id!r} ({scan.type}) needs a predicted probability column",
-                        hint="set columns.prediction to the column holding probabilities in [0, 1]",
-                        field="columns",
-                    )
-                )
-            if role == "recommendation" and (
-                spec.columns.recommendation is None and spec.columns.threshold is None
-            ):
-                issues.append(
-                    Issue(
-                        f"scan {scan.id!r} ({scan.type}) needs binary recommendations",
-                        hint=(
-                            "set columns.recommendation to a 0/1 column, or columns.threshold "
-                            "(with columns.prediction) to derive it"
-                        ),
-                        field=f"scans[{i}]",
-                    )
-                )
-    return issues
 
 
 def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
@@ -201,35 +222,47 @@ def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
     return spec
 
 
-def prepare_audit(spec_path: Path, options: RunOptions | None = None) -> PreparedAudit:
-    """Load and validate the spec, then load and check its data (no scanning)."""
+def prepare_audit(
+    spec_path: Path, options: RunOptions | None = None, extra_roles: Sequence[RoleColumn] = ()
+) -> PreparedAudit:
+    """Load and validate the spec, then load and check its data (no scanning).
+
+    ``extra_roles``: role columns to load besides those the scans need (``audit power``).
+    """
     from fairscan.data.load import file_sha256, read_table
     from fairscan.data.prepare import prepare_data
 
     options = options or RunOptions()
     loaded = load_spec(Path(spec_path))
     spec = apply_overrides(loaded.spec, options)
-    role_issues = check_roles(spec)
-    if role_issues:
-        raise _locate(loaded, SpecError(issues=role_issues))
+    spec_issues = check_spec(spec)
+    if spec_issues:
+        raise _locate(loaded, SpecError(issues=spec_issues))
+    roles, _ = scan_roles(spec)
     # relative to the file the path is written in (a parent spec, with extends)
     data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
     try:
         frame = read_table(data_path)
         data = prepare_data(
             frame,
-            columns=spec.columns,
+            roles=[*(request for r in roles for request in r.requests()), *extra_roles],
             attributes=list(spec.attributes),
             discretize=spec.discretize,
             max_categories=spec.max_categories,
             filter=spec.data.filter,
-            needs=needed_roles(spec),
-            extra_columns=extra_columns(spec),
+            extra_columns=extra_columns(spec, roles),
         )
         sha = file_sha256(data_path)
     except (DataError, SpecError) as error:
         raise _locate(loaded, error) from error
-    return PreparedAudit(loaded=loaded, spec=spec, data_path=data_path, data_sha256=sha, data=data)
+    return PreparedAudit(
+        loaded=loaded,
+        spec=spec,
+        data_path=data_path,
+        data_sha256=sha,
+        data=data,
+        roles=tuple(roles),
+    )
 
 
 def _environment() -> Environment:
@@ -254,132 +287,144 @@ def _utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def run_scan(
+    prepared: PreparedAudit,
+    index: int,
+    root: np.random.SeedSequence,
+    workers: int,
+    progress: Progress,
+) -> ScanResult:
+    """Run one scan of a prepared audit; a failing scan marks itself ``error``."""
+    from fairscan.scans import SCAN_TYPES, ScanContext
+    from fairscan.scans.roles import bind_roles
+
+    scan = prepared.spec.scans[index]
+    roles = prepared.roles[index]
+    started = time.perf_counter()
+    try:
+        ctx = ScanContext(
+            data=prepared.data,
+            alpha=prepared.spec.significance.alpha,
+            replicates=prepared.spec.significance.replicates,
+            seed=scan_seed(root, scan.id),
+            workers=workers,
+            progress=progress,
+            role_names=dict(roles.names),
+            roles=bind_roles(prepared.data, roles),
+            threshold_rule=roles.threshold_rule,
+        )
+        return SCAN_TYPES[scan.type].runner(scan, ctx)
+    except ScanError as error:
+        elapsed = time.perf_counter() - started
+        return ScanResult(
+            id=scan.id,
+            type=scan.type,
+            status="error",
+            parameters=scan.model_dump(mode="json", by_alias=True),
+            timing=ScanTiming(
+                search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed
+            ),
+            error=_locate(prepared.loaded, _in_scan(error, index)).render(),
+        )
+
+
+def _in_scan(error: ScanError, index: int) -> ScanError:
+    """Prefix a scan error's scan-relative fields (``threshold``) with ``scans[i].``."""
+    issues = []
+    for issue in error.issues:
+        field_ = issue.field
+        if field_ is not None and not field_.startswith(
+            ("scans[", "columns", "data", "attributes")
+        ):
+            field_ = f"scans[{index}].{field_}"
+        issues.append(Issue(issue.message, hint=issue.hint, field=field_, column=issue.column))
+    return ScanError(issues=issues)
+
+
+def _provenance(
+    prepared: PreparedAudit,
+    root: np.random.SeedSequence,
+    workers: int,
+    started_wall: float,
+    elapsed: float,
+) -> Provenance:
+    spec = prepared.spec
+    return Provenance(
+        tool_version=__version__,
+        spec_path=str(prepared.loaded.path),
+        spec_sha256=prepared.loaded.sha256,
+        data_path=str(prepared.data_path),
+        data_sha256=prepared.data_sha256,
+        data_rows=prepared.data.n_rows_raw,
+        rows_after_filter=prepared.data.n_rows,
+        filter=spec.data.filter,
+        seed=spec.significance.seed,
+        seed_entropy=str(root.entropy),
+        utc_time=_utc(started_wall),
+        finished_utc_time=_utc(time.time()),
+        total_seconds=elapsed,
+        workers=workers,
+        parameters=spec.model_dump(mode="json", by_alias=True),
+        environment=_environment(),
+    )
+
+
 def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> AuditOutcome:
     """Run every scan of a prepared audit and (optionally) write the reports."""
-    from fairscan.data.table import PreparedData
     from fairscan.engine.randomization import default_workers
-    from fairscan.report.write import write_reports
-    from fairscan.scans import SCAN_TYPES, ScanContext
 
     options = options or RunOptions()
     spec = prepared.spec
-    data = prepared.data
-    assert isinstance(data, PreparedData)
     # read the baseline before scanning: a bad path fails fast
     baseline = load_report(options.baseline) if options.baseline is not None else None
     started_wall = time.time()
     started = time.perf_counter()
     root = np.random.SeedSequence(spec.significance.seed)
     workers = spec.significance.workers or default_workers()
-    role_names = {
-        role: name
-        for role, name in (
-            ("outcome", spec.columns.outcome),
-            ("prediction", spec.columns.prediction),
-            ("recommendation", spec.columns.recommendation),
-        )
-        if name is not None
-    }
-    if spec.columns.recommendation is None and spec.columns.threshold is not None:
-        op = ">=" if spec.columns.threshold_rule == "ge" else ">"
-        role_names["recommendation"] = f"{spec.columns.prediction} {op} {spec.columns.threshold:g}"
-
-    results: list[ScanResult] = []
-    for scan in spec.scans:
-        entry = SCAN_TYPES[scan.type]
-        ctx = ScanContext(
-            data=data,
-            alpha=spec.significance.alpha,
-            replicates=spec.significance.replicates,
-            seed=scan_seed(root, scan.id),
-            workers=workers,
-            progress=options.progress,
-            role_names=role_names,
-        )
-        scan_started = time.perf_counter()
-        try:
-            results.append(entry.runner(scan, ctx))
-        except ScanError as error:
-            elapsed = time.perf_counter() - scan_started
-            results.append(
-                ScanResult(
-                    id=scan.id,
-                    type=scan.type,
-                    status="error",
-                    parameters=scan.model_dump(mode="json"),
-                    timing=ScanTiming(
-                        search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed
-                    ),
-                    error=error.render(),
-                )
-            )
-    finished_wall = time.time()
-
-    significant = sum(r.significant_count() for r in results)
-    errors = sum(1 for r in results if r.status == "error")
-    if errors:
-        exit_code, status = ExitCode.ERROR, "error"
-    elif significant:
-        exit_code, status = ExitCode.FINDINGS, "findings"
-    else:
-        exit_code, status = ExitCode.OK, "clean"
-
+    results = [
+        run_scan(prepared, i, root, workers, options.progress) for i in range(len(spec.scans))
+    ]
     report = AuditReport(
         name=spec.name,
         description=spec.description,
-        verdict=Verdict(
-            status=status,
-            exit_code=int(exit_code),
-            significant_findings=significant,
-            scans=len(results),
-            scans_with_errors=errors,
+        verdict=build_verdict(results),
+        provenance=_provenance(
+            prepared, root, workers, started_wall, time.perf_counter() - started
         ),
-        provenance=Provenance(
-            tool_version=__version__,
-            spec_path=str(prepared.loaded.path),
-            spec_sha256=prepared.loaded.sha256,
-            data_path=str(prepared.data_path),
-            data_sha256=prepared.data_sha256,
-            data_rows=data.n_rows_raw,
-            rows_after_filter=data.n_rows,
-            filter=spec.data.filter,
-            seed=spec.significance.seed,
-            seed_entropy=str(root.entropy),
-            utc_time=_utc(started_wall),
-            finished_utc_time=_utc(finished_wall),
-            total_seconds=time.perf_counter() - started,
-            workers=workers,
-            parameters=spec.model_dump(mode="json"),
-            environment=_environment(),
-        ),
-        data_warnings=list(data.warnings),
-        attributes={a.name: list(a.labels) for a in data.attributes},
+        data_warnings=list(prepared.data.warnings),
+        attributes={a.name: list(a.labels) for a in prepared.data.attributes},
         scans=results,
     )
     report = _apply_gate(report, baseline, options.baseline, spec.gate.fail_on)
-    written: list[Path] = []
-    if options.write:
-        spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
-        out_dir = options.out_dir or (spec_dir / spec.output.dir)
-        try:
-            written = write_reports(report, Path(out_dir), spec.output.formats)
-        except OSError as exc:
-            # An unwritable report folder is the user's to fix, not an internal error.
-            reason = exc.strerror or str(exc)
-            if Path(out_dir).exists() and not Path(out_dir).is_dir():
-                reason = "it is a file, not a folder"
-            message = f"cannot write the reports to {str(out_dir)!r}: {reason}"
-            if options.out_dir is not None:
-                raise UsageError(message, hint="pass --out a folder you can write to") from exc
-            raise _locate(
-                prepared.loaded,
-                SpecError(
-                    message,
-                    field="output.dir",
-                    hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
-                ),
-            ) from exc
+    written = _write(prepared, report, options) if options.write else []
     return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
+
+
+def _write(prepared: PreparedAudit, report: AuditReport, options: RunOptions) -> list[Path]:
+    """Write the spec's report formats; an unwritable folder is the user's to fix."""
+    from fairscan.report.write import write_reports
+    from fairscan.scans import render_hooks
+
+    spec = prepared.spec
+    spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
+    out_dir = options.out_dir or (spec_dir / spec.output.dir)
+    try:
+        return write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if Path(out_dir).exists() and not Path(out_dir).is_dir():
+            reason = "it is a file, not a folder"
+        message = f"cannot write the reports to {str(out_dir)!r}: {reason}"
+        if options.out_dir is not None:
+            raise UsageError(message, hint="pass --out a folder you can write to") from exc
+        raise _locate(
+            prepared.loaded,
+            SpecError(
+                message,
+                field="output.dir",
+                hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
+            ),
+        ) from exc
 
 
 def _apply_gate(
@@ -418,7 +463,7 @@ class PowerAnalysis:
     size: int
     observed_rate: float
     predicted_rate: float
-    detectability: object  # fairscan.engine.critical.Detectability
+    detectability: Detectability
 
 
 def power_analysis(
@@ -431,22 +476,24 @@ def power_analysis(
     """
     import difflib
 
-    from fairscan.data.table import PreparedData
+    from fairscan.data.table import RoleColumn
     from fairscan.engine.critical import detectability_threshold
-    from fairscan.errors import UsageError
 
-    prepared = prepare_audit(spec_path)
-    data = prepared.data
-    assert isinstance(data, PreparedData)
-    if data.prediction is None:
+    columns = load_spec(spec_path).spec.columns
+    if columns.prediction is None or columns.outcome is None:
+        loaded = load_spec(spec_path)
         raise _locate(
-            prepared.loaded,
+            loaded,
             SpecError(
-                "power analysis needs predicted probabilities",
+                "power analysis needs the outcome and predicted probabilities",
                 field="columns",
-                hint="set columns.prediction",
+                hint="set columns.outcome and columns.prediction",
             ),
         )
+    outcome_role = RoleColumn(columns.outcome, "outcome", "columns.outcome", columns.positive)
+    prediction_role = RoleColumn(columns.prediction, "probability", "columns.prediction")
+    prepared = prepare_audit(spec_path, extra_roles=(outcome_role, prediction_role))
+    data = prepared.data
     inside = np.ones(data.n_rows, dtype=bool)
     for name, values in subgroup.items():
         if name not in data.attribute_names:
@@ -469,8 +516,8 @@ def power_analysis(
         inside &= np.isin(data.codes[:, j], codes)
     if not inside.any():
         raise UsageError("the subgroup is empty in the data", hint="check the --where conditions")
-    y = data.outcome[inside].astype(np.float64)
-    p = data.prediction[inside]
+    y = data.role(outcome_role)[inside].astype(np.float64)
+    p = data.role(prediction_role)[inside]
     if y.sum() in (0, len(y)):
         raise UsageError(
             "the subgroup has only one outcome class; the detectability threshold needs both",

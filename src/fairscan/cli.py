@@ -133,13 +133,14 @@ def _expand_specs(paths: list[Path]) -> list[Path]:
 def _append_step_summary(report: Any) -> None:
     """Output format `github`: append the Markdown report to $GITHUB_STEP_SUMMARY if set."""
     from fairscan.report.markdown import render_markdown
+    from fairscan.scans import render_hooks
 
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
     try:
         with open(target, "a", encoding="utf-8") as handle:
-            handle.write(render_markdown(report) + "\n")
+            handle.write(render_markdown(report, render_hooks()) + "\n")
     except OSError as exc:
         err.print(
             f"[yellow]warning[/]: cannot append to GITHUB_STEP_SUMMARY: "
@@ -369,9 +370,8 @@ def validate(
     workers: WorkersOption = None,
 ) -> None:
     """Check specs (and their data) without scanning. Exit 0 if valid, 2 if not."""
-    from fairscan.api import RunOptions, apply_overrides, check_roles, prepare_audit
+    from fairscan.api import RunOptions, apply_overrides, check_spec, load_spec, prepare_audit
     from fairscan.errors import SpecError
-    from fairscan.spec.load import load_spec
 
     worst = 0
     try:
@@ -385,7 +385,7 @@ def validate(
         try:
             if no_data:
                 loaded = load_spec(spec_path)
-                issues = check_roles(loaded.spec)
+                issues = check_spec(loaded.spec)
                 if issues:
                     raise SpecError(
                         issues=[
@@ -401,11 +401,11 @@ def validate(
                 data = prepared.data
                 err.print(
                     f"[green]ok[/] {escape(str(spec_path))}: {len(prepared.spec.scans)} scan(s), "
-                    f"{data.n_rows} rows after filter, "  # type: ignore[attr-defined]
-                    f"{len(data.attributes)} attributes",  # type: ignore[attr-defined]
+                    f"{data.n_rows} rows after filter, "
+                    f"{len(data.attributes)} attributes",
                     soft_wrap=True,
                 )
-                for warning in data.warnings:  # type: ignore[attr-defined]
+                for warning in data.warnings:
                     err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
                 loaded = prepared.loaded
             if show_resolved:
@@ -474,7 +474,7 @@ def schema(
     ] = False,
 ) -> None:
     """Print the JSON Schema of the audit spec (or of the JSON report)."""
-    from fairscan.spec.schema import render_schema, report_json_schema, spec_json_schema
+    from fairscan.schemas import render_schema, report_json_schema, spec_json_schema
 
     sys.stdout.write(render_schema(report_json_schema() if report else spec_json_schema()))
 

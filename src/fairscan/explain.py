@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticUndefined
+
+if TYPE_CHECKING:
+    from fairscan.scans.base import ScanType
 
 _MDSS_READING = (
     "The report gives the top subgroup (attributes and values), its size, observed and "
@@ -98,6 +101,23 @@ def parameters(type_: str) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+ROLE_TEXT = {
+    "outcome": "outcome",
+    "probability": "prediction (a probability in [0, 1])",
+    "score": "prediction (any real-valued score)",
+    "recommendation": "recommendation (a 0/1 column, or the prediction against a threshold)",
+}
+
+
+def needs_text(entry: ScanType) -> str:
+    """The data roles a scan type needs, in words."""
+    if entry.needs_doc:
+        return entry.needs_doc
+    if callable(entry.needs):
+        return "depends on its settings (see the parameters below)"
+    return ", ".join(ROLE_TEXT[role] for role in entry.needs)
+
+
 def explain(type_: str) -> str:
     """Plain-text explanation of a registered scan type (raises KeyError if unknown)."""
     import textwrap
@@ -110,7 +130,7 @@ def explain(type_: str) -> str:
     lines = [f"{entry.title} (type: {entry.type})", "", "What it tests:", wrap.fill(what), ""]
     if null:
         lines += ["Null hypothesis:", wrap.fill(null), ""]
-    lines += ["Needs columns: " + ", ".join(entry.needs), "", "Parameters:"]
+    lines += ["Needs columns: " + needs_text(entry), "", "Parameters:"]
     param_wrap = textwrap.TextWrapper(width=92, initial_indent="      ", subsequent_indent="      ")
     for name, kind, default, description in parameters(type_):
         lines.append(f"  {name}: {kind} (default: {default})")

@@ -51,7 +51,10 @@ def _is_probability(series: pl.Series) -> bool:
     if not series.dtype.is_float():
         return False
     s = series.drop_nulls()
-    return s.len() > 0 and s.min() >= 0.0 and s.max() <= 1.0 and s.n_unique() > 2  # type: ignore[operator]
+    if s.len() == 0 or s.n_unique() <= 2:
+        return False
+    low, high = s.min(), s.max()
+    return isinstance(low, int | float) and isinstance(high, int | float) and 0 <= low <= high <= 1
 
 
 def _looks_like_id(name: str, series: pl.Series) -> bool:

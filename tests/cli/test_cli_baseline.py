@@ -13,7 +13,8 @@ import yaml
 from cli_support import FAST, ROOT, Invoke, Project, strict_json
 
 from fairscan.report.baseline import compare_reports, similarity
-from fairscan.report.models import AuditReport
+from fairscan.report.models import AuditReport, Effect, Finding, Statistic
+from fairscan.report.upgrade import upgrade_report
 
 GATED_SPEC = """\
 version: 1
@@ -168,24 +169,27 @@ def test_gate_never_and_significant(project: Project, cli: Invoke) -> None:
     cli("run", spec, *FAST, code=1)
 
 
-def _side(subgroup: dict, significant: bool = True, score: float = 5.0) -> dict:
-    return {
-        "subgroup": subgroup,
-        "score": score,
-        "llr": score,
-        "penalty_cost": 0.0,
-        "size": 100,
-        "observed_count": 50.0,
-        "expected_count": 30.0,
-        "observed_rate": 0.5,
-        "expected_rate": 0.3,
-        "outside_rate": 0.3,
-        "q": 2.0,
-        "p_value": 0.01 if significant else 0.5,
-        "significant": significant,
-        "null_quantile": 3.0,
-        "description": "x",
-    }
+def _side(subgroup: dict, significant: bool = True, score: float = 5.0) -> Finding:
+    """A v2 finding of the FPR-Scan for ``subgroup``."""
+    return Finding(
+        subgroup=subgroup,
+        label=" and ".join(f"{a} in {{{', '.join(v)}}}" for a, v in subgroup.items()),
+        size=100,
+        statistic=Statistic(name="penalised_score", value=score),
+        effect=Effect(
+            metric="false positive rate",
+            inside=0.5,
+            reference=0.3,
+            reference_name="the other true negatives",
+            inside_count=100,
+            reference_count=900,
+            expected=0.3,
+        ),
+        p_value=0.01 if significant else 0.5,
+        adjusted_p_value=None,
+        significant=significant,
+        description="x",
+    )
 
 
 def test_overlap_matching_labels_a_shifted_subgroup_changed(runs: dict) -> None:
@@ -194,16 +198,34 @@ def test_overlap_matching_labels_a_shifted_subgroup_changed(runs: dict) -> None:
     assert fpr.findings[0].subgroup == {"region": ["S"], "age_group": ["a"]}
     shifted = {"region": ["S"], "age_group": ["a", "b"]}
     moved = base.model_copy(deep=True)
-    moved.scans[0].findings[0] = moved.scans[0].findings[0].model_validate(_side(shifted))
+    moved.scans[0].findings[0] = _side(shifted)
     comparison = compare_reports(base, moved)
     fpr_entries = [e for e in comparison.entries if e.scan_id == "fpr"]
     assert [(e.label, e.match) for e in fpr_entries] == [("changed", "overlap")]
     assert fpr_entries[0].similarity == pytest.approx(0.5)
     # a disjoint subgroup does not match: the old one is resolved, the other is new
     far = {"region": ["N"], "age_group": ["c"]}
-    moved.scans[0].findings[0] = moved.scans[0].findings[0].model_validate(_side(far))
+    moved.scans[0].findings[0] = _side(far)
     labels = sorted(e.label for e in compare_reports(base, moved).entries if e.scan_id == "fpr")
     assert labels == ["new", "resolved"]
+
+
+def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invoke) -> None:
+    """A report written before the v2 contract (schema_version 1) is upgraded on reading."""
+    v1 = ROOT / "tests" / "report" / "data" / "v1_compas.json"
+    out = cli("diff", v1, v1, code=0)
+    assert "7 persisting" in out.stdout and "**PASS**: no new significant finding." in out.stdout
+    upgraded = AuditReport.model_validate(upgrade_report(json.loads(v1.read_text("utf-8"))))
+    # a v2 run where the flag scan no longer flags its first group: v1 -> v2 resolves it
+    current = upgraded.model_copy(deep=True)
+    flags = next(s for s in current.scans if s.id == "fpr-flags")
+    dropped = flags.findings.pop(0)
+    path = project.root / "current.json"
+    path.write_text(current.model_dump_json(exclude={"baseline"}), encoding="utf-8")
+    out = cli("diff", v1, path, code=0)
+    assert "**resolved**" in out.stdout and str(dropped.label) in out.stdout
+    out = cli("diff", path, v1, code=1)  # reversed: the group is new
+    assert "**new**" in out.stdout and "`fpr-flags`" in out.stdout
 
 
 def test_similarity_of_covered_cells() -> None:
@@ -241,9 +263,9 @@ def test_junit_and_github_summary(
     assert [c.get("name") for c in cases] == ["fpr (fpr_scan)", "calibration (bias_scan)"]
     failures = {c.get("name"): c.find("failure") for c in cases}
     assert all(f is not None for f in failures.values())
-    assert "top subgroup: sex = F and region = N" in failures["calibration (bias_scan)"].get(
-        "message"
-    )
+    calibration = failures["calibration (bias_scan)"]
+    assert calibration is not None
+    assert "top finding: sex = F and region = N" in (calibration.get("message") or "")
     assert suites[0].get("failures") == "2"
 
 
@@ -340,15 +362,19 @@ def test_flag_groups_are_matched_by_name(project: Project, cli: Invoke) -> None:
     cli("run", spec, "--workers", "1", code=1)
     path = project.root / "out" / "flags.json"
     base = AuditReport.model_validate_json(path.read_text(encoding="utf-8"))
-    flagged = [g.name for g in base.scans[0].certification.groups if g.flagged]  # type: ignore[union-attr]
-    assert flagged
+    flagged = [f.label for f in base.scans[0].findings if f.significant is True]
+    assert flagged  # flagged groups are findings
     same = compare_reports(base, base)
     assert same.counts["persisting"] == len(flagged) and same.new_significant == 0
     assert all(e.match == "exact" for e in same.entries)
     # the same run with its flags cleared: every flagged group is resolved, none new
     cleared = base.model_copy(deep=True)
-    for group in cleared.scans[0].certification.groups:  # type: ignore[union-attr]
-        group.flagged = False
+    for f in cleared.scans[0].findings:
+        f.significant = False
     diff = compare_reports(base, cleared)
     assert diff.counts["resolved"] == len(flagged) and diff.new_significant == 0
     assert compare_reports(cleared, base).new_significant == len(flagged)
+    # ... and without the findings at all (a v2 run that flags nothing)
+    empty = base.model_copy(deep=True)
+    empty.scans[0].findings = []
+    assert compare_reports(base, empty).counts["resolved"] == len(flagged)

@@ -78,7 +78,10 @@ significance: {{replicates: 19, seed: 0, workers: 1}}
     scan = report["scans"][0]
     finding = scan["findings"][0]
     assert finding["subgroup"] == {"ethnicity": ["C"], "age_group": ["18-24"]}
-    assert finding["ijdi"]["violated"] is True
-    assert scan["ijdi"]["base_rate_source"].startswith("logistic regression")
+    assert finding["detail"]["ijdi"]["violated"] is True
+    assert finding["statistic"]["name"] == "penalised_score"
+    assert finding["effect"]["metric"] == "false positive rate"
+    assert scan["detail"]["ijdi"]["base_rate_source"].startswith("logistic regression")
+    assert scan["detail"]["ijdi"]["recommendation"] == "score >= 0.5"
     markdown = (tmp_path / "out" / "ijdi.md").read_text()
     assert "IJDI settings: side negatives, lambda = 0.5" in markdown

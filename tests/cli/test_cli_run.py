@@ -32,16 +32,16 @@ from fairscan.cli import app
 
 FINDING_KEYS = {
     "subgroup",
-    "score",
-    "llr",
+    "group",
+    "label",
     "size",
-    "observed_rate",
-    "expected_rate",
-    "outside_rate",
-    "q",
+    "statistic",
+    "effect",
     "p_value",
+    "adjusted_p_value",
     "significant",
-    "null_quantile",
+    "description",
+    "detail",
 }
 PROVENANCE_KEYS = {
     "tool_version",
@@ -139,7 +139,9 @@ def test_sample_json_report_content(sample_run: tuple[Outcome, Path]) -> None:
     assert top["subgroup"] == {"ethnicity": ["C"], "age_group": ["18-24"]}
     assert top["significant"] is True
     assert top["p_value"] == pytest.approx(1 / 20)
-    assert top["observed_rate"] > top["outside_rate"]
+    assert top["effect"]["inside"] > top["effect"]["reference"]
+    assert top["statistic"]["name"] == "penalised_score"
+    assert report["schema_version"] == 2
     assert len(scans["fpr"]["null_distribution"]["scores"]) == 19
 
 

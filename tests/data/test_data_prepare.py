@@ -11,9 +11,13 @@ import polars as pl
 import pytest
 
 from fairscan.data.prepare import prepare_data
-from fairscan.data.table import MISSING_LABEL, PreparedData
+from fairscan.data.table import MISSING_LABEL, PreparedData, RoleColumn
 from fairscan.errors import DataError, Issue, SpecError
-from fairscan.spec.models import ColumnsSpec, DiscretizeSpec
+from fairscan.spec.models import DiscretizeSpec
+
+Y = RoleColumn("y", "outcome", "columns.outcome")
+P = RoleColumn("p", "probability", "columns.prediction")
+REC = RoleColumn("rec", "decision", "columns.recommendation")
 
 
 def small_frame() -> pl.DataFrame:
@@ -46,12 +50,11 @@ def small_frame() -> pl.DataFrame:
 
 def run(frame: pl.DataFrame | None = None, **overrides: Any) -> PreparedData:
     kwargs: dict[str, Any] = {
-        "columns": ColumnsSpec(outcome="y", prediction="p", recommendation="rec"),
+        "roles": [Y, P, REC],
         "attributes": ["race", "sex"],
         "discretize": {},
         "max_categories": 50,
         "filter": None,
-        "needs": {"outcome", "prediction", "recommendation"},
     }
     kwargs.update(overrides)
     return prepare_data(small_frame() if frame is None else frame, **kwargs)
@@ -119,13 +122,13 @@ def test_happy_path() -> None:
     for j, attr in enumerate(data.attributes):
         assert codes[:, j].max() < attr.cardinality
 
-    assert data.outcome.dtype == np.int8
-    assert data.outcome.tolist() == [0, 1, 0, 1, 1, 0, 1, 0]
-    assert data.prediction is not None
-    assert data.prediction.dtype == np.float64
-    assert data.recommendation is not None
-    assert data.recommendation.dtype == np.int8
-    assert data.recommendation.tolist() == [0, 1, 1, 1, 1, 0, 0, 0]
+    assert set(data.roles) == {Y.key, P.key, REC.key}
+    assert data.role(Y).dtype == np.int8
+    assert data.role(Y).tolist() == [0, 1, 0, 1, 1, 0, 1, 0]
+    assert data.role(P).dtype == np.float64
+    assert data.role(P).tolist() == small_frame()["p"].to_list()
+    assert data.role(REC).dtype == np.int8
+    assert data.role(REC).tolist() == [0, 1, 1, 1, 1, 0, 0, 0]
     assert "attribute 'race': 1 null value scanned as '(missing)'" in data.warnings
     assert any("'n_kids'" in w for w in data.warnings)
 
@@ -158,43 +161,24 @@ def test_binary_encodings(values: list[Any]) -> None:
     frame = pl.DataFrame({"y": values, "rec": values, "g": ["a", "a", "b", "b"]})
     data = run(
         frame,
-        columns=ColumnsSpec(outcome="y", recommendation="rec"),
+        roles=[Y, REC],
         attributes=["g"],
-        needs={"recommendation"},
     )
-    assert data.outcome.tolist() == [0, 1, 0, 1]
-    assert data.recommendation is not None
-    assert data.recommendation.tolist() == [0, 1, 0, 1]
-    assert data.prediction is None
+    assert data.role(Y).tolist() == [0, 1, 0, 1]
+    assert data.role(REC).tolist() == [0, 1, 0, 1]
+    assert P.key not in data.roles
 
 
 def test_unsigned_and_small_int_outcome() -> None:
     frame = pl.DataFrame({"y": pl.Series([0, 1, 1], dtype=pl.UInt8), "g": ["a", "b", "a"]})
-    data = run(frame, columns=ColumnsSpec(outcome="y"), attributes=["g"], needs=set())
-    assert data.outcome.tolist() == [0, 1, 1]
+    data = run(frame, roles=[Y], attributes=["g"])
+    assert data.role(Y).tolist() == [0, 1, 1]
 
 
-@pytest.mark.parametrize(
-    ("rule", "expected"), [("ge", [0, 1, 1, 1, 1, 0, 0, 0]), ("gt", [0, 1, 0, 1, 1, 0, 0, 0])]
-)
-def test_threshold_derives_recommendation(rule: str, expected: list[int]) -> None:
-    spec = {"outcome": "y", "prediction": "p", "threshold": 0.5, "threshold_rule": rule}
-    data = run(columns=ColumnsSpec.model_validate(spec))
-    assert data.recommendation is not None
-    assert data.recommendation.dtype == np.int8
-    assert data.recommendation.tolist() == expected
-
-
-def test_prediction_validated_even_if_not_needed() -> None:
+def test_unrequested_columns_are_not_checked() -> None:
     frame = small_frame().with_columns(pl.Series("p", [0.1, 0.8, 0.5, 0.9, 0.6, 0.2, 0.4, 2.0]))
-    issue = only_issue(frame, needs={"outcome"})
-    assert issue.field == "columns.prediction"
-
-
-def test_prediction_not_given_not_needed() -> None:
-    data = run(columns=ColumnsSpec(outcome="y"), needs={"outcome"})
-    assert data.prediction is None
-    assert data.recommendation is None
+    data = run(frame, roles=[Y])
+    assert set(data.roles) == {Y.key}
 
 
 def test_single_valued_attribute_is_a_warning() -> None:
@@ -211,7 +195,7 @@ def test_enum_keeps_its_order_and_categorical_is_sorted() -> None:
             "c": pl.Series(["b", "a", "c", "a"], dtype=pl.Categorical),
         }
     )
-    data = run(frame, columns=ColumnsSpec(outcome="y"), attributes=["e", "c"], needs=set())
+    data = run(frame, roles=[Y], attributes=["e", "c"])
     assert data.attributes[0].labels == ("lo", "mid", "hi")
     assert data.codes[:, 0].tolist() == [0, 2, 1, 0]
     assert data.attributes[1].labels == ("a", "b", "c")
@@ -220,7 +204,7 @@ def test_enum_keeps_its_order_and_categorical_is_sorted() -> None:
 
 def test_integer_attribute_with_nulls_and_negative_values() -> None:
     frame = pl.DataFrame({"y": [0, 1, 0, 1], "i": [-5, None, 10, -5]})
-    data = run(frame, columns=ColumnsSpec(outcome="y"), attributes=["i"], needs=set())
+    data = run(frame, roles=[Y], attributes=["i"])
     assert data.attributes[0].labels == ("-5", "10", MISSING_LABEL)
     assert data.codes[:, 0].tolist() == [0, 2, 1, 0]
 
@@ -229,9 +213,8 @@ def test_discretize_integer_column_with_nulls() -> None:
     frame = pl.DataFrame({"y": [0, 1, 0, 1, 0], "age": [20, None, 40, 60, 80]})
     data = run(
         frame,
-        columns=ColumnsSpec(outcome="y"),
+        roles=[Y],
         attributes=["age"],
-        needs=set(),
         discretize={"age": DiscretizeSpec(quantiles=2)},
     )
     attr = data.attributes[0]
@@ -244,14 +227,14 @@ def test_date_attribute_is_categorical() -> None:
     frame = pl.DataFrame(
         {"y": [0, 1, 0], "d": [dt.date(2021, 1, 1), dt.date(2020, 5, 1), dt.date(2021, 1, 1)]}
     )
-    data = run(frame, columns=ColumnsSpec(outcome="y"), attributes=["d"], needs=set())
+    data = run(frame, roles=[Y], attributes=["d"])
     assert data.attributes[0].labels == ("2020-05-01", "2021-01-01")
     assert data.codes[:, 0].tolist() == [1, 0, 1]
 
 
 def test_all_null_attribute() -> None:
     frame = pl.DataFrame({"y": [0, 1], "n": [None, None]})
-    data = run(frame, columns=ColumnsSpec(outcome="y"), attributes=["n"], needs=set())
+    data = run(frame, roles=[Y], attributes=["n"])
     assert data.attributes[0].labels == (MISSING_LABEL,)
     assert data.attributes[0].n_missing == 2
 
@@ -263,7 +246,11 @@ def test_all_null_attribute() -> None:
 
 def test_missing_columns_all_reported_with_suggestions() -> None:
     issues = issues_of(
-        columns=ColumnsSpec(outcome="yy", prediction="pred", recommendation="recc"),
+        roles=[
+            RoleColumn("yy", "outcome", "columns.outcome"),
+            RoleColumn("pred", "probability", "columns.prediction"),
+            RoleColumn("recc", "decision", "columns.recommendation"),
+        ],
         attributes=["rase", "sex", "zzz"],
     )
     found = {(i.field, i.column): i for i in issues}
@@ -420,18 +407,6 @@ def test_recommendation_not_binary() -> None:
     assert issue.field == "columns.recommendation"
     assert issue.column == "rec"
     assert "must be binary" in issue.message
-
-
-def test_recommendation_needed_but_not_given() -> None:
-    issue = only_issue(columns=ColumnsSpec(outcome="y", prediction="p"))
-    assert issue.field == "columns.recommendation"
-    assert "threshold" in (issue.hint or "")
-
-
-def test_prediction_needed_but_not_given() -> None:
-    issue = only_issue(columns=ColumnsSpec(outcome="y", recommendation="rec"))
-    assert issue.field == "columns.prediction"
-    assert "columns.prediction" in (issue.hint or "")
 
 
 def test_continuous_float_attribute_needs_discretize() -> None:

@@ -151,7 +151,6 @@ def test_criterion_forms_agree():
 
 def _experiment_1(lam: float, seed: int, k: int = 1, n: int = 6000):
     """methods.md §4.7 Experiment 1 (sharp threshold) on synthetic attributes; S = {a0: 0, a1: 0}."""
-    from fairscan.engine.ijdi import members
     from fairscan.engine.mdss import is_material
 
     rng = np.random.default_rng(seed)
@@ -167,7 +166,7 @@ def _experiment_1(lam: float, seed: int, k: int = 1, n: int = 6000):
     problem = ScanProblem.build(codes[neg], rec[neg], np.full(int(neg.sum()), 0.5))
     cells = IjdiCells.from_records(problem.codes, rec[neg], p[neg], problem.cardinality)
     out = ijdi_loop(cells, lam=lam, penalty=0.0, restarts=20, seed=1)
-    inside = members(problem.codes, out.best.selection)
+    inside = problem.members(out.best.selection)
     iou = (inside & in_s[neg]).sum() / (inside | in_s[neg]).sum()
     return out, iou if is_material(out.best) else 0.0
 

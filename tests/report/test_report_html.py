@@ -19,32 +19,25 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from report_builders import finding, population, report, scan
 from typer.testing import CliRunner
 
-from fairscan.report.html import INSIDE, NULL_BARS, render_html
-from fairscan.report.models import (
-    AuditGroup,
-    AuditPlotData,
-    AuditReport,
-    CertificationResult,
-    Environment,
-    Finding,
-    NullDistribution,
-    Population,
-    Provenance,
-    ScanResult,
-    ScanTiming,
-    SubrocCover,
-    SubrocPattern,
-    SubrocResult,
-    SubrocRoc,
-    Verdict,
+from fairscan.report.hooks import RenderHooks
+from fairscan.report.html import (
+    INSIDE,
+    NULL_BARS,
+    escape,
+    figure,
+    forest_plot,
+    html_table,
+    null_histogram,
+    render_html,
+    roc_chart,
 )
+from fairscan.report.models import AuditReport, Finding, NullDistribution, ScanResult
 from fairscan.report.write import render, write_reports
-from fairscan.scans.subroc import roc_points
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMING = ScanTiming(search_seconds=0.01, significance_seconds=0.1, total_seconds=0.11)
 EVIL = "<script>alert('x')</script>"
 
 
@@ -52,40 +45,18 @@ EVIL = "<script>alert('x')</script>"
 
 
 def _finding(subgroup: dict[str, list[str]], score: float) -> Finding:
-    return Finding(
-        subgroup=subgroup,
-        score=score,
-        llr=score + 1,
-        penalty_cost=1.0,
-        size=349,
-        observed_count=232,
-        expected_count=105.6,
-        observed_rate=232 / 349,
-        expected_rate=0.3027,
-        outside_rate=0.261,
-        q=4.57,
+    return finding(
+        subgroup,
+        statistic=("penalised_score", score),
         p_value=0.01,
-        significant=True,
-        null_quantile=8.1,
         description=f"The rows with {subgroup} are flagged more often & {EVIL}.",
     )
 
 
 def _mdss_scan() -> ScanResult:
-    return ScanResult(
-        id="fpr",
-        type="fpr_scan",
-        status="significant",
-        parameters={},
-        timing=TIMING,
-        population=Population(
-            description="true negatives",
-            size=3363,
-            observed_rate=0.3027,
-            expected_rate=0.3027,
-            observed_label="recommended positive",
-        ),
-        findings=[_finding({"priors": ["Over 5"]}, 95.8), _finding({"race": [EVIL]}, 40.2)],
+    return scan(
+        [_finding({"priors": ["Over 5"]}, 95.8), _finding({"race": [EVIL]}, 40.2)],
+        population=population(),
         null_distribution=NullDistribution(
             replicates=99,
             alpha=0.05,
@@ -98,143 +69,103 @@ def _mdss_scan() -> ScanResult:
     )
 
 
-def _flag_scan() -> ScanResult:
-    groups = [
-        AuditGroup(
-            name=name,
-            subgroup=None,
-            size=100,
-            share=0.1,
-            estimate=0.3 + gap,
-            gap=gap,
-            lower=lower,
-            upper=None,
-            scale=0.1,
-            p_value=0.01,
-            adjusted_p_value=0.02,
-            flagged=flagged,
-            status="ok",
+# A flag-like type whose hook draws the forest plot of its groups from its own detail.
+GROUPS = [
+    ("race = African-American", 0.12, 0.08, True),
+    (f"group {EVIL}", 0.01, -0.04, False),
+    ("sex = Female", -0.05, -0.1, False),
+]
+
+
+def _groups_html(s: ScanResult) -> str:
+    groups = s.detail["groups"]
+    return (
+        '<div class="charts">'
+        + forest_plot(
+            [g["name"] for g in groups],
+            [g["gap"] for g in groups],
+            [g["lower"] for g in groups],
+            [None for _ in groups],
+            [g["flagged"] for g in groups],
+            s.detail["tolerance"],
+            False,
+            hit_label="flagged",
+            metric="false positive rate",
         )
-        for name, gap, lower, flagged in [
-            ("race = African-American", 0.12, 0.08, True),
-            (f"group {EVIL}", 0.01, -0.04, False),
-            ("sex = Female", -0.05, -0.1, False),
-        ]
-    ]
-    cert = CertificationResult(
-        mode="flag",
-        metric="fpr",
-        metric_description="false positive rate",
-        rows=1000,
-        population_rows=600,
-        target="overall",
-        theta=0.3,
-        tolerance=0.05,
-        side="above",
-        alpha=0.1,
-        bootstrap=200,
-        correction="bh",
-        redraws=0,
-        sampling="rows",
-        groups_total=3,
-        groups_tested=3,
-        hits=1,
-        failed=0,
-        groups=groups,
-        plot=AuditPlotData(
-            group=[g.name for g in groups],
-            gap=[g.gap for g in groups],
-            lower=[g.lower for g in groups],
-            upper=[g.upper for g in groups],
-        ),
+        + "</div>"
+        + html_table(["group", "gap"], [[g["name"], g["gap"]] for g in groups], {1})
     )
-    return ScanResult(
-        id="flags",
-        type="flag",
-        status="significant",
-        parameters={},
-        timing=TIMING,
-        certification=cert,
+
+
+def _flag_scan() -> ScanResult:
+    detail = {
+        "tolerance": 0.05,
+        "groups": [
+            {"name": n, "gap": gap, "lower": lower, "flagged": hit} for n, gap, lower, hit in GROUPS
+        ],
+    }
+    hit = finding(
+        group="race = African-American",
+        statistic=("gap", 0.12),
+        metric="false positive rate",
+        inside=0.42,
+        reference=0.30,
+        reference_name="overall target",
+        expected=None,
+        p_value=0.01,
+        adjusted_p_value=0.02,
+        significant=True,
     )
+    return scan([hit], id="flags", type="toy_flag", detail=detail)
+
+
+def _roc(rng: np.random.Generator, n: int) -> tuple[list[float], list[float]]:
+    fpr = np.sort(np.concatenate([[0.0, 1.0], rng.random(n)]))
+    tpr = np.sort(np.concatenate([[0.0, 1.0], rng.random(n)]))
+    return [float(x) for x in fpr], [float(x) for x in tpr]
 
 
 def _subroc_scan() -> ScanResult:
     rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 500)
-    score = y + rng.normal(0, 1, 500)
-    overall = roc_points(y, score)
-    sub = roc_points(y[:100], score[:100] + rng.normal(0, 2, 100))
-    cover = SubrocCover(size=100, positives=50, negatives=50, negative_ratio=0.5, measure=0.7)
-    pattern = SubrocPattern(
-        rank=1,
-        subgroup={"sex": ["Male"]},
-        description="sex = Male: roc_auc = 0.70 vs 0.76 overall.",
-        score=10.0,
-        weighted_score=10.0,
-        relative_score=0.06,
-        optimistic_estimate=20.0,
-        search=cover,
-        validation=cover,
-        validation_statistic=0.05,
+    overall, sub = _roc(rng, 60), _roc(rng, 40)
+    pattern = finding(
+        {"sex": ["Male"]},
+        statistic=("interestingness", 10.0),
+        metric="ROC AUC",
+        inside=0.70,
+        reference=0.76,
+        reference_name="overall (validation set)",
+        expected=None,
         p_value=0.01,
         adjusted_p_value=0.02,
-        significant=True,
-        reported=True,
-        roc=SubrocRoc(**sub),
+        detail={"roc": {"fpr": sub[0], "tpr": sub[1]}},
     )
-    result = SubrocResult(
-        measure="roc_auc",
-        overall_search=0.76,
-        overall_validation=0.75,
-        search_rows=500,
-        search_positives=int(y.sum()),
-        validation_rows=500,
-        validation_positives=250,
-        candidates_evaluated=10,
-        candidates_valid=10,
-        pruned=0,
-        skipped=0,
-        per_level=[],
-        subsets=100,
-        correction="by",
-        alpha=0.05,
-        null_distributions=1,
-        reported=1,
-        patterns=[pattern],
-        roc=SubrocRoc(**overall),
+    return scan(
+        [pattern],
+        id="weak",
+        type="toy_subroc",
+        detail={"roc": {"fpr": overall[0], "tpr": overall[1]}},
     )
-    return ScanResult(
-        id="weak", type="subroc", status="significant", parameters={}, timing=TIMING, subroc=result
-    )
+
+
+def _roc_finding_html(s: ScanResult, f: Finding) -> str:
+    overall = (s.detail["roc"]["fpr"], s.detail["roc"]["tpr"])
+    sub = (f.detail["roc"]["fpr"], f.detail["roc"]["tpr"])
+    return '<div class="charts">' + roc_chart(overall, sub, f.label) + "</div>"
+
+
+HOOKS = {
+    "toy_flag": RenderHooks(html=_groups_html),
+    "toy_subroc": RenderHooks(finding_html=_roc_finding_html),
+}
 
 
 def _report(*scans: ScanResult) -> AuditReport:
-    return AuditReport(
+    return report(
+        *scans,
         name="html-test",
         description=f"A test report {EVIL}",
-        verdict=Verdict(
-            status="findings", exit_code=1, significant_findings=2, scans=1, scans_with_errors=0
-        ),
-        provenance=Provenance(
-            tool_version="0.1.0",
-            spec_path="s.audit.yaml",
-            spec_sha256="a" * 64,
-            data_path="d.csv",
-            data_sha256="b" * 64,
-            data_rows=5000,
-            rows_after_filter=5000,
-            filter=None,
-            seed=0,
-            seed_entropy="0",
-            utc_time="2024-01-01T00:00:00Z",
-            finished_utc_time="2024-01-01T00:00:01Z",
-            total_seconds=1.0,
-            workers=1,
-            parameters={},
-            environment=Environment(python="3.11", platform="linux", packages={}),
-        ),
         attributes={"priors": ["Over 5"], "race": [EVIL]},
-        scans=list(scans),
     )
 
 
@@ -290,6 +221,10 @@ def _parse(text: str) -> _Tree:
     return tree
 
 
+def _charts(tree: _Tree) -> list[str | None]:
+    return [a.get("data-chart") for t, a, _ in tree.tags if t == "figure"]
+
+
 # --- unit tests (no browser) -----------------------------------------------------------------
 
 
@@ -300,13 +235,24 @@ def test_html_is_well_formed_and_has_a_bar_chart_and_null_histogram_per_finding(
     tree = _parse(text)
     findings = [a for t, a, _ in tree.tags if t == "div" and a.get("class") == "finding"]
     assert len(findings) == 2
-    charts = [a.get("data-chart") for t, a, _ in tree.tags if t == "figure"]
+    charts = _charts(tree)
     assert charts.count("bars") == 2
     assert charts.count("null") == 2
-    # each bar chart: inside, expected and outside bars, with counts
+    # each bar chart: inside, expected and reference bars, with row counts
     assert text.count('class="bar"') >= 6
-    assert "232 of 349" in text
-    assert "786 of 3014" in text  # outside: 0.3027 * 3363 - 232 of 3363 - 349
+    assert "0.6648  n = 349" in text
+    assert "0.2608  n = 3014" in text
+    assert "expected inside" in text and "the other true negatives" in text
+
+
+def test_bar_chart_without_expectation_or_values():
+    f = finding(expected=None, reference_count=None)
+    text = render_html(_report(scan([f])))
+    tree = _parse(text)
+    assert _charts(tree) == ["bars"]  # no null distribution: no histogram
+    assert text.count('class="bar"') == 2
+    empty = finding(inside=None, reference=None, expected=None)
+    assert _charts(_parse(render_html(_report(scan([empty]))))) == []
 
 
 def test_null_histogram_marks_the_observed_score_and_quantile():
@@ -322,27 +268,74 @@ def test_null_histogram_marks_the_observed_score_and_quantile():
         assert float(obs["x1"]) > float(q["x1"])
 
 
-def test_forest_plot_for_flag_report():
-    text = render_html(_report(_flag_scan()))
+def test_forest_plot_from_a_scan_hook():
+    text = render_html(_report(_flag_scan()), HOOKS)
     tree = _parse(text)
-    assert [a.get("data-chart") for t, a, _ in tree.tags if t == "figure"] == ["forest"]
+    assert _charts(tree) == ["bars", "forest"]
     points = [a for t, a, _ in tree.tags if t == "circle" and a.get("class") == "point"]
     intervals = [a for t, a, _ in tree.tags if t == "line" and a.get("class") == "interval"]
     assert len(points) == len(intervals) == 3
     assert points[0]["fill"] == INSIDE  # the flagged group comes first, in red
+    assert "red = flagged" in text and "Gap of false positive rate" in text
+    # without the hook the finding still renders, without the type's chart
+    assert _charts(_parse(render_html(_report(_flag_scan())))) == ["bars"]
 
 
-def test_roc_curves_for_subroc():
-    text = render_html(_report(_subroc_scan()))
+def test_forest_plot_two_sided_marks_both_tolerances_and_caps_the_rows():
+    names = [f"g{i}" for i in range(5)]
+    svg = forest_plot(
+        names,
+        [0.1] * 5,
+        [0.0] * 5,
+        [0.2] * 5,
+        [True, False] * 2 + [False],
+        0.05,
+        True,
+        max_groups=3,
+    )
+    tree = _parse(svg)
+    dashed = [a for t, a, _ in tree.tags if t == "line" and a.get("stroke") == "#e0a800"]
+    assert len(dashed) == 2
+    assert len([a for t, a, _ in tree.tags if t == "circle"]) == 3
+    assert "Showing 3 of 5 groups (hit first)" in svg
+
+
+def test_roc_curves_from_a_finding_hook():
+    text = render_html(_report(_subroc_scan()), HOOKS)
     tree = _parse(text)
-    assert [a.get("data-chart") for t, a, _ in tree.tags if t == "figure"] == ["roc"]
+    assert _charts(tree) == ["bars", "roc"]
     curves = [a for t, a, _ in tree.tags if t == "polyline" and a.get("class") == "roc"]
     assert len(curves) == 2
     for curve in curves:
         assert 2 < len(curve["points"].split()) <= 201
+    # the ROC chart sits inside the finding's block
+    roc = next(stack for t, a, stack in tree.tags if t == "figure" and a.get("data-chart") == "roc")
+    assert "div" in roc
+
+
+def test_public_primitives_escape():
+    assert escape("<a href='x'>") == "&lt;a href=&#x27;x&#x27;&gt;"
+    table = html_table(["h<1>", "n"], [[EVIL, 1.5]], {1})
+    assert "<script>" not in table and '<td class="n">1.5</td>' in table
+    fig = figure("<svg></svg>", f"caption {EVIL}", "custom")
+    assert 'data-chart="custom"' in fig and "<script>" not in fig
+    null = NullDistribution(
+        replicates=3,
+        alpha=0.1,
+        quantile=2.0,
+        mean=1.0,
+        max=2.5,
+        exceed_count=1,
+        scores=[0.5, 1.0, 2.5],
+    )
+    hist = null_histogram(null, 2.0, caption=f"custom {EVIL}")
+    assert 'data-chart="null"' in hist and "custom &lt;script&gt;" in hist
 
 
 def test_roc_points_are_monotone_and_downsampled():
+    from fairscan.engine.subroc import measure
+    from fairscan.scans.subroc import roc_points
+
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 5000)
     score = rng.normal(size=5000) + y
@@ -353,14 +346,12 @@ def test_roc_points_are_monotone_and_downsampled():
     assert (fpr[0], tpr[0]) == (0.0, 0.0) and (fpr[-1], tpr[-1]) == (1.0, 1.0)
     assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
     # trapezoid area under the down-sampled curve is close to the exact AUC
-    from fairscan.engine.subroc import measure
-
     assert abs(np.trapezoid(tpr, fpr) - measure(y, score, "roc_auc")) < 0.01
     assert roc_points(np.ones(5), np.arange(5.0)) is None
 
 
 def test_no_external_resources_and_no_script():
-    text = render_html(_report(_mdss_scan(), _flag_scan(), _subroc_scan()))
+    text = render_html(_report(_mdss_scan(), _flag_scan(), _subroc_scan()), HOOKS)
     tree = _parse(text)
     assert "http://" not in text and "https://" not in text
     assert "//" not in re.sub(r"file:|<!--.*?-->", "", text).replace("</", "")
@@ -371,7 +362,7 @@ def test_no_external_resources_and_no_script():
 
 
 def test_data_strings_are_escaped():
-    text = render_html(_report(_mdss_scan(), _flag_scan()))
+    text = render_html(_report(_mdss_scan(), _flag_scan()), HOOKS)
     tree = _parse(text)
     assert "<script>" not in text
     assert "&lt;script&gt;" in text
@@ -380,6 +371,7 @@ def test_data_strings_are_escaped():
     joined = "".join(tree.text)
     assert EVIL in joined
     assert f"race = {EVIL}" in joined
+    assert f"group {EVIL}" in joined
 
 
 def test_html_format_is_written(tmp_path):
@@ -548,6 +540,21 @@ def test_console_detection_catches_errors(chromium, tmp_path):
     )
     lines = load_in_chromium(chromium, page, tmp_path / "bad.png", tmp_path / "profile", "300,200")
     assert any("Uncaught" in line for line in lines), lines
+
+
+def test_contract_report_renders_in_headless_chromium(chromium, tmp_path):
+    """A report built from the contract, with hook charts, paints without console messages."""
+    page = tmp_path / "contract.html"
+    page.write_text(
+        render_html(_report(_mdss_scan(), _flag_scan(), _subroc_scan()), HOOKS), encoding="utf-8"
+    )
+    png = tmp_path / "contract.png"
+    console = load_in_chromium(chromium, page, png, tmp_path / "profile")
+    assert console == [], "console messages:\n" + "\n".join(console)
+    _, _, pixels = decode_png(png.read_bytes())
+    assert pixels.astype(np.float64).mean(axis=2).std() > 10, "screenshot is blank"
+    assert _has_colour(pixels, INSIDE) > 200
+    assert _has_colour(pixels, NULL_BARS) > 200
 
 
 def test_sample_report_renders_in_headless_chromium(chromium, sample_html, tmp_path):

@@ -1,111 +1,78 @@
-"""Report rendering: strict JSON, Markdown wording, atomic writes."""
+"""Report rendering from the v2 contract: strict JSON, Markdown wording, JUnit, console, hooks,
+atomic writes."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
+from report_builders import finding, null, population, report, scan
+from rich.console import Console
 
+from fairscan.report.console import findings_text, summary_table, verdict_text
+from fairscan.report.hooks import RenderHooks
+from fairscan.report.html import render_html
+from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
-from fairscan.report.models import (
-    AuditReport,
-    Environment,
-    Finding,
-    NullDistribution,
-    Population,
-    Provenance,
-    ScanResult,
-    ScanTiming,
-    Verdict,
-)
-from fairscan.report.text import describe_subgroup
-from fairscan.report.write import atomic_write_text, report_json, write_reports
+from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.text import describe_subgroup, statistic_words
+from fairscan.report.write import atomic_write_text, render, report_json, write_reports
 
 
-def _report(p_value: float | None = 0.001, outside: float | None = 0.3) -> AuditReport:
-    finding = Finding(
-        subgroup={"priors": ["Over 5"]},
-        score=95.82,
-        llr=96.82,
-        penalty_cost=1.0,
-        size=349,
-        observed_count=232,
-        expected_count=105.6,
-        observed_rate=232 / 349,
-        expected_rate=0.3027,
-        outside_rate=outside,
-        q=4.57,
+def _fpr_report(p_value: float | None = 0.001, reference: float | None = 0.2608) -> AuditReport:
+    f = finding(
         p_value=p_value,
-        significant=None if p_value is None else p_value <= 0.05,
-        null_quantile=None if p_value is None else 8.1,
-        description="Among true negatives, the 349 rows with priors = Over 5 are flagged 66% of the time.",
+        reference=reference,
+        description="Among true negatives, the 349 rows with priors = Over 5 are flagged 66% "
+        "of the time.",
     )
-    scan = ScanResult(
-        id="fpr",
-        type="fpr_scan",
-        status="significant" if p_value is not None else "untested",
-        parameters={"penalty": 1.0, "restarts": 100},
-        timing=ScanTiming(search_seconds=0.01, significance_seconds=2.0, total_seconds=2.01),
-        population=Population(
-            description="true negatives (y = 0)",
-            size=3363,
-            observed_rate=0.3027,
-            expected_rate=0.3027,
-            observed_label="recommended positive",
-        ),
-        findings=[finding],
-        null_distribution=None
-        if p_value is None
-        else NullDistribution(
-            replicates=999,
-            alpha=0.05,
-            quantile=8.1,
-            mean=5.0,
-            max=12.0,
-            exceed_count=0,
-            scores=[1.0, 2.0],
-        ),
+    s = scan(
+        [f],
+        population=population(),
+        null_distribution=None if p_value is None else null(),
+        tested=p_value is not None,
     )
-    return AuditReport(
-        name="compas-fpr",
-        verdict=Verdict(
-            status="findings", exit_code=1, significant_findings=1, scans=1, scans_with_errors=0
-        ),
-        provenance=Provenance(
-            tool_version="0.1.0",
-            spec_path="s.audit.yaml",
-            spec_sha256="a" * 64,
-            data_path="d.csv",
-            data_sha256="b" * 64,
-            data_rows=7214,
-            rows_after_filter=6172,
-            filter=None,
-            seed=0,
-            seed_entropy="0",
-            utc_time="2026-11-22T00:00:00Z",
-            finished_utc_time="2026-11-22T00:00:01Z",
-            total_seconds=1.0,
-            workers=2,
-            parameters={},
-            environment=Environment(python="3.11", platform="x", packages={}),
-        ),
-        attributes={"priors": ["None", "1 to 5", "Over 5"]},
-        scans=[scan],
-    )
+    return report(s)
 
 
-def _strict(text: str) -> object:
+def _strict(text: str) -> Any:
     def reject(name: str) -> None:
         raise ValueError(name)
 
     return json.loads(text, parse_constant=reject)
 
 
+def _console_text(renderable: object) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(renderable)
+    return buffer.getvalue()
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
 def test_json_is_strict_and_nan_becomes_null():
-    report = _report(outside=math.nan)
-    data = _strict(report_json(report))
-    assert data["scans"][0]["findings"][0]["outside_rate"] is None
+    data = _strict(report_json(_fpr_report(reference=math.nan)))
+    assert data["schema_version"] == 2
+    f = data["scans"][0]["findings"][0]
+    assert f["effect"]["reference"] is None
+    assert set(f) >= {
+        "subgroup",
+        "group",
+        "label",
+        "size",
+        "statistic",
+        "effect",
+        "p_value",
+        "adjusted_p_value",
+        "significant",
+        "description",
+        "detail",
+    }
     assert data["scans"][0]["timing"] == {
         "search_seconds": 0.01,
         "significance_seconds": 2.0,
@@ -114,28 +81,72 @@ def test_json_is_strict_and_nan_becomes_null():
 
 
 def test_untested_finding_has_null_p_value():
-    data = _strict(report_json(_report(p_value=None)))
-    finding = data["scans"][0]["findings"][0]
-    assert (
-        finding["p_value"] is None
-        and finding["significant"] is None
-        and finding["null_quantile"] is None
-    )
+    data = _strict(report_json(_fpr_report(p_value=None)))
+    f = data["scans"][0]["findings"][0]
+    assert f["p_value"] is None and f["significant"] is None
+    assert data["scans"][0]["status"] == "untested"
+
+
+# --- Markdown --------------------------------------------------------------------------------
 
 
 def test_markdown_leads_with_the_verdict_and_explains_findings():
-    text = render_markdown(_report())
+    text = render_markdown(_fpr_report())
     first = [line for line in text.splitlines() if line][1]
     assert first.startswith("**FAIL**")
     assert "priors = Over 5" in text
     assert "Among true negatives" in text
-    assert "0 of 999 null replicates" in text
+    assert "false positive rate inside" in text and "the other true negatives" in text
+    assert "0.6648 (n = 349)" in text and "0.2608 (n = 3014)" in text
+    assert "expected inside" in text
+    assert "0 of 999 null replicates reached a score of at least 95.82" in text
     assert "## Provenance" in text and "6172 after filter" in text
+    # the summary table: top finding, statistic in words, p-value
+    row = next(line for line in text.splitlines() if line.startswith("| `fpr`"))
+    assert "priors = Over 5" in row and "score 95.82" in row and "0.0010" in row
 
 
 def test_markdown_untested():
-    text = render_markdown(_report(p_value=None))
+    text = render_markdown(_fpr_report(p_value=None))
     assert "not tested" in text
+    assert "Randomization test" not in text
+
+
+def test_markdown_statistics_are_named_in_plain_words():
+    findings = [
+        finding(statistic=("penalised_score", 12.0)),
+        finding({"race": ["A"]}, statistic=("interestingness", 467.7), adjusted_p_value=0.03),
+        finding(group="African-American", statistic=("lower_bound", 0.022), p_value=None),
+        finding(group="race = Other", statistic=("upper_bound", -0.12), p_value=None),
+        finding(group="g", statistic=("gap", 0.13), p_value=0.001, adjusted_p_value=0.01),
+    ]
+    text = render_markdown(report(scan(findings)))
+    for name in ("penalised_score", "interestingness", "lower_bound", "upper_bound", "gap"):
+        assert f"| {statistic_words(name)} |" in text
+    assert "penalised_score" not in text and "_bound" not in text
+    assert "| lower bound |" in text and "0.022" in text
+    # a group finding is labelled by its group name; the adjusted p-value is shown
+    assert "| African-American |" in text
+    assert "| 0.0300 |" in text
+
+
+def test_markdown_table_cells_escape_pipes():
+    f = finding({"a|b": ["x|y"]}, label="a|b = x|y")
+    text = render_markdown(report(scan([f])))
+    assert "a\\|b = x\\|y" in text
+
+
+def test_markdown_error_scan():
+    text = render_markdown(report(scan([], error="boom: no rows")))
+    assert text.splitlines()[2].startswith("**ERROR**")
+    assert "boom: no rows" in text
+
+
+def test_describe_subgroup_and_statistic_words():
+    assert describe_subgroup({}) == "everyone (no attribute constrained)"
+    assert statistic_words("penalised_score") == "score"
+    assert statistic_words("lower_bound") == "lower bound"
+    assert statistic_words("some_new_statistic") == "some new statistic"
 
 
 @pytest.mark.parametrize(
@@ -150,8 +161,150 @@ def test_describe_subgroup(subgroup, words):
     assert describe_subgroup(subgroup) == words
 
 
+# --- render hooks: no renderer knows a scan type -----------------------------------------------
+
+
+def _toy_report() -> AuditReport:
+    toy = scan(
+        [
+            finding(
+                {"colour": ["red"]},
+                statistic=("toy_statistic", 3.5),
+                metric="toy metric",
+                detail={"toy_finding_key": "finding secret"},
+            )
+        ],
+        id="toy-scan",
+        type="toy",
+        detail={"toy_scan_key": "scan secret"},
+    )
+    plain = scan(
+        [finding({"colour": ["blue"]}, detail={"plain_finding_key": "plain secret"})],
+        id="plain-scan",
+        type="plain_without_hooks",
+        detail={"plain_scan_key": "plain scan secret"},
+        null_distribution=null(),
+    )
+    return report(toy, plain, name="toys")
+
+
+def _toy_hooks() -> dict[str, RenderHooks]:
+    def markdown(s: ScanResult) -> list[str]:
+        return [f"TOY SCAN {s.detail['toy_scan_key']}", ""]
+
+    def finding_markdown(s: ScanResult, f: Finding) -> list[str]:
+        return [f"TOY FINDING {f.detail['toy_finding_key']} of {s.id}", ""]
+
+    def html(s: ScanResult) -> str:
+        return f"<p class='toy'>TOY SCAN {s.detail['toy_scan_key']}</p>"
+
+    def finding_html(s: ScanResult, f: Finding) -> str:
+        return f"<p class='toy'>TOY FINDING {f.detail['toy_finding_key']}</p>"
+
+    return {
+        "toy": RenderHooks(
+            markdown=markdown,
+            html=html,
+            finding_markdown=finding_markdown,
+            finding_html=finding_html,
+        )
+    }
+
+
+SECRETS = ("secret", "toy_scan_key", "toy_finding_key", "plain_scan_key", "plain_finding_key")
+
+
+def test_hooks_render_a_new_scan_type():
+    rep = _toy_report()
+    hooks = _toy_hooks()
+    md = render_markdown(rep, hooks)
+    assert "TOY SCAN scan secret" in md and "TOY FINDING finding secret of toy-scan" in md
+    assert md.index("TOY FINDING") < md.index("TOY SCAN")  # finding lines first, then the scan's
+    page = render_html(rep, hooks)
+    assert "TOY SCAN scan secret" in page and "TOY FINDING finding secret" in page
+    assert render(rep, "markdown", hooks) == md
+    assert render(rep, "html", hooks) == page
+    # the type without hooks still renders its findings from the contract
+    assert "## `plain-scan` (plain_without_hooks): significant" in md
+    assert "colour = blue" in md and "colour = blue" in page
+    assert "plain secret" not in md and "plain_scan_key" not in page
+
+
+def test_renderers_never_read_detail_without_hooks():
+    rep = _toy_report()
+    outputs = [
+        render_markdown(rep),
+        render_html(rep),
+        render_junit(rep),
+        _console_text(summary_table(rep)),
+        "\n".join(t.plain for t in findings_text(rep)),
+        verdict_text(rep, []).plain,
+    ]
+    for text in outputs:
+        for secret in SECRETS:
+            assert secret not in text
+    # the unknown statistic name still reads in words
+    assert "toy statistic" in outputs[0]
+    assert "colour = red" in outputs[0] and "colour = red" in outputs[1]
+
+
+def test_write_reports_passes_the_hooks(tmp_path):
+    paths = write_reports(_toy_report(), tmp_path, ["markdown", "html"], _toy_hooks())
+    assert [p.name for p in paths] == ["toys.md", "toys.html"]
+    for path in paths:
+        assert "TOY SCAN scan secret" in path.read_text(encoding="utf-8")
+
+
+# --- JUnit and console --------------------------------------------------------------------------
+
+
+def test_junit_reads_the_contract():
+    flagged = [
+        finding(group="race = A", statistic=("gap", 0.12), p_value=1e-6, adjusted_p_value=2e-5),
+        finding(group="race = B", statistic=("gap", 0.08), p_value=0.01, adjusted_p_value=0.04),
+    ]
+    quiet = finding({"sex": ["F"]}, p_value=0.5)
+    untested = finding({"sex": ["M"]}, p_value=None)
+    rep = report(
+        scan(flagged, id="flags", type="flag"),
+        scan([quiet], id="fpr"),
+        scan([untested], id="tpr", type="tpr_scan", tested=False),
+        scan([], id="bad", type="bias_scan", error="no rows"),
+    )
+    root = ET.fromstring(render_junit(rep).split("\n", 1)[1])
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "1")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    failure = cases["flags (flag)"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        "2 significant finding(s); top finding: race = A (gap 0.12, p = 2e-05)"
+    )
+    assert failure.text is not None and failure.text.count("\n") == 1  # two descriptions
+    assert cases["fpr (fpr_scan)"].find("failure") is None
+    skipped = cases["tpr (tpr_scan)"].find("skipped")
+    assert skipped is not None and "sex = M" in (skipped.get("message") or "")
+    assert cases["bad (bias_scan)"].find("error") is not None
+
+
+def test_console_summary_reads_the_contract():
+    rep = report(
+        scan([finding(group="race = A", statistic=("gap", 0.12), adjusted_p_value=0.002)]),
+        scan([], id="none", type="bias_scan"),
+    )
+    text = _console_text(summary_table(rep))
+    assert "race = A" in text and "gap 0.12" in text and "0.0020" in text
+    assert "1 of 1" in text and "no finding" in text
+    assert next(t.plain for t in findings_text(rep)).startswith("fpr: Among true negatives")
+    assert verdict_text(rep, ["r.json"]).plain.startswith("FAIL: 1 significant finding(s)")
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
 def test_reports_are_written_atomically(tmp_path):
-    paths = write_reports(_report(), tmp_path / "out", ["json", "markdown"])
+    paths = write_reports(_fpr_report(), tmp_path / "out", ["json", "markdown", "github"])
     assert [p.name for p in paths] == ["compas-fpr.json", "compas-fpr.md"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "compas-fpr.json",

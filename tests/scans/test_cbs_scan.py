@@ -9,7 +9,10 @@ import pytest
 
 from fairscan.api import RunOptions, prepare_audit, run_prepared
 from fairscan.errors import FairscanError, SpecError
+from fairscan.report.html import render_html
 from fairscan.report.markdown import render_markdown
+from fairscan.scans import SCAN_TYPES, render_hooks
+from fairscan.scans.cbs import CbsFindingDetail, CbsScanDetail
 
 SPEC = """
 version: 1
@@ -41,6 +44,14 @@ def _table(tmp_path: Path, constant_rec: bool = False) -> Path:
     return path
 
 
+def _cbs(scan) -> CbsScanDetail:
+    return CbsScanDetail.model_validate(scan.detail["cbs"])
+
+
+def _fcbs(finding) -> CbsFindingDetail:
+    return CbsFindingDetail.model_validate(finding.detail["cbs"])
+
+
 def _run(tmp_path: Path, scans: str, replicates: int = 0, constant_rec: bool = False):
     data = _table(tmp_path, constant_rec)
     spec = tmp_path / "x.audit.yaml"
@@ -59,12 +70,20 @@ def test_spec_keys_as_written_and_metric_shorthand_agree(tmp_path):
     )
     long, short, tnr = report.scans
     assert long.findings and long.findings[0].subgroup == short.findings[0].subgroup
-    assert long.findings[0].score == short.findings[0].score
+    assert long.findings[0].statistic.value == short.findings[0].statistic.value
     # cell pair 5/6: same S*, same F, q -> 1/q
     assert tnr.findings[0].subgroup == long.findings[0].subgroup
-    assert tnr.findings[0].llr == pytest.approx(long.findings[0].llr, rel=1e-7)
-    assert tnr.findings[0].q == pytest.approx(1 / long.findings[0].q, rel=1e-6)
-    assert long.cbs.direction == "positive" and long.cbs.likelihood == "bernoulli"
+    assert tnr.findings[0].detail["llr"] == pytest.approx(long.findings[0].detail["llr"], rel=1e-7)
+    assert tnr.findings[0].detail["q"] == pytest.approx(1 / long.findings[0].detail["q"], rel=1e-6)
+    assert _cbs(long).direction == "positive" and _cbs(long).likelihood == "bernoulli"
+    # the effect: the Table 1 metric in S* vs what comparable non-protected records imply
+    f = long.findings[0]
+    assert f.statistic.name == "penalised_score"
+    assert f.effect.metric == "rate of r = 1 given y = 0"
+    assert f.effect.reference_name == "comparable non-protected records (model)"
+    assert f.effect.inside == _fcbs(f).protected_metric > f.effect.reference == f.effect.expected
+    assert f.size == f.effect.inside_count == _fcbs(f).protected_rows
+    assert f.adjusted_p_value is None and f.p_value is None and f.significant is None
     # g (the protected column) is not a scan attribute of the CBS scan
     assert "g" not in long.findings[0].subgroup
     assert long.findings[0].subgroup == {"h": ["y"]}
@@ -80,34 +99,54 @@ def test_gaussian_scan_report_and_permutation_test(tmp_path):
         replicates=19,
     )
     bnc, each = report.scans
-    assert bnc.cbs.likelihood == "gaussian"
+    assert _cbs(bnc).likelihood == "gaussian"
     f = bnc.findings[0]
-    assert f.cbs.parameter == "mu" and f.cbs.value > 0
+    assert _fcbs(f).parameter == "mu" and _fcbs(f).value > 0
     assert f.subgroup == {"h": ["y"]}
     assert f.p_value == pytest.approx(1 / 20)
-    run = bnc.cbs.runs[0]
+    assert f.significant is True and f.adjusted_p_value is None  # a single run
+    run = _cbs(bnc).runs[0]
     assert run.sigma > 0 and run.propensity_calibration.brier >= 0
     assert run.outcome_calibration.bins
+    assert bnc.null_distribution == run.null
     # each_value: one run per value, Bonferroni over runs
-    assert [r.protected for r in each.cbs.runs] == ["g = a", "g = b"]
-    assert all(r.alpha == pytest.approx(0.05 / 2) for r in each.cbs.runs)
-    text = render_markdown(report)
+    runs = _cbs(each).runs
+    assert [r.protected for r in runs] == ["g = a", "g = b"]
+    assert all(r.alpha == pytest.approx(0.05 / 2) for r in runs)
+    assert each.null_distribution is None  # one null per run, in the detail
+    assert [_fcbs(f).protected for f in each.findings] == ["g = a", "g = b"]  # by p-value
+    for finding in each.findings:
+        assert finding.adjusted_p_value == min(1.0, 2 * finding.p_value)
+        assert finding.significant is (finding.p_value <= 0.05 / 2)
+    # p = 1/20 is significant at alpha 0.05 but not at alpha / 2
+    assert each.findings[0].p_value == pytest.approx(1 / 20)
+    assert each.findings[0].significant is False and each.status == "not_significant"
+    assert report.verdict.significant_findings == 1
+    hooks = render_hooks()
+    text = render_markdown(report, hooks)
     assert "CBS cell" in text and "Brier" in text
+    assert "the same subgroup among non-protected rows" in text
+    html = render_html(report, hooks)
+    assert html.count("Permutation null of the run for g = ") == 2  # each_value: per-run nulls
+    assert "g = b" in html
 
 
 def test_constant_event_is_not_auditable(tmp_path):
     report = _run(
         tmp_path,
-        "  - {id: fpr, type: cbs, protected: {column: g, value: a}, metric: fpr, restarts: 10}",
+        "  - {id: fpr, type: cbs, protected: {column: g, value: a}, metric: fpr, restarts: 10}\n"
+        "  - {id: each, type: cbs, protected: {column: g, each_value: true}, metric: fpr, restarts: 10}",
         replicates=9,
         constant_rec=True,
     )
-    (scan,) = report.scans
+    scan, each = report.scans
+    assert each.status == "not_auditable" and each.findings == []
+    assert [r.status for r in _cbs(each).runs] == ["not_auditable", "not_auditable"]
     assert scan.status == "not_auditable"
     assert scan.findings == []
-    assert "constant" in scan.cbs.runs[0].reason
+    assert "constant" in _cbs(scan).runs[0].reason
     assert scan.null_distribution is None
-    assert "not auditable" in render_markdown(report)
+    assert "not auditable" in render_markdown(report, render_hooks())
 
 
 def test_missing_protected_value_names_the_field(tmp_path):
@@ -156,14 +195,23 @@ def test_compas_case_study_scans(compas_csv, tmp_path):
     by_id = {s.id: s for s in report.scans}
     assert set(by_id) == {"sep-pred-fpe", "sep-rec-fpr", "suf-pred-cal", "suf-rec-ppv"}
     fpr = by_id["sep-rec-fpr"].findings[0]
-    assert fpr.cbs.protected == "race = African-American"
-    assert fpr.q > 1 and fpr.observed_rate > fpr.expected_rate
-    assert by_id["sep-pred-fpe"].cbs.likelihood == "gaussian"
+    assert _fcbs(fpr).protected == "race = African-American"
+    assert fpr.detail["q"] > 1 and fpr.effect.inside > fpr.effect.expected
+    assert _cbs(by_id["sep-pred-fpe"]).likelihood == "gaussian"
     for sid in ("suf-pred-cal", "suf-rec-ppv"):
         f = by_id[sid].findings[0]
-        assert f.q < 1 and f.observed_rate < f.expected_rate
+        assert f.detail["q"] < 1 and f.effect.inside < f.effect.expected
+    # the seeded scores of the v1 runner are unchanged
+    assert [s.findings[0].statistic.value for s in report.scans] == [
+        97.52626043010049,
+        100.90677837823911,
+        2.265261199609759,
+        0.46309915919140865,
+    ]
     again = run_prepared(prepare_audit(path), RunOptions(write=False)).report
-    assert [s.findings[0].score for s in again.scans] == [s.findings[0].score for s in report.scans]
+    assert [s.findings[0].statistic.value for s in again.scans] == [
+        s.findings[0].statistic.value for s in report.scans
+    ]
 
 
 @pytest.mark.parametrize(
@@ -181,8 +229,8 @@ def test_model_options_recover_the_injected_subgroup(tmp_path, extra):
     )
     scan = report.scans[0]
     assert scan.findings[0].subgroup == {"h": ["y"]}
-    assert 0.0 <= scan.findings[0].expected_rate <= 1.0
-    assert scan.findings[0].observed_rate > scan.findings[0].expected_rate
+    assert 0.0 <= scan.findings[0].effect.expected <= 1.0
+    assert scan.findings[0].effect.inside > scan.findings[0].effect.expected
 
 
 def test_supplied_expectations_column_is_used_as_is(tmp_path):
@@ -201,5 +249,34 @@ def test_supplied_expectations_column_is_used_as_is(tmp_path):
     scan = run_prepared(prepare_audit(spec), RunOptions(write=False)).report.scans[0]
     finding = scan.findings[0]
     # with I-hat = 0.2 for every row the expected rate of any subgroup is exactly 0.2
-    assert finding.expected_rate == pytest.approx(0.2)
-    assert finding.expected_count == pytest.approx(0.2 * finding.size)
+    assert finding.effect.expected == pytest.approx(0.2)
+    assert finding.detail["expected_count"] == pytest.approx(0.2 * finding.size)
+    assert finding.effect.reference_name == "the expectations column ihat"
+    assert finding.effect.reference_count is None
+
+
+def test_recommendation_follows_the_one_rule(tmp_path):
+    """The recommendation column r is p >= 0.5: a scan-level threshold gives the same scan;
+    on predictions the scan needs no recommendation at all."""
+    report = _run(
+        tmp_path,
+        "  - {id: col, type: cbs, protected: {column: g, value: a}, metric: fpr, restarts: 30}\n"
+        "  - {id: thr, type: cbs, protected: {column: g, value: a}, metric: fpr, restarts: 30,"
+        " threshold: 0.5}",
+    )
+    col, thr = report.scans
+    assert col.findings[0].subgroup == thr.findings[0].subgroup
+    assert col.findings[0].statistic.value == thr.findings[0].statistic.value
+    assert thr.findings[0].effect.metric == "rate of (p >= 0.5) = 1 given y = 0"
+    entry = SCAN_TYPES["cbs"]
+    base = {"id": "s", "type": "cbs", "protected": {"column": "g", "value": "a"}}
+    needs = {
+        m: entry.roles_for(entry.spec_model.model_validate({**base, "metric": m}))
+        for m in ("fpr", "ppv", "bnc", "cal")
+    }
+    assert needs == {
+        "fpr": {"outcome", "recommendation"},
+        "ppv": {"outcome", "recommendation"},
+        "bnc": {"outcome", "probability"},
+        "cal": {"outcome", "probability"},
+    }

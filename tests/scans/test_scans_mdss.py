@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from brute_force import brute_force_scan
 
-from fairscan.api import RunOptions, prepare_audit, run_prepared
-from fairscan.spec.load import load_spec_from_text
+from fairscan.api import RunOptions, load_spec_from_text, prepare_audit, run_prepared
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "audits" / "sample.audit.yaml"
@@ -31,33 +30,43 @@ def test_sample_audit_recovers_the_injected_subgroup(sample_report):
         assert finding.significant is True
         assert finding.p_value == pytest.approx(1 / 20)
     fpr = by_id["fpr"].findings[0]
-    assert fpr.observed_rate > 0.6 and fpr.outside_rate < 0.12
+    assert fpr.effect.metric == "false positive rate"
+    assert fpr.effect.inside > 0.6 and fpr.effect.reference < 0.12
+    assert fpr.effect.reference_name == "the other true negatives"
+    assert fpr.label == "ethnicity = C and age_group = 18-24"
+    assert fpr.statistic.name == "penalised_score"
     assert "true negatives" in fpr.description and "71%" in fpr.description
     calibration = by_id["calibration"].findings[0]
-    assert calibration.q < 1 and calibration.observed_rate < calibration.expected_rate
-    assert by_id["calibration"].critical_value is not None
+    assert calibration.detail["q"] < 1 and calibration.effect.inside < calibration.effect.reference
+    assert by_id["calibration"].detail["critical_value"]["profiles"] > 0
 
 
 def test_finding_fields_are_consistent(sample_report):
     for scan in sample_report.scans:
         pop = scan.population
         for f in scan.findings:
-            assert f.score == pytest.approx(f.llr - f.penalty_cost)
-            assert f.observed_rate == pytest.approx(f.observed_count / f.size)
-            outside = (pop.observed_rate * pop.size - f.observed_count) / (pop.size - f.size)
-            assert f.outside_rate == pytest.approx(outside)
-            assert f.null_quantile is not None
+            d = f.detail
+            assert f.statistic.value == d["score"] == pytest.approx(d["llr"] - d["penalty_cost"])
+            assert f.effect.inside == pytest.approx(d["observed_count"] / f.size)
+            assert f.effect.expected == pytest.approx(d["expected_count"] / f.size)
+            outside = (pop.observed_rate * pop.size - d["observed_count"]) / (pop.size - f.size)
+            if f.effect.reference_name.startswith("the other"):
+                assert f.effect.reference == pytest.approx(outside)
+                assert f.effect.reference_count == pop.size - f.size
+            assert d["null_quantile"] is not None
         assert len(scan.null_distribution.scores) == 19
 
 
 def test_fpr_scan_matches_brute_force_on_sample_data():
     prepared = prepare_audit(SAMPLE, RunOptions(replicates=0))
     data = prepared.data
-    rows = data.outcome == 0
-    obs = data.recommendation[rows].astype(float)
+    roles = prepared.roles[0]
+    assert roles.outcome is not None and roles.decision is not None
+    rows = data.role(roles.outcome) == 0
+    obs = data.role(roles.decision)[rows].astype(float)
     want = brute_force_scan(data.codes[rows], obs, float(obs.mean()), "positive", 1.0)
     report = run_prepared(prepared, RunOptions(write=False)).report
-    assert report.scans[0].findings[0].score == pytest.approx(want.J, rel=1e-9)
+    assert report.scans[0].findings[0].statistic.value == pytest.approx(want.J, rel=1e-9)
 
 
 def _compas_spec(path: Path, scans: str) -> str:
@@ -107,7 +116,7 @@ def test_compas_scans_match_the_brute_force_optimum(compas_csv, tmp_path, scan, 
     report = run_prepared(prepared, RunOptions(write=False)).report
     finding = report.scans[0].findings[0]
     assert finding.subgroup == subgroup
-    assert finding.score == pytest.approx(score, abs=5e-7)
+    assert finding.statistic.value == pytest.approx(score, abs=5e-7)
 
 
 def test_no_finding_when_nothing_deviates_in_the_scanned_direction(tmp_path):

@@ -10,11 +10,39 @@ import pytest
 import yaml
 
 from fairscan.api import RunOptions, run_audit
+from fairscan.data.table import EncodedAttribute, PreparedData
 from fairscan.errors import FairscanError
-from fairscan.report.markdown import render_markdown
+from fairscan.report.models import ScanResult
+from fairscan.scans.base import RoleArrays, ScanContext
+from fairscan.scans.subroc import SubrocResult, SubrocSpec, run_subroc
+from fairscan.scans.subroc.render import subroc_finding_markdown, subroc_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data" / "adult"
+
+
+def _detail(scan: ScanResult) -> SubrocResult:
+    return SubrocResult.model_validate(scan.detail["subroc"])
+
+
+def _check_contract(scan: ScanResult) -> None:
+    """Findings are exactly the reported patterns, best first, with the pattern's figures."""
+    res = _detail(scan)
+    reported = [p for p in res.patterns if p.reported]
+    assert [f.subgroup for f in scan.findings] == [p.subgroup for p in reported]
+    assert res.reported == len(scan.findings) <= scan.parameters["top_k"]
+    for f, p in zip(scan.findings, reported, strict=True):
+        assert f.statistic.name == "interestingness" and f.statistic.value == p.score > 0
+        assert f.effect.inside == p.search.measure and f.effect.reference == res.overall_search
+        assert f.effect.reference_name == "everyone in the search set"
+        assert f.effect.reference_count == res.search_rows and f.size == p.search.size
+        assert (f.p_value, f.adjusted_p_value, f.significant) == (
+            p.p_value,
+            p.adjusted_p_value,
+            p.significant,
+        )
+        assert f.significant is not False
+        assert f.detail["rank"] == p.rank and f.detail["search"] == p.search.model_dump()
+        assert f.detail["roc"] is not None
 
 
 def _data(tmp_path: Path, n: int = 1200, seed: int = 0) -> Path:
@@ -70,23 +98,28 @@ def test_finds_the_uninformative_group_with_a_split_column(tmp_path):
     )
     scan = report.scans[0]
     assert scan.status == "significant", scan
-    res = scan.subroc
-    top = next(p for p in res.patterns if p.reported)
-    assert top.subgroup == {"group": ["c"]}
-    assert top.search.measure < 0.7 < res.overall_search
-    assert top.significant and 0 < top.p_value <= top.adjusted_p_value <= 1
+    _check_contract(scan)
+    res = _detail(scan)
+    top = scan.findings[0]
+    assert top.subgroup == {"group": ["c"]} and top.label == "group = c"
+    assert top.effect.metric == "ROC AUC"
+    assert top.effect.inside < 0.7 < top.effect.reference
+    assert top.significant is True and 0 < top.p_value <= top.adjusted_p_value <= 0.05
+    assert report.verdict.significant_findings == len(scan.findings)
     assert res.search_rows + res.validation_rows == 1200
-    assert res.candidates_evaluated > 0
-    md = render_markdown(report)
+    assert res.candidates_evaluated > 0 and len(res.patterns) == 10
+    md = "\n".join(subroc_markdown(scan))
     assert "group = c" in md and "candidate patterns evaluated" in md
+    assert "Validation set: ROC AUC" in "\n".join(subroc_finding_markdown(scan, top))
 
 
 def test_fraction_split_is_stratified_and_seeded(tmp_path):
     _data(tmp_path)
     spec = _spec(tmp_path, {"split": {"fraction": 0.3}, "significance": {"subsets": 50}})
     a, b = _run(spec).scans[0], _run(spec).scans[0]
-    assert a.subroc.search_rows == pytest.approx(360, abs=2)
-    assert [p.p_value for p in a.subroc.patterns] == [p.p_value for p in b.subroc.patterns]
+    assert _detail(a).search_rows == pytest.approx(360, abs=2)
+    assert [p.p_value for p in _detail(a).patterns] == [p.p_value for p in _detail(b).patterns]
+    _check_contract(a)
 
 
 def test_default_split_and_other_measures(tmp_path):
@@ -94,9 +127,12 @@ def test_default_split_and_other_measures(tmp_path):
     for measure in ("pr_auc", "ranking_loss"):
         scan = _run(_spec(tmp_path, {"measure": measure, "significance": {"subsets": 50}})).scans[0]
         assert scan.status != "error", scan.error
-        assert scan.subroc.search_rows == pytest.approx(600, abs=2)
+        _check_contract(scan)
+        res = _detail(scan)
+        assert res.search_rows == pytest.approx(600, abs=2)
         if measure == "pr_auc":  # ARL grows with the negatives, so small groups rarely exceed it
-            assert scan.subroc.patterns[0].subgroup == {"group": ["c"]}
+            assert res.patterns[0].subgroup == {"group": ["c"]}
+            assert all(f.effect.metric == "PR AUC" for f in scan.findings)
 
 
 def test_missing_split_value_is_a_clear_error(tmp_path):
@@ -111,7 +147,7 @@ def test_missing_split_value_is_a_clear_error(tmp_path):
 def test_min_cover_larger_than_data(tmp_path):
     _data(tmp_path)
     scan = _run(_spec(tmp_path, {"min_cover": 100_000})).scans[0]
-    assert scan.status == "no_finding"
+    assert scan.status == "no_finding" and scan.findings == []
     assert any("min_cover" in w for w in scan.warnings)
 
 
@@ -145,25 +181,120 @@ def test_spec_errors(tmp_path, bad):
         _run(_spec(tmp_path, bad))
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/adult is not available")
-def test_adult_audit_spec(tmp_path):
+@pytest.fixture(scope="module")
+def adult_csv(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Adult search/validation split with xgboost scores (scripts/prepare_adult.py)."""
     import subprocess
     import sys
 
-    out = tmp_path / "adult.csv"
+    out = tmp_path_factory.mktemp("adult") / "adult_subroc.csv"
     subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "prepare_adult.py"), "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "prepare_adult.py"),
+            "--shared",
+            str(shared_data / "adult"),
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
     )
+    return out
+
+
+def test_adult_audit_spec_reports_its_significant_patterns(tmp_path, adult_csv):
     spec = yaml.safe_load((ROOT / "audits" / "adult-subroc.audit.yaml").read_text())
-    spec["data"]["path"] = str(out)
-    spec["scans"][0]["significance"]["subsets"] = 100
+    spec["data"]["path"] = str(adult_csv)
     path = tmp_path / "a.audit.yaml"
     path.write_text(yaml.safe_dump(spec))
-    scan = _run(path).scans[0]
-    assert scan.subroc.search_rows == 15074 and scan.subroc.validation_rows == 15074
-    assert scan.subroc.overall_search == pytest.approx(0.921293, abs=1e-6)
-    assert scan.subroc.overall_validation == pytest.approx(0.920672, abs=1e-6)
-    top = scan.subroc.patterns[0]
-    assert top.subgroup == {"marital-status": ["Married-civ-spouse"]}
+    report = _run(path)
+    scan = report.scans[0]
+    res = _detail(scan)
+    assert res.search_rows == 15074 and res.validation_rows == 15074
+    assert res.overall_search == pytest.approx(0.921293, abs=1e-6)
+    assert res.overall_validation == pytest.approx(0.920672, abs=1e-6)
+    assert res.patterns[0].subgroup == {"marital-status": ["Married-civ-spouse"]}
+    assert len(res.patterns) == 100  # every tested candidate stays in the detail
+    # the top-5 reported patterns are the findings, each significant after BY
+    _check_contract(scan)
+    assert len(scan.findings) == 5 and scan.status == "significant"
+    assert scan.findings[0].label == "marital-status = Married-civ-spouse"
+    for f in scan.findings:
+        assert f.significant is True
+        assert f.p_value is not None and f.adjusted_p_value is not None
+        assert f.p_value <= f.adjusted_p_value <= 0.05
+        assert f.effect.metric == "ROC AUC" and f.effect.inside < f.effect.reference
+    assert report.verdict.significant_findings == 5
+
+
+# --- the runner on a hand-built context (no data layer) ------------------------------------------
+
+
+def _context(replicates: int, n: int = 1000, seed: int = 0) -> ScanContext:
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, 3, n)
+    y = (rng.random(n) < 0.5).astype(np.int8)
+    score = rng.normal(2.0 * y, 1.0)
+    score[group == 2] = rng.normal(0, 1, int((group == 2).sum()))  # uninformative for c
+    data = PreparedData(
+        n_rows_raw=n,
+        attributes=(EncodedAttribute(name="group", labels=("a", "b", "c")),),
+        codes=np.ascontiguousarray(group.astype(np.int32)[:, None]),
+    )
+    return ScanContext(
+        data=data,
+        alpha=0.05,
+        replicates=replicates,
+        seed=np.random.SeedSequence(7),
+        role_names={"outcome": "y", "prediction": "score"},
+        roles=RoleArrays(outcome=y, prediction=score),
+    )
+
+
+def test_runner_findings_are_the_reported_patterns():
+    spec = SubrocSpec(id="s", type="subroc", significance={"subsets": 200}, candidates=5, top_k=2)
+    scan = run_subroc(spec, _context(replicates=1))
+    _check_contract(scan)
+    assert scan.findings[0].subgroup == {"group": ["c"]}
+    assert scan.status == "significant" and scan.findings[0].significant is True
+
+
+def test_untested_patterns_are_findings_without_p_values():
+    spec = SubrocSpec(id="s", type="subroc", candidates=5, top_k=2)
+    scan = run_subroc(spec, _context(replicates=0))  # --replicates 0 switches the test off
+    _check_contract(scan)
+    assert scan.status == "untested" and scan.parameters["subsets_used"] == 0
+    assert scan.findings and all(f.significant is None for f in scan.findings)
+    assert all(f.p_value is None and f.adjusted_p_value is None for f in scan.findings)
+
+
+def test_a_missing_score_is_a_scan_error():
+    ctx = _context(replicates=0)
+    ctx.roles = RoleArrays(outcome=ctx.roles.outcome)
+    with pytest.raises(FairscanError, match="prediction"):
+        run_subroc(SubrocSpec(id="s", type="subroc"), ctx)
+
+
+def test_reports_render_the_candidates_and_roc_curves(tmp_path):
+    from fairscan.report.html import render_html
+    from fairscan.report.markdown import render_markdown
+    from fairscan.scans import render_hooks
+
+    _data(tmp_path)
+    report = _run(
+        _spec(
+            tmp_path,
+            {
+                "split": {"column": "part", "search": "s", "validation": "v"},
+                "significance": {"subsets": 2000},
+                "candidates": 10,
+            },
+        )
+    )
+    assert report.scans[0].findings
+    md = render_markdown(report, render_hooks())
+    assert "candidate patterns evaluated" in md and "| reported |" in md
+    html = render_html(report, render_hooks())
+    assert html.count('class="roc"') >= 2  # the whole search set and the pattern
+    assert "candidates tested" in html

@@ -8,10 +8,10 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from spec_texts import COMPAS_SPEC, LINE, replace
 
+from fairscan.api import load_spec_from_text
 from fairscan.errors import Issue, SpecError
 from fairscan.scans import SCAN_TYPES
 from fairscan.spec.issues import validation_issues
-from fairscan.spec.load import load_spec_from_text
 from fairscan.spec.loader import load_spec_text
 
 
@@ -51,10 +51,11 @@ def test_unknown_key_in_a_scan_uses_that_scan_types_fields() -> None:
     assert issue.field == "scans[2].directoin"
     assert issue.hint == "did you mean 'direction'?"  # bias_scan has `direction`
 
-    issue = only_issue(
-        replace("{id: tpr, type: tpr_scan}", "{id: tpr, type: tpr_scan, directoin: x}")
+    issue = only_issue(replace("{id: tpr, type: tpr_scan}", "{id: tpr, type: tpr_scan, zzz: x}"))
+    assert issue.hint == (
+        "valid keys for 'tpr_scan': id, type, outcome, positive, prediction, penalty, restarts, "
+        "threshold, threshold_rule"
     )
-    assert issue.hint == "valid keys for 'tpr_scan': id, penalty, restarts, type"
 
 
 def test_unknown_key_that_belongs_elsewhere() -> None:
@@ -79,11 +80,26 @@ def test_schema_key_points_to_the_modeline() -> None:
 
 
 def test_missing_key_points_at_the_parent_mapping() -> None:
-    issue = only_issue(replace("  outcome: y\n", ""))
-    assert issue.field == "columns.outcome"
-    assert issue.message == "missing required key 'outcome'"
-    assert (issue.line, issue.col) == (LINE["columns"], 1)
-    assert issue.hint is not None and issue.hint.startswith("add `outcome:`")
+    issue = only_issue(replace("  path: compas.csv\n", ""))
+    assert issue.field == "data.path"
+    assert issue.message == "missing required key 'path'"
+    assert (issue.line, issue.col) == (LINE["data"], 1)
+    assert issue.hint is not None and issue.hint.startswith("add `path:`")
+
+
+def test_a_missing_outcome_is_a_check_of_the_scans_that_need_one() -> None:
+    # columns.outcome is optional in the model (certify/flag with `loss` need none); the
+    # spec-level checks name every scan that needs it
+    from fairscan.api import check_spec
+
+    spec = load_spec_from_text(replace("  outcome: y\n", ""), "s.audit.yaml").spec
+    issues = check_spec(spec)
+    assert [i.message for i in issues] == [
+        "scan 'fpr' (fpr_scan) needs an outcome column",
+        "scan 'tpr' (tpr_scan) needs an outcome column",
+        "scan 'calib' (bias_scan) needs an outcome column",
+    ]
+    assert {i.field for i in issues} == {"columns"}
 
 
 def test_missing_top_level_key_points_at_the_top() -> None:
@@ -393,13 +409,13 @@ def test_version_not_1(value: str, message: str) -> None:
 def test_all_issues_are_reported_sorted_by_line() -> None:
     text = replace("alpha: 0.05", "alpha: abc")
     text = replace("penalty: 1,", "penalti: 1,", text)
-    text = replace("  outcome: y\n", "", text)
+    text = replace("  path: compas.csv\n", "", text)
     text = replace("name: compas-fpr", "name: no", text)
     text = replace("output: {dir: reports", "output: {dir: reports, extra: 1", text)
     issues = issues_of(text)
     assert [i.field for i in issues] == [
         "name",
-        "columns.outcome",
+        "data.path",
         "scans[0].penalti",
         "significance.alpha",
         "output.extra",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fairscan.spec.schema import (
+from fairscan.schemas import (
     JSON_SCHEMA_DIALECT,
     REPORT_SCHEMA_FILE,
     SPEC_SCHEMA_FILE,
@@ -30,7 +30,7 @@ def test_committed_schemas_are_up_to_date(name: str) -> None:
     if stale:
         pytest.fail(
             f"schemas/{name} is missing or out of date with the pydantic models: "
-            "run `make schemas` (python -m fairscan.spec.schema) and commit the result",
+            "run `make schemas` (python -m fairscan.schemas) and commit the result",
             pytrace=False,
         )
 

@@ -760,11 +760,11 @@ class _Compiler:
             expr, _, _, _ = self._operand(node.operand)
             return expr.is_not_null() if node.negated else expr.is_null()
         if isinstance(node, Like):
-            expr, kind, dtype, _ = self._operand(node.operand)
+            expr, kind, operand_dtype, _ = self._operand(node.operand)
             if kind not in ("string", "null"):
                 raise self._err(
                     node.pos,
-                    f"type mismatch in LIKE: {self._describe(node.operand, kind, dtype)} "
+                    f"type mismatch in LIKE: {self._describe(node.operand, kind, operand_dtype)} "
                     "is not a string",
                     "LIKE matches text columns; compare numbers with =, <, BETWEEN",
                 )

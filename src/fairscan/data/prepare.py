@@ -20,14 +20,12 @@ from fairscan.data.discretize import discretize as bin_numeric
 from fairscan.data.discretize import format_number
 from fairscan.data.filters import FIELD as FILTER_FIELD
 from fairscan.data.filters import filter_expression, quote_identifier
-from fairscan.data.table import MISSING_LABEL, EncodedAttribute, PreparedData
+from fairscan.data.table import MISSING_LABEL, EncodedAttribute, Label, PreparedData, RoleColumn
 from fairscan.errors import DataError, Issue, SpecError
-from fairscan.spec.models import ColumnsSpec, DiscretizeSpec
+from fairscan.spec.models import DiscretizeSpec
 
-__all__ = ["FLOAT_CATEGORICAL_MAX", "ROLES", "prepare_data"]
+__all__ = ["FLOAT_CATEGORICAL_MAX", "prepare_data"]
 
-# "score": a real-valued prediction (no [0, 1] check), for ranking scans such as SubROC
-ROLES = frozenset({"outcome", "prediction", "recommendation", "score"})
 FLOAT_CATEGORICAL_MAX = 10  # an integral float column with at most this many values is categorical
 _SHOW_VALUES = 5  # offending values / row numbers listed in a message
 
@@ -144,6 +142,14 @@ class _Context:
 # Role columns
 # --------------------------------------------------------------------------------------------
 
+_ROLE_WORD = {
+    "outcome": "outcome",
+    "decision": "recommendation",
+    "probability": "prediction",
+    "score": "prediction",
+}
+_BINARY_ACCEPTED = "0/1, true/false, or the strings '0'/'1'/'true'/'false'"
+
 
 def _missing_mask(series: pl.Series) -> pl.Series:
     mask = series.is_null()
@@ -152,128 +158,281 @@ def _missing_mask(series: pl.Series) -> pl.Series:
     return mask
 
 
-def _binary(ctx: _Context, column: str, role: str, spec_field: str) -> np.ndarray | None:
-    """Validate a binary role column and return it as int8 0/1, or None after adding issues."""
-    s = ctx.frame[column]
-    if s.dtype == pl.Null:
-        s = s.cast(pl.Int8)  # every value missing: reported as such below
-    dtype = s.dtype
+def _is_text(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, pl.Enum | pl.Categorical)
+
+
+def _role_series(ctx: _Context, request: RoleColumn, null_dtype: type[pl.DataType]) -> pl.Series:
+    series = ctx.frame[request.column]
+    if series.dtype == pl.Null:
+        series = series.cast(null_dtype)  # every value missing: reported as such
+    return series
+
+
+def _report_missing(ctx: _Context, request: RoleColumn, missing: pl.Series, what: str = "") -> bool:
+    """Add the 'has N missing values' issue; True when there were none."""
+    n_missing = int(missing.sum())
+    if n_missing:
+        ctx.add(
+            f"{_ROLE_WORD[request.kind]} column {request.column!r} has "
+            f"{_plural(n_missing, 'missing value')} ({what}{ctx.rows(missing)})",
+            field=request.field,
+            column=request.column,
+            hint=ctx.not_null_hint(request.column),
+        )
+    return not n_missing
+
+
+def _report_type(
+    ctx: _Context, request: RoleColumn, dtype: pl.DataType, need: str, instead: str
+) -> None:
+    ctx.add(
+        f"{_ROLE_WORD[request.kind]} column {request.column!r} has type {dtype}; it must {need}",
+        field=request.field,
+        column=request.column,
+        hint=f"point {request.field} at {instead}",
+    )
+
+
+def _to_int8(mask: pl.Series) -> np.ndarray:
+    return mask.cast(pl.Int8).to_numpy().astype(np.int8, copy=False)
+
+
+def _binary_default(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
+    """A binary role column without a positive label: 0/1, true/false, '0'/'1'."""
+    s = _role_series(ctx, request, pl.Int8)
     missing = _missing_mask(s)
-    accepted = "0/1, true/false, or the strings '0'/'1'/'true'/'false'"
     invalid: pl.Series | None = None
-    if dtype == pl.Boolean:
+    if s.dtype == pl.Boolean:
         ones = s.fill_null(False)
-    elif dtype.is_numeric():
+    elif s.dtype.is_numeric():
         f = s.cast(pl.Float64)
         ones = (f == 1.0).fill_null(False)
         invalid = ~missing & ~((f == 0.0) | (f == 1.0)).fill_null(False)
-    elif dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+    elif _is_text(s.dtype):
         t = s.cast(pl.String).str.strip_chars().str.to_lowercase()
         ones = t.is_in(list(_TRUE)).fill_null(False)
         invalid = ~missing & ~(ones | t.is_in(list(_FALSE)).fill_null(False))
     else:
-        ctx.add(
-            f"{role} column {column!r} has type {dtype}; it must be binary ({accepted})",
-            field=spec_field,
-            column=column,
-            hint=f"point {spec_field} at a 0/1 column",
-        )
+        _report_type(ctx, request, s.dtype, f"be binary ({_BINARY_ACCEPTED})", "a 0/1 column")
         return None
-
-    ok = True
-    n_missing = int(missing.sum())
-    if n_missing:
-        ok = False
-        ctx.add(
-            f"{role} column {column!r} has {_plural(n_missing, 'missing value')} "
-            f"({ctx.rows(missing)})",
-            field=spec_field,
-            column=column,
-            hint=ctx.not_null_hint(column),
-        )
+    ok = _report_missing(ctx, request, missing)
     if invalid is not None and bool(invalid.any()):
         ok = False
         bad = s.filter(invalid)
         ctx.add(
-            f"{role} column {column!r} must be binary ({accepted}); "
-            f"{_plural(bad.len(), 'row')} {'holds' if bad.len() == 1 else 'hold'} other values: "
-            f"{_offending(bad)}",
-            field=spec_field,
-            column=column,
-            hint=f"recode {column!r} to 0/1, or drop the other rows with data.filter",
+            f"{_ROLE_WORD[request.kind]} column {request.column!r} must be binary "
+            f"({_BINARY_ACCEPTED}); {_plural(bad.len(), 'row')} "
+            f"{'holds' if bad.len() == 1 else 'hold'} other values: {_offending(bad)}",
+            field=request.field,
+            column=request.column,
+            hint=f"recode {request.column!r} to 0/1, name its positive label with `positive`, "
+            "or drop the other rows with data.filter",
         )
-    if not ok:
-        return None
-    return ones.cast(pl.Int8).to_numpy().astype(np.int8, copy=False)
+    return _to_int8(ones) if ok else None
 
 
-def _prediction(
-    ctx: _Context, column: str, spec_field: str, *, probability: bool = True
-) -> np.ndarray | None:
-    s = ctx.frame[column]
-    if s.dtype == pl.Null:
-        s = s.cast(pl.Float64)  # every value missing: reported as such below
-    dtype = s.dtype
-    if dtype == pl.Boolean or not dtype.is_numeric():
-        extra = ""
-        if dtype == pl.String:
-            present = s.drop_nulls()
-            bad = present.filter(present.cast(pl.Float64, strict=False).is_null())
-            if bad.len():
-                extra = f"; non-numeric values: {_offending(bad)}"
-        hint = "point columns.prediction at a column of probabilities in [0, 1]"
-        if dtype == pl.Boolean:
-            hint = "a 0/1 decision belongs in columns.recommendation; " + hint
-        ctx.add(
-            f"prediction column {column!r} has type {dtype}; it must hold numbers in [0, 1]{extra}",
-            field=spec_field,
-            column=column,
-            hint=hint,
-        )
+def _label_text(label: Label) -> str:
+    """A positive label as it reads in a string column (booleans as true/false)."""
+    if isinstance(label, bool):
+        return "true" if label else "false"
+    return str(label)
+
+
+def _show_label(label: Label) -> str:
+    return _label_text(label) if isinstance(label, bool) else _show_value(label)
+
+
+def _float_label(label: Label) -> float | None:
+    try:
+        return float(label)
+    except ValueError:
         return None
-    f = s.cast(pl.Float64)
-    missing = _missing_mask(f)
+
+
+def _bool_label(label: Label) -> bool | None:
+    if isinstance(label, bool):
+        return label
+    text = str(label).strip().lower()
+    if text in ("1", "1.0", "true"):
+        return True
+    if text in ("0", "0.0", "false"):
+        return False
+    return None
+
+
+def _comparable(series: pl.Series, label: Label) -> tuple[pl.Series, object | None]:
+    """The column and its positive label in one type (None: the label cannot be of that type).
+
+    Numeric columns compare with float(label), strings with str(label), booleans with a bool.
+    """
+    if series.dtype == pl.Boolean:
+        return series, _bool_label(label)
+    if series.dtype.is_numeric():
+        return series.cast(pl.Float64), _float_label(label)
+    return series.cast(pl.String).str.strip_chars(), _label_text(label).strip()
+
+
+def _report_unmatchable(
+    ctx: _Context, request: RoleColumn, label: Label, dtype: pl.DataType, present: pl.Series
+) -> None:
+    role = _ROLE_WORD[request.kind]
+    if dtype == pl.Boolean:
+        what, kind, hint = "true or false", "boolean", "use positive: true or positive: false"
+    else:
+        what, kind = "a number", "numeric"
+        hint = f"set positive to one of the column's values: {_offending(present)}"
+    ctx.add(
+        f"positive label {_show_label(label)} is not {what}, but {role} column "
+        f"{request.column!r} is {kind}",
+        field=request.field,
+        column=request.column,
+        hint=hint,
+    )
+
+
+def _check_labels(
+    ctx: _Context, request: RoleColumn, label: Label, present: pl.Series, target: object
+) -> bool:
+    """Two labels at most, one of them the positive label; adds issues, True when fine."""
+    role, column = _ROLE_WORD[request.kind], request.column
     ok = True
-    n_missing = int(missing.sum())
-    if n_missing:
+    if present.n_unique() > 2:
         ok = False
         ctx.add(
-            f"prediction column {column!r} has {_plural(n_missing, 'missing value')} "
-            f"(null or NaN; {ctx.rows(missing)})",
-            field=spec_field,
+            f"{role} column {column!r} has {present.n_unique()} distinct values "
+            f"({_offending(present)}); with a positive label ({_show_label(label)}) it must "
+            "hold exactly two",
+            field=request.field,
             column=column,
-            hint=ctx.not_null_hint(column),
+            hint="drop the rows with other values with data.filter, or recode "
+            f"{column!r} to two labels before the audit",
         )
-    present = f.filter(~missing)
-    outside = (present < 0.0) | (present > 1.0)
-    n_out = int(outside.sum()) if probability else 0
-    if not probability:
-        infinite = int(present.is_infinite().sum())
-        if infinite:
-            ok = False
-            ctx.add(
-                f"score column {column!r} has {_plural(infinite, 'infinite value')}",
-                field=spec_field,
-                column=column,
-                hint="replace infinite scores by large finite values",
-            )
-    if n_out:
+    if present.len() and not bool((present == target).any()):
         ok = False
-        lo, hi = present.min(), present.max()
         ctx.add(
-            f"prediction column {column!r} must hold probabilities in [0, 1]; "
-            f"{_plural(n_out, 'value')} {'lies' if n_out == 1 else 'lie'} outside (min {_show_value(lo)}, "
-            f"max {_show_value(hi)})",
-            field=spec_field,
+            f"positive label {_show_label(label)} does not occur in {role} column {column!r}"
+            f"{ctx.filter_note()}; its values are: {_offending(present)}",
+            field=request.field,
             column=column,
+            hint="set positive to the value read as 1 (check its spelling and type), "
+            "or check data.filter",
+        )
+    return ok
+
+
+def _binary_positive(ctx: _Context, request: RoleColumn, label: Label) -> np.ndarray | None:
+    """A binary role column read through its positive label: 1 where the value is that label."""
+    s = _role_series(ctx, request, pl.Float64)
+    if not (s.dtype == pl.Boolean or s.dtype.is_numeric() or _is_text(s.dtype)):
+        _report_type(ctx, request, s.dtype, "hold two labels", "a column of two labels")
+        return None
+    values, target = _comparable(s, label)
+    missing = _missing_mask(values)
+    present = values.filter(~missing)
+    ok = _report_missing(ctx, request, missing)
+    if target is None:
+        _report_unmatchable(ctx, request, label, s.dtype, present)
+        return None
+    ok = _check_labels(ctx, request, label, present, target) and ok
+    return _to_int8((values == target).fill_null(False)) if ok else None
+
+
+def _both_classes(ctx: _Context, request: RoleColumn, values: np.ndarray) -> bool:
+    """An outcome must hold both classes (after the filter); adds the issue when it does not."""
+    n_pos = int(values.sum())
+    if n_pos not in (0, ctx.n):
+        return True
+    value = 0 if n_pos == 0 else 1
+    shown = _show_label(request.positive) if value and request.positive is not None else value
+    ctx.add(
+        f"outcome {request.column!r} is {shown} in all {ctx.n} rows; "
+        f"scans need both classes{ctx.filter_note()}",
+        field=request.field,
+        column=request.column,
+        hint=f"check {request.field} and data.filter",
+    )
+    return False
+
+
+def _report_not_numeric(ctx: _Context, request: RoleColumn, s: pl.Series) -> None:
+    probability = request.kind == "probability"
+    extra = ""
+    if s.dtype == pl.String:
+        present = s.drop_nulls()
+        bad = present.filter(present.cast(pl.Float64, strict=False).is_null())
+        if bad.len():
+            extra = f"; non-numeric values: {_offending(bad)}"
+    wanted = "probabilities in [0, 1]" if probability else "real-valued scores"
+    hint = f"point {request.field} at a column of {wanted}"
+    if s.dtype == pl.Boolean:
+        hint = "a 0/1 decision belongs in columns.recommendation; " + hint
+    ctx.add(
+        f"prediction column {request.column!r} has type {s.dtype}; it must hold numbers"
+        f"{' in [0, 1]' if probability else ''}{extra}",
+        field=request.field,
+        column=request.column,
+        hint=hint,
+    )
+
+
+def _check_unit_interval(ctx: _Context, request: RoleColumn, present: pl.Series) -> bool:
+    n_out = int(((present < 0.0) | (present > 1.0)).sum())
+    if n_out:
+        ctx.add(
+            f"prediction column {request.column!r} must hold probabilities in [0, 1]; "
+            f"{_plural(n_out, 'value')} {'lies' if n_out == 1 else 'lie'} outside "
+            f"(min {_show_value(present.min())}, max {_show_value(present.max())})",
+            field=request.field,
+            column=request.column,
             hint=(
                 "if the column holds scores or logits, convert them to probabilities "
                 "(e.g. with a sigmoid) before the audit"
             ),
         )
-    if not ok:
+    return not n_out
+
+
+def _check_finite(ctx: _Context, request: RoleColumn, present: pl.Series) -> bool:
+    infinite = int(present.is_infinite().sum())
+    if infinite:
+        ctx.add(
+            f"score column {request.column!r} has {_plural(infinite, 'infinite value')}",
+            field=request.field,
+            column=request.column,
+            hint="replace infinite scores by large finite values",
+        )
+    return not infinite
+
+
+def _real(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
+    """A probability (a number in [0, 1]) or a score (any finite real number), as float64."""
+    s = _role_series(ctx, request, pl.Float64)
+    if s.dtype == pl.Boolean or not s.dtype.is_numeric():
+        _report_not_numeric(ctx, request, s)
         return None
-    return f.to_numpy().astype(np.float64, copy=True)
+    f = s.cast(pl.Float64)
+    missing = _missing_mask(f)
+    ok = _report_missing(ctx, request, missing, "null or NaN; ")
+    present = f.filter(~missing)
+    if request.kind == "probability":
+        ok = _check_unit_interval(ctx, request, present) and ok
+    else:
+        ok = _check_finite(ctx, request, present) and ok
+    return f.to_numpy().astype(np.float64, copy=True) if ok else None
+
+
+def _read_role(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
+    """Validate one role column; its values, or None after adding issues."""
+    if request.kind in ("probability", "score"):
+        return _real(ctx, request)
+    if request.positive is None:
+        values = _binary_default(ctx, request)
+    else:
+        values = _binary_positive(ctx, request, request.positive)
+    if values is not None and request.kind == "outcome" and not _both_classes(ctx, request, values):
+        return None
+    return values
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,6 +445,7 @@ class _Encoded:
     codes: np.ndarray  # int32, missing = len(labels) (before MISSING_LABEL is appended)
     labels: list[str]
     edges: tuple[float, ...] | None = None
+    ordered: bool = False  # labels follow a numeric (or temporal) order
 
 
 def _codes_against(series: pl.Series, uniques: pl.Series, missing: pl.Series) -> np.ndarray:
@@ -327,104 +487,122 @@ def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, nume
     )
 
 
+def _encode_binned(
+    ctx: _Context, name: str, disc: DiscretizeSpec, max_categories: int
+) -> _Encoded | None:
+    """A numeric attribute cut into bins by its discretize entry."""
+    s = ctx.frame[name]
+    if s.dtype == pl.Boolean or not s.dtype.is_numeric():
+        ctx.add(
+            f"discretize applies to numeric columns; attribute {name!r} has type {s.dtype}",
+            field=_discretize_field(name),
+            column=name,
+            hint=(
+                f"remove the {_discretize_field(name)} entry; non-numeric attributes are "
+                "scanned by value"
+            ),
+        )
+        return None
+    binned = bin_numeric(s.cast(pl.Float64), quantiles=disc.quantiles, edges=disc.edges)
+    n_bins = binned.n_bins
+    if n_bins > max_categories:
+        ctx.add(
+            f"{_discretize_field(name)} makes {n_bins} bins, more than max_categories "
+            f"({max_categories})",
+            field=_discretize_field(name),
+            column=name,
+            hint=f"use fewer bins, or raise max_categories (now {max_categories})",
+        )
+        return None
+    return _Encoded(binned.codes, list(binned.labels[:n_bins]), binned.edges, ordered=True)
+
+
+def _encode_text(ctx: _Context, name: str, max_categories: int) -> _Encoded | None:
+    """Strings and categoricals in natural order; enums in their declared order."""
+    s = ctx.frame[name]
+    text = s.cast(pl.String)
+    n_distinct = text.drop_nulls().n_unique()
+    if n_distinct > max_categories:
+        _too_many(ctx, name, n_distinct, max_categories, numeric=False)
+        return None
+    present = text.drop_nulls().unique().to_list()
+    if isinstance(s.dtype, pl.Enum):
+        order = {c: i for i, c in enumerate(s.dtype.categories.to_list())}
+        present.sort(key=lambda v: order[v])
+    else:
+        present.sort(key=_natural_key)
+    k = len(present)
+    codes = text.cast(pl.Enum(present)).to_physical().cast(pl.Int32).fill_null(k).to_numpy()
+    return _Encoded(codes.astype(np.int32, copy=False), present)
+
+
+def _encode_ordinal(ctx: _Context, name: str, max_categories: int) -> _Encoded | None:
+    """Integers and dates/times: one code per distinct value, in value order."""
+    s = ctx.frame[name]
+    present_s = s.drop_nulls()
+    n_distinct = present_s.n_unique()
+    if n_distinct > max_categories:
+        _too_many(ctx, name, n_distinct, max_categories, numeric=s.dtype.is_integer())
+        return None
+    uniques = present_s.unique().sort()
+    if s.dtype.is_integer():
+        labels = [str(v) for v in uniques.to_list()]
+    else:
+        labels = uniques.cast(pl.String).to_list()
+    return _Encoded(_codes_against(s, uniques, _missing_mask(s)), labels, ordered=True)
+
+
+def _encode_float(ctx: _Context, name: str, max_categories: int) -> _Encoded | None:
+    """Floats (and decimals): categorical when few and integral, else they need discretize."""
+    f = ctx.frame[name].cast(pl.Float64)
+    missing = _missing_mask(f)
+    present_f = f.filter(~missing)
+    n_distinct = present_f.n_unique()
+    integral = bool((present_f.is_finite() & (present_f == present_f.floor())).all())
+    if integral and n_distinct <= FLOAT_CATEGORICAL_MAX:
+        if n_distinct > max_categories:
+            _too_many(ctx, name, n_distinct, max_categories, numeric=True)
+            return None
+        uniques = present_f.unique().sort()
+        labels = [format_number(v) for v in uniques.to_list()]
+        return _Encoded(_codes_against(f, uniques, missing), labels, ordered=True)
+    ctx.add(
+        f"attribute {name!r} is a continuous numeric column "
+        f"({n_distinct} distinct values); scan attributes must be categorical",
+        field=ctx.attribute_field(name),
+        column=name,
+        hint=(
+            f"bin it with discretize: {{{name}: {{quantiles: 5}}}} "
+            f"(or explicit edges: {{{name}: {{edges: [...]}}}})"
+        ),
+    )
+    return None
+
+
 def _encode_attribute(
     ctx: _Context,
     name: str,
     disc: DiscretizeSpec | None,
     max_categories: int,
 ) -> _Encoded | None:
-    s = ctx.frame[name]
-    dtype = s.dtype
-
+    """Encode one attribute by its type, or add an issue and return None."""
+    dtype = ctx.frame[name].dtype
     if disc is not None:
-        if dtype == pl.Boolean or not dtype.is_numeric():
-            ctx.add(
-                f"discretize applies to numeric columns; attribute {name!r} has type {dtype}",
-                field=_discretize_field(name),
-                column=name,
-                hint=(
-                    f"remove the {_discretize_field(name)} entry; non-numeric attributes are "
-                    "scanned by value"
-                ),
-            )
-            return None
-        binned = bin_numeric(s.cast(pl.Float64), quantiles=disc.quantiles, edges=disc.edges)
-        n_bins = binned.n_bins
-        if n_bins > max_categories:
-            ctx.add(
-                f"{_discretize_field(name)} makes {n_bins} bins, more than max_categories "
-                f"({max_categories})",
-                field=_discretize_field(name),
-                column=name,
-                hint=f"use fewer bins, or raise max_categories (now {max_categories})",
-            )
-            return None
-        labels = list(binned.labels[:n_bins])
-        return _Encoded(binned.codes, labels, binned.edges)
-
+        return _encode_binned(ctx, name, disc, max_categories)
     if dtype == pl.Null:
         return _Encoded(np.zeros(ctx.n, dtype=np.int32), [])
-
-    missing = _missing_mask(s)
     if dtype == pl.Boolean:
+        s = ctx.frame[name]
         uniques = s.drop_nulls().unique().sort()
         labels = ["true" if v else "false" for v in uniques.to_list()]
-        return _Encoded(_codes_against(s.cast(pl.Int8), uniques.cast(pl.Int8), missing), labels)
-
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
-        text = s.cast(pl.String)
-        n_distinct = text.drop_nulls().n_unique()
-        if n_distinct > max_categories:
-            _too_many(ctx, name, n_distinct, max_categories, numeric=False)
-            return None
-        present = text.drop_nulls().unique().to_list()
-        if isinstance(dtype, pl.Enum):
-            order = {c: i for i, c in enumerate(dtype.categories.to_list())}
-            present.sort(key=lambda v: order[v])
-        else:
-            present.sort(key=_natural_key)
-        k = len(present)
-        codes = text.cast(pl.Enum(present)).to_physical().cast(pl.Int32).fill_null(k).to_numpy()
-        return _Encoded(codes.astype(np.int32, copy=False), present)
-
+        codes = _codes_against(s.cast(pl.Int8), uniques.cast(pl.Int8), _missing_mask(s))
+        return _Encoded(codes, labels)
+    if _is_text(dtype):
+        return _encode_text(ctx, name, max_categories)
     if dtype.is_integer() or dtype.is_temporal():
-        present_s = s.drop_nulls()
-        n_distinct = present_s.n_unique()
-        if n_distinct > max_categories:
-            _too_many(ctx, name, n_distinct, max_categories, numeric=dtype.is_integer())
-            return None
-        uniques = present_s.unique().sort()
-        labels = (
-            [str(v) for v in uniques.to_list()]
-            if dtype.is_integer()
-            else (uniques.cast(pl.String).to_list())
-        )
-        return _Encoded(_codes_against(s, uniques, missing), labels)
-
+        return _encode_ordinal(ctx, name, max_categories)
     if dtype.is_numeric():  # float or decimal
-        f = s.cast(pl.Float64)
-        present_f = f.filter(~missing)
-        n_distinct = present_f.n_unique()
-        integral = bool((present_f.is_finite() & (present_f == present_f.floor())).all())
-        if integral and n_distinct <= FLOAT_CATEGORICAL_MAX:
-            if n_distinct > max_categories:
-                _too_many(ctx, name, n_distinct, max_categories, numeric=True)
-                return None
-            uniques = present_f.unique().sort()
-            labels = [format_number(v) for v in uniques.to_list()]
-            return _Encoded(_codes_against(f, uniques, missing), labels)
-        ctx.add(
-            f"attribute {name!r} is a continuous numeric column "
-            f"({n_distinct} distinct values); scan attributes must be categorical",
-            field=ctx.attribute_field(name),
-            column=name,
-            hint=(
-                f"bin it with discretize: {{{name}: {{quantiles: 5}}}} "
-                f"(or explicit edges: {{{name}: {{edges: [...]}}}})"
-            ),
-        )
-        return None
-
+        return _encode_float(ctx, name, max_categories)
     ctx.add(
         f"attribute {name!r} has type {dtype}, which cannot be scanned",
         field=ctx.attribute_field(name),
@@ -447,100 +625,57 @@ def _unique_name(base: str, taken: Iterable[str]) -> str:
     return name
 
 
-def prepare_data(
-    frame: pl.DataFrame,
-    *,
-    columns: ColumnsSpec,
-    attributes: list[str],
-    discretize: Mapping[str, DiscretizeSpec],
-    max_categories: int,
-    filter: str | None,
-    needs: set[str],
-    extra_columns: Mapping[str, str] | None = None,
-) -> PreparedData:
-    """Filter, validate and encode ``frame`` for the scans.
+def _unique_requests(roles: Sequence[RoleColumn]) -> list[RoleColumn]:
+    """One request per key (the first one names it in messages)."""
+    unique: dict[tuple[str, str, str | None], RoleColumn] = {}
+    for request in roles:
+        if request.kind not in _ROLE_WORD:
+            raise ValueError(f"unknown role kind {request.kind!r} for column {request.column!r}")
+        unique.setdefault(request.key, request)
+    return list(unique.values())
 
-    ``needs`` ⊆ {"outcome", "prediction", "recommendation"} lists the column roles the spec's
-    scans require (the outcome always is; "score" is a prediction that may be any real number).
-    ``extra_columns`` maps further columns a scan reads (e.g. a base-rate or split column) to
-    the spec field naming them; they are returned filtered in ``PreparedData.extra``. Problems in the data are collected and raised as one
-    :class:`DataError`; a filter that cannot be parsed or type-checked raises
-    :class:`SpecError` (``data.filter``) unless other problems were found as well.
-    """
-    needs = set(needs) | {"outcome"}
-    unknown_roles = needs - ROLES
-    if unknown_roles:
-        raise ValueError(f"unknown column roles in needs: {sorted(unknown_roles)}")
-    n_raw = frame.height
-    if n_raw == 0:
-        raise DataError(
-            "the data has no rows", field="data.path", hint="point data.path at a file with data"
-        )
-    names = frame.columns
-    issues: list[Issue] = []
 
-    # 1. Which columns play which role; are they there?
-    role_columns: list[tuple[str, str, str]] = [("outcome", "columns.outcome", columns.outcome)]
-    if columns.prediction is not None:
-        role_columns.append(("prediction", "columns.prediction", columns.prediction))
-    elif "prediction" in needs:
-        issues.append(
-            Issue(
-                "the scans need a prediction column, but columns.prediction is not set",
-                field="columns.prediction",
-                hint="set columns.prediction to the column of predicted probabilities",
-            )
-        )
-    if columns.recommendation is not None:
-        role_columns.append(("recommendation", "columns.recommendation", columns.recommendation))
-    elif columns.threshold is None and "recommendation" in needs:
-        issues.append(
-            Issue(
-                "the scans need a binary recommendation, but neither columns.recommendation "
-                "nor columns.threshold is set",
-                field="columns.recommendation",
-                hint=(
-                    "set columns.recommendation to a 0/1 decision column, or set "
-                    "columns.threshold to derive it from columns.prediction"
-                ),
-            )
-        )
+def _missing_column(column: str, spec_field: str, names: Sequence[str]) -> Issue:
+    hint = _did_you_mean(column, names)
+    if hint is None:
+        shown = ", ".join(repr(n) for n in names[:20])
+        more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
+        hint = f"the data's columns are: {shown}{more}"
+    return Issue(
+        f"column {column!r} is not in the data", field=spec_field, column=column, hint=hint
+    )
 
-    wanted: list[tuple[str, str]] = [(f, c) for _, f, c in role_columns]
-    wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
-    extra_columns = dict(extra_columns or {})
-    wanted += [(f, c) for c, f in extra_columns.items()]
+
+def _check_columns(
+    wanted: Sequence[tuple[str, str]], names: Sequence[str]
+) -> tuple[list[str], list[Issue]]:
+    """(the wanted columns that are there, in order; an issue per (field, column) missing)."""
     present: list[str] = []
+    issues: list[Issue] = []
+    reported: set[tuple[str, str]] = set()
     for spec_field, column in wanted:
         if column in names:
             if column not in present:
                 present.append(column)
-            continue
-        hint = _did_you_mean(column, names)
-        if hint is None:
-            shown = ", ".join(repr(n) for n in names[:20])
-            more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
-            hint = f"the data's columns are: {shown}{more}"
-        issues.append(
-            Issue(
-                f"column {column!r} is not in the data",
-                field=spec_field,
-                column=column,
-                hint=hint,
-            )
-        )
+        elif (spec_field, column) not in reported:
+            reported.add((spec_field, column))
+            issues.append(_missing_column(column, spec_field, names))
+    return present, issues
 
-    # 2. Filter rows, keep only the columns we use (plus the original row number).
-    row_col = _unique_name("__fairscan_row__", names)
+
+def _filtered(
+    frame: pl.DataFrame, filter: str | None, present: list[str], issues: list[Issue]
+) -> _Context:
+    """Rows kept by the filter, with the used columns and the original row number."""
+    row_col = _unique_name("__fairscan_row__", frame.columns)
     lazy = frame.lazy().with_row_index(row_col)
     if filter is not None:
         try:
-            expr = filter_expression(filter, frame.schema)
+            lazy = lazy.filter(filter_expression(filter, frame.schema))
         except SpecError as exc:
             if issues:
                 raise DataError(issues=[*issues, *exc.issues]) from exc
             raise
-        lazy = lazy.filter(expr)
     try:
         data = lazy.select([row_col, *present]).collect()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
@@ -554,114 +689,139 @@ def prepare_data(
             raise DataError(issues=[*issues, err_issue]) from exc
         raise SpecError(issues=[err_issue]) from exc
     if data.height == 0:
-        issues.append(
-            Issue(
-                f"the filter keeps 0 of {n_raw} rows",
-                field=FILTER_FIELD,
-                hint="check the filter's values (string comparisons are case-sensitive)",
-            )
+        zero = Issue(
+            f"the filter keeps 0 of {frame.height} rows",
+            field=FILTER_FIELD,
+            hint="check the filter's values (string comparisons are case-sensitive)",
         )
-        raise DataError(issues=issues)
+        raise DataError(issues=[*issues, zero])
+    return _Context(frame=data, row_col=row_col, filter=filter, n_raw=frame.height, issues=issues)
 
-    ctx = _Context(frame=data, row_col=row_col, filter=filter, n_raw=n_raw, issues=issues)
-    ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
 
-    # 3. Role columns.
-    outcome = prediction = recommendation = None
-    for role, spec_field, column in role_columns:
-        if column not in data.columns:
-            continue
-        if role == "outcome":
-            outcome = _binary(ctx, column, role, spec_field)
-        elif role == "prediction":
-            probability = not ("score" in needs and "prediction" not in needs)
-            prediction = _prediction(ctx, column, spec_field, probability=probability)
-        else:
-            recommendation = _binary(ctx, column, role, spec_field)
-    if outcome is not None:
-        n_pos = int(outcome.sum())
-        if n_pos in (0, ctx.n):
-            value = 0 if n_pos == 0 else 1
-            ctx.add(
-                f"outcome {columns.outcome!r} is {value} in all {ctx.n} rows; "
-                f"scans need both classes{ctx.filter_note()}",
-                field="columns.outcome",
-                column=columns.outcome,
-                hint="check columns.outcome and data.filter",
-            )
-    if columns.recommendation is None and columns.threshold is not None and prediction is not None:
-        t = float(columns.threshold)
-        decided = prediction >= t if columns.threshold_rule == "ge" else prediction > t
-        recommendation = decided.astype(np.int8)
+def _read_roles(
+    ctx: _Context, requests: Sequence[RoleColumn]
+) -> dict[tuple[str, str, str | None], np.ndarray]:
+    values: dict[tuple[str, str, str | None], np.ndarray] = {}
+    for request in requests:
+        if request.column in ctx.frame.columns:
+            read = _read_role(ctx, request)
+            if read is not None:
+                values[request.key] = read
+    return values
 
-    # 4. Attributes.
+
+def _encode_attributes(
+    ctx: _Context,
+    attributes: Sequence[str],
+    discretize: Mapping[str, DiscretizeSpec],
+    max_categories: int,
+) -> tuple[tuple[EncodedAttribute, ...], np.ndarray]:
+    """The encoded attributes and their (n, m) int32 code matrix."""
     encoded: list[EncodedAttribute] = []
     code_columns: list[np.ndarray] = []
     for name in attributes:
-        if name not in data.columns:
+        if name not in ctx.frame.columns:
             continue
         enc = _encode_attribute(ctx, name, discretize.get(name), max_categories)
-        if enc is None:
-            continue
-        k = len(enc.labels)
-        n_missing = int(np.count_nonzero(enc.codes == k))
-        labels = list(enc.labels)
-        if n_missing:
-            labels.append(MISSING_LABEL)
-            ctx.warnings.append(
-                f"attribute {name!r}: {_plural(n_missing, 'null value')} scanned as "
-                f"{MISSING_LABEL!r}"
-            )
-        if len(labels) == 1:
-            ctx.warnings.append(
-                f"attribute {name!r} has a single value ({labels[0]!r}) in the "
-                f"{ctx.n} rows scanned; it cannot split the data"
-            )
-        encoded.append(
-            EncodedAttribute(name=name, labels=tuple(labels), n_missing=n_missing, edges=enc.edges)
-        )
-        code_columns.append(enc.codes)
-
-    # 5. Extra columns: numbers as float64 (nulls are errors), anything else as strings.
-    extra: dict[str, np.ndarray] = {}
-    for column, spec_field in extra_columns.items():
-        if column not in data.columns:
-            continue
-        series = data[column]
-        if series.dtype.is_numeric() or series.dtype == pl.Boolean:
-            values = series.cast(pl.Float64)
-            missing = _missing_mask(values)
-            if int(missing.sum()):
-                ctx.add(
-                    f"column {column!r} has {_plural(int(missing.sum()), 'missing value')} "
-                    f"(null or NaN; {ctx.rows(missing)})",
-                    field=spec_field,
-                    column=column,
-                    hint=ctx.not_null_hint(column),
-                )
-                continue
-            extra[column] = values.to_numpy().astype(np.float64, copy=True)
-        else:
-            extra[column] = np.asarray(
-                series.cast(pl.String).fill_null(MISSING_LABEL).to_list(), dtype=object
-            )
-
-    if ctx.issues:
-        raise DataError(issues=ctx.issues)
-    if outcome is None:  # pragma: no cover - every path to here has added an issue
-        raise DataError("the outcome column could not be read", field="columns.outcome")
-
+        if enc is not None:
+            encoded.append(_finish_attribute(ctx, name, enc))
+            code_columns.append(enc.codes)
     if code_columns:
         codes = np.ascontiguousarray(np.stack(code_columns, axis=1), dtype=np.int32)
     else:
         codes = np.empty((ctx.n, 0), dtype=np.int32)
+    return tuple(encoded), codes
+
+
+def _finish_attribute(ctx: _Context, name: str, enc: _Encoded) -> EncodedAttribute:
+    """The attribute with its missing label appended, warning about nulls and single values."""
+    k = len(enc.labels)
+    n_missing = int(np.count_nonzero(enc.codes == k))
+    labels = list(enc.labels)
+    if n_missing:
+        labels.append(MISSING_LABEL)
+        ctx.warnings.append(
+            f"attribute {name!r}: {_plural(n_missing, 'null value')} scanned as {MISSING_LABEL!r}"
+        )
+    if len(labels) == 1:
+        ctx.warnings.append(
+            f"attribute {name!r} has a single value ({labels[0]!r}) in the "
+            f"{ctx.n} rows scanned; it cannot split the data"
+        )
+    return EncodedAttribute(
+        name=name, labels=tuple(labels), n_missing=n_missing, edges=enc.edges, ordered=enc.ordered
+    )
+
+
+def _read_extra(ctx: _Context, extra_columns: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """Extra columns: numbers as float64 (nulls are errors), anything else as strings."""
+    extra: dict[str, np.ndarray] = {}
+    for column, spec_field in extra_columns.items():
+        if column not in ctx.frame.columns:
+            continue
+        series = ctx.frame[column]
+        if not (series.dtype.is_numeric() or series.dtype == pl.Boolean):
+            strings = series.cast(pl.String).fill_null(MISSING_LABEL).to_list()
+            extra[column] = np.asarray(strings, dtype=object)
+            continue
+        values = series.cast(pl.Float64)
+        missing = _missing_mask(values)
+        if int(missing.sum()):
+            ctx.add(
+                f"column {column!r} has {_plural(int(missing.sum()), 'missing value')} "
+                f"(null or NaN; {ctx.rows(missing)})",
+                field=spec_field,
+                column=column,
+                hint=ctx.not_null_hint(column),
+            )
+            continue
+        extra[column] = values.to_numpy().astype(np.float64, copy=True)
+    return extra
+
+
+def prepare_data(
+    frame: pl.DataFrame,
+    *,
+    roles: Sequence[RoleColumn],
+    attributes: list[str],
+    discretize: Mapping[str, DiscretizeSpec],
+    max_categories: int,
+    filter: str | None,
+    extra_columns: Mapping[str, str] | None = None,
+) -> PreparedData:
+    """Filter, validate and encode ``frame`` for the scans.
+
+    ``roles`` are the role columns the scans read (built by :mod:`fairscan.scans.roles`);
+    requests with the same key are loaded once and returned in ``PreparedData.roles[key]``
+    (``PreparedData.role(request)``). ``extra_columns`` maps further columns a scan reads
+    (e.g. a base-rate or split column) to the spec field naming them; they are returned
+    filtered in ``PreparedData.extra``. Problems in the data are collected and raised as one
+    :class:`DataError`; a filter that cannot be parsed or type-checked raises
+    :class:`SpecError` (``data.filter``) unless other problems were found as well.
+    """
+    if frame.height == 0:
+        raise DataError(
+            "the data has no rows", field="data.path", hint="point data.path at a file with data"
+        )
+    requests = _unique_requests(roles)
+    extra_columns = dict(extra_columns or {})
+    wanted = [(r.field, r.column) for r in requests]
+    wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
+    wanted += [(f, c) for c, f in extra_columns.items()]
+    present, issues = _check_columns(wanted, frame.columns)
+
+    ctx = _filtered(frame, filter, present, issues)
+    ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
+    role_values = _read_roles(ctx, requests)
+    encoded, codes = _encode_attributes(ctx, attributes, discretize, max_categories)
+    extra = _read_extra(ctx, extra_columns)
+    if ctx.issues:
+        raise DataError(issues=ctx.issues)
     return PreparedData(
-        n_rows_raw=n_raw,
-        attributes=tuple(encoded),
+        n_rows_raw=frame.height,
+        attributes=encoded,
         codes=codes,
-        outcome=outcome,
-        prediction=prediction,
-        recommendation=recommendation,
+        roles=role_values,
         warnings=tuple(ctx.warnings),
         extra=extra,
     )

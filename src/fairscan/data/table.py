@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 MISSING_LABEL = "(missing)"
+
+# outcome: binary, both classes required; decision: binary; probability: a number in [0, 1];
+# score: any finite real number.
+RoleKind = Literal["outcome", "decision", "probability", "score"]
+Label = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class RoleColumn:
+    """A data column read in one role, with the spec field that names it (for messages)."""
+
+    column: str
+    kind: RoleKind
+    field: str  # e.g. "columns.outcome" or "scans[2].prediction"
+    positive: Label | None = None  # outcome/decision: the label read as 1 (default 1/true)
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        """Identity of the loaded values: the same column in the same role is loaded once."""
+        return (self.column, self.kind, None if self.positive is None else repr(self.positive))
 
 
 @dataclass(frozen=True)
@@ -17,6 +38,9 @@ class EncodedAttribute:
     labels: tuple[str, ...]  # label of each code, in code order
     n_missing: int = 0  # rows whose value was null (they carry the MISSING_LABEL code)
     edges: tuple[float, ...] | None = None  # bin edges when the attribute was discretised
+    # values have a numeric order (integers, integral floats, dates, discretised bins): labels
+    # are in that order and contiguous selections read as ranges
+    ordered: bool = False
 
     @property
     def cardinality(self) -> int:
@@ -30,12 +54,15 @@ class PreparedData:
     n_rows_raw: int  # rows in the data file
     attributes: tuple[EncodedAttribute, ...]
     codes: np.ndarray  # (n, m) int32, C-contiguous, codes[i, j] indexes attributes[j].labels
-    outcome: np.ndarray  # (n,) int8 in {0, 1}
-    prediction: np.ndarray | None = None  # (n,) float64 in [0, 1]
-    recommendation: np.ndarray | None = None  # (n,) int8 in {0, 1}
+    # role columns (RoleColumn.key -> values): int8 0/1 for outcome/decision, float64 otherwise
+    roles: dict[tuple[str, str, str | None], np.ndarray] = field(default_factory=dict)
     warnings: tuple[str, ...] = field(default_factory=tuple)
     # further columns some scans read (column name -> filtered values; float64 or object strings)
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def role(self, request: RoleColumn) -> np.ndarray:
+        """The values of a role column requested from :func:`fairscan.data.prepare.prepare_data`."""
+        return self.roles[request.key]
 
     @property
     def n_rows(self) -> int:

@@ -84,6 +84,13 @@ class Moments:
     var_L: float  # plug-in variance of L over the population
 
 
+def _known_theta(problem: AuditProblem) -> float:
+    """The given target (no reference set): a number, checked here for the type checker."""
+    if problem.theta is None:
+        raise ValueError("give either a reference set or a known target theta")
+    return float(problem.theta)
+
+
 def group_sums(problem: AuditProblem, values: np.ndarray) -> np.ndarray:
     """``sum_{i in G} values_i`` for every group (rows outside the population count 0)."""
     n_atoms = problem.atom_groups.shape[0]
@@ -106,7 +113,7 @@ def moments(problem: AuditProblem) -> Moments:
         theta = float(L[ref].sum() / n_ref)
         psi = np.where(ref, (L - theta) / (n_ref / n), 0.0)
     else:
-        theta = float(problem.theta)
+        theta = _known_theta(problem)
         psi = np.zeros(n)
     ones = pop.astype(np.float64)
     count = group_sums(problem, ones)
@@ -226,7 +233,7 @@ class _Sampler:
             if problem.reference is not None:
                 theta = (WL[:, self.cell_ref].sum(axis=1)) / W[:, self.cell_ref].sum(axis=1)
             else:
-                theta = np.full(b, float(problem.theta))
+                theta = np.full(b, _known_theta(problem))
             return Resamples(C, S, theta)
         A1 = self.n_atoms + 1
         idx = rng.integers(0, n, size=(b, n))
@@ -246,7 +253,7 @@ class _Sampler:
             refw = self.ref[idx]
             theta = (Lw * refw).sum(axis=1) / refw.sum(axis=1)
         else:
-            theta = np.full(b, float(problem.theta))
+            theta = np.full(b, _known_theta(problem))
         return Resamples(C, S, theta)
 
 

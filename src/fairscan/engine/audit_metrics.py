@@ -4,69 +4,106 @@ from __future__ import annotations
 
 import numpy as np
 
-# metric -> (role columns needed, description of L, description of the population)
+# metric -> (inputs it reads, description of L, description of the population). Inputs:
+# outcome; recommendation (0/1 decision); probability (the prediction read as a probability in
+# [0, 1]); score (the prediction as any real number); column (the metric's own 0/1 column).
 METRICS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "fpr": (("recommendation",), "flagged positive", "rows with outcome = 0"),
-    "fnr": (("recommendation",), "flagged negative", "rows with outcome = 1"),
-    "tpr": (("recommendation",), "flagged positive", "rows with outcome = 1"),
-    "tnr": (("recommendation",), "flagged negative", "rows with outcome = 0"),
-    "ppv": (("recommendation",), "outcome = 1", "rows flagged positive"),
-    "npv": (("recommendation",), "outcome = 0", "rows flagged negative"),
+    "fpr": (("outcome", "recommendation"), "flagged positive", "rows with outcome = 0"),
+    "fnr": (("outcome", "recommendation"), "flagged negative", "rows with outcome = 1"),
+    "tpr": (("outcome", "recommendation"), "flagged positive", "rows with outcome = 1"),
+    "tnr": (("outcome", "recommendation"), "flagged negative", "rows with outcome = 0"),
+    "ppv": (("outcome", "recommendation"), "outcome = 1", "rows flagged positive"),
+    "npv": (("outcome", "recommendation"), "outcome = 0", "rows flagged negative"),
     "positive_rate": (("recommendation",), "flagged positive", "all rows"),
-    "accuracy": (("recommendation",), "decision = outcome", "all rows"),
-    "error": (("recommendation",), "decision != outcome", "all rows"),
-    "brier": (("prediction",), "(prediction - outcome)^2", "all rows"),
-    "squared_error": (("prediction",), "(prediction - outcome)^2", "all rows"),
-    "calibration": (("prediction",), "outcome - prediction", "all rows"),
+    "accuracy": (("outcome", "recommendation"), "decision = outcome", "all rows"),
+    "error": (("outcome", "recommendation"), "decision != outcome", "all rows"),
+    "brier": (("outcome", "probability"), "(prediction - outcome)^2", "all rows"),
+    "squared_error": (("outcome", "score"), "(prediction - outcome)^2", "all rows"),
+    "calibration": (("outcome", "probability"), "outcome - prediction", "all rows"),
     "coverage": (("column",), "covered (column value)", "all rows"),
+}
+
+# metric -> what it is, in words (report wording)
+METRIC_WORDS: dict[str, str] = {
+    "fpr": "false positive rate",
+    "fnr": "false negative rate",
+    "tpr": "true positive rate",
+    "tnr": "true negative rate",
+    "ppv": "positive predictive value",
+    "npv": "negative predictive value",
+    "positive_rate": "positive rate",
+    "accuracy": "accuracy",
+    "error": "error rate",
+    "brier": "Brier score",
+    "squared_error": "squared error",
+    "calibration": "calibration gap (outcome - prediction)",
+    "coverage": "coverage",
 }
 
 
 def metric_values(
     metric: str,
-    outcome: np.ndarray,
+    outcome: np.ndarray | None,
     recommendation: np.ndarray | None,
     prediction: np.ndarray | None,
     column: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(L, population) of a named metric; ``L`` is 0 outside the population."""
-    y = outcome.astype(np.float64)
-    n = len(y)
-    everyone = np.ones(n, dtype=bool)
-    f = None if recommendation is None else recommendation.astype(np.float64)
-    if metric in ("fpr", "tnr", "fnr", "tpr", "ppv", "npv", "positive_rate", "accuracy", "error"):
-        if f is None:
-            raise ValueError("needs a recommendation")
-        pop = {
-            "fpr": y == 0,
-            "tnr": y == 0,
-            "fnr": y == 1,
-            "tpr": y == 1,
-            "ppv": f == 1,
-            "npv": f == 0,
-        }.get(metric, everyone)
-        L = {
-            "fpr": f,
-            "tpr": f,
-            "positive_rate": f,
-            "tnr": 1.0 - f,
-            "fnr": 1.0 - f,
-            "ppv": y,
-            "npv": 1.0 - y,
-            "accuracy": (f == y).astype(np.float64),
-            "error": (f != y).astype(np.float64),
-        }[metric]
-    elif metric in ("brier", "squared_error", "calibration"):
-        if prediction is None:
-            raise ValueError("needs a prediction")
-        p = prediction.astype(np.float64)
-        pop = everyone
-        L = (p - y) ** 2 if metric != "calibration" else y - p
-    elif metric == "coverage":
-        if column is None:
-            raise ValueError("needs a column")
-        pop = everyone
-        L = column.astype(np.float64)
-    else:
+    """(L, population) of a named metric; ``L`` is 0 outside the population.
+
+    Inputs a metric does not read (see :data:`METRICS`) may be None.
+    """
+    if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
+    given = {"outcome": outcome, "recommendation": recommendation, "column": column}
+    given["probability"] = given["score"] = prediction
+    for need in METRICS[metric][0]:
+        if given[need] is None:
+            raise ValueError(f"needs {'an' if need[0] in 'aeiou' else 'a'} {need}")
+    y = None if outcome is None else outcome.astype(np.float64)
+    f = None if recommendation is None else recommendation.astype(np.float64)
+    p = None if prediction is None else prediction.astype(np.float64)
+    n = len(next(v for v in (outcome, recommendation, prediction, column) if v is not None))
+    everyone = np.ones(n, dtype=bool)
+    L, pop = _metric(metric, y, f, p, column, everyone)
     return np.where(pop, L, 0.0), np.asarray(pop, dtype=bool)
+
+
+def _metric(
+    metric: str,
+    y: np.ndarray | None,
+    f: np.ndarray | None,
+    p: np.ndarray | None,
+    column: np.ndarray | None,
+    everyone: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(L, population) from the inputs :data:`METRICS` says the metric reads (checked non-None)."""
+    if metric == "positive_rate":
+        assert f is not None
+        return f, everyone
+    if metric == "coverage":
+        assert column is not None
+        return column.astype(np.float64), everyone
+    assert y is not None
+    if metric in ("brier", "squared_error", "calibration"):
+        assert p is not None
+        return ((p - y) ** 2 if metric != "calibration" else y - p), everyone
+    assert f is not None
+    pop = {
+        "fpr": y == 0,
+        "tnr": y == 0,
+        "fnr": y == 1,
+        "tpr": y == 1,
+        "ppv": f == 1,
+        "npv": f == 0,
+    }.get(metric, everyone)
+    L = {
+        "fpr": f,
+        "tpr": f,
+        "tnr": 1.0 - f,
+        "fnr": 1.0 - f,
+        "ppv": y,
+        "npv": 1.0 - y,
+        "accuracy": (f == y).astype(np.float64),
+        "error": (f != y).astype(np.float64),
+    }[metric]
+    return L, pop

@@ -9,6 +9,7 @@ predict I-hat, recompute sigma (Gaussian) and rerun the full scan with identical
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def logit(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _make_model(kind: str):  # type: ignore[no-untyped-def]
+def _make_model(kind: str) -> Any:
     if kind == "logistic":
         from sklearn.linear_model import LogisticRegression
 
@@ -168,7 +169,9 @@ class CbsEstimate:
         return ScanProblem.build(codes[self.protected], self.observed, expected)
 
 
-def _not_auditable(reason: str, rows, protected, comparison) -> CbsEstimate:  # type: ignore[no-untyped-def]
+def _not_auditable(
+    reason: str, rows: np.ndarray, protected: np.ndarray, comparison: np.ndarray
+) -> CbsEstimate:
     return CbsEstimate(False, reason, rows, protected, comparison)
 
 
@@ -350,22 +353,6 @@ class CbsPermutation:
         return run(
             self.data, self.settings, a, search_seed(child_seed(self.seed, index, 0))
         ).statistic
-
-
-def members(codes: np.ndarray, problem: ScanProblem, selection: np.ndarray) -> np.ndarray:
-    """Rows of ``codes`` (global codes) inside a subgroup given over the problem's local codes.
-
-    Attributes with every present value selected are unconstrained, so rows with values absent
-    from the scanned rows still belong to the subgroup.
-    """
-    inside = np.ones(codes.shape[0], bool)
-    for j in range(codes.shape[1]):
-        k = int(problem.cardinality[j])
-        chosen = selection[j, :k]
-        if chosen.all():
-            continue
-        inside &= np.isin(codes[:, j], problem.value_index[j][chosen])
-    return inside
 
 
 def reliability(

@@ -132,7 +132,8 @@ def evaluate_once(
         if res.best is None or res.best.llr <= 0.0:
             detected = np.zeros(len(dataset.protected), bool)
         else:
-            detected = cbs.members(dataset.data.codes, res.problem, res.best.selection)
+            assert res.problem is not None
+            detected = res.problem.rows_in(dataset.data.codes, res.best.selection)
             detected &= dataset.protected
         out[name] = jaccard(detected, dataset.bias)
     return out

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairscan.engine.cells import Cells, compress
-from fairscan.engine.mdss import EPSILON, SubgroupScore, score_subgroup, search
+from fairscan.engine.mdss import EPSILON, SubgroupScore, members, score_subgroup, search
 
 TAU = 1e-12  # tolerance of the edge-case conditions (methods.md §4.5)
 MAX_PASSES = 100
@@ -92,14 +92,6 @@ def censored_expectations(u: np.ndarray) -> np.ndarray:
 
 def _search_cells(cells: IjdiCells, expected: np.ndarray) -> Cells:
     return compress(cells.codes, cells.observed, expected, cells.cardinality, weight=cells.weight)
-
-
-def members(codes: np.ndarray, selection: np.ndarray) -> np.ndarray:
-    """Boolean mask of the rows/cells of ``codes`` inside the subgroup ``selection``."""
-    inside = np.ones(codes.shape[0], dtype=bool)
-    for j in range(codes.shape[1]):
-        inside &= selection[j, codes[:, j]]
-    return inside
 
 
 def edge_case_1(

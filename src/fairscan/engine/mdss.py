@@ -58,6 +58,23 @@ class ScanProblem:
             clipped=clipped,
         )
 
+    def members(self, selection: np.ndarray) -> np.ndarray:
+        """Boolean mask of the scanned rows inside the subgroup ``selection`` (local codes)."""
+        return members(self.codes, selection)
+
+    def rows_in(self, codes: np.ndarray, selection: np.ndarray) -> np.ndarray:
+        """Rows of a whole table (original ``codes``) inside a subgroup of this problem.
+
+        Attributes with every present value selected are unconstrained, so rows with values
+        absent from the scanned rows still belong to the subgroup.
+        """
+        inside = np.ones(codes.shape[0], bool)
+        for j in range(codes.shape[1]):
+            chosen = selection[j, : int(self.cardinality[j])]
+            if not chosen.all():
+                inside &= np.isin(codes[:, j], self.value_index[j][chosen])
+        return inside
+
     def cells(self, observed: np.ndarray | None = None) -> Cells:
         return compress(
             self.codes,
@@ -83,6 +100,14 @@ class SubgroupScore:
     @property
     def q(self) -> float:
         return float(np.exp(self.log_q))
+
+
+def members(codes: np.ndarray, selection: np.ndarray) -> np.ndarray:
+    """The one home of subgroup membership: rows (or cells) of ``codes`` inside ``selection``."""
+    inside = np.ones(codes.shape[0], dtype=bool)
+    for j in range(codes.shape[1]):
+        inside &= selection[j, codes[:, j]]
+    return inside
 
 
 def is_material(score: SubgroupScore) -> bool:

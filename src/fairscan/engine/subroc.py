@@ -46,6 +46,13 @@ TIE_TOLERANCE = 1e-12
 # --------------------------------------------------------------------------------------------
 
 
+def _max_threads() -> int:
+    """numba's thread-pool size (``set_num_threads`` accepts at most this)."""
+    import numba
+
+    return int(getattr(numba.config, "NUMBA_NUM_THREADS"))  # noqa: B009 - not in numba's stubs
+
+
 def _sorted_inputs(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     order = np.argsort(score, kind="stable")
     s = np.asarray(score, dtype=np.float64)[order]
@@ -229,7 +236,7 @@ def search(
     k_prime = int(config.candidates)
     threads = max(1, int(config.workers))
     old_threads = numba.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(threads, _max_threads()))
 
     # held top-k' (arrays, best first)
     top_score = np.empty(0)
@@ -487,7 +494,7 @@ def significance(
     tests: list[PatternTest] = []
     cov = covers(codes_sorted, patterns)
     old_threads = numba.get_num_threads()
-    numba.set_num_threads(min(max(1, workers), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(max(1, workers), _max_threads()))
     try:
         for i in range(len(patterns)):
             rows = np.flatnonzero(cov[i]).astype(np.int64)

@@ -1,14 +1,16 @@
 """Compare an audit report with a baseline report: label each result new, persisting, resolved
 or changed (``audit run --baseline``, ``audit diff``).
 
-Matching is per scan id. A result of the current run is first matched to a baseline result with
-the identical subgroup (certify/flag groups: the same group name); the remaining results are
-then matched greedily, best first, by the Jaccard similarity of the attribute cells their
-subgroups cover, when it is at least :data:`OVERLAP_THRESHOLD`. An attribute a subgroup does
-not constrain covers all of its values (taken from the reports' ``attributes``).
+The compared results are the scans' findings (``scans[].findings``, the result contract), whatever
+the scan type. Matching is per scan id. A finding of the current run is first matched to a
+baseline finding with the identical subgroup (a finding of a named group, ``group`` set: the
+same group name); the remaining findings with a subgroup are then matched greedily, best first,
+by the Jaccard similarity of the attribute cells their subgroups cover, when it is at least
+:data:`OVERLAP_THRESHOLD`. Named groups match by name only. An attribute a subgroup does not
+constrain covers all of its values (taken from the reports' ``attributes``).
 
-Labels (only results significant in at least one of the two runs are labelled; a
-non-significant top subgroup of an MDSS scan is noise, not a finding):
+Labels (only findings significant, ``significant is True``, in at least one of the two runs are
+labelled; a non-significant top subgroup is noise, not a finding):
 
 - ``new``: significant now; unmatched, or matched to a baseline result that was not significant;
 - ``resolved``: significant in the baseline; unmatched, or its match is not significant now;
@@ -26,6 +28,7 @@ from fairscan.report.models import (
     BaselineComparison,
     BaselineEntry,
     BaselineSide,
+    Finding,
     ScanResult,
 )
 
@@ -36,58 +39,40 @@ FAIL_ON = ("significant", "new_significant", "never")
 
 @dataclass(frozen=True)
 class _Item:
-    key: str  # canonical subgroup key, or "group:<name>" for certify/flag
+    key: str  # canonical subgroup key, or "group:<name>" for a named group
     side: BaselineSide
-    by_name: bool  # certify/flag: match by name only
+    by_name: bool  # a named group: matched by name only
 
 
 def _canonical(subgroup: dict[str, list[str]]) -> str:
     return ";".join(f"{a}={'|'.join(sorted(v))}" for a, v in sorted(subgroup.items()))
 
 
+def finding_side(finding: Finding) -> BaselineSide:
+    """What the comparison keeps of a finding."""
+    subgroup = finding.subgroup
+    if subgroup is None:
+        subgroup = {"group": [finding.group or finding.label]}
+    p = finding.adjusted_p_value if finding.adjusted_p_value is not None else finding.p_value
+    return BaselineSide(
+        subgroup=subgroup,
+        label=finding.label,
+        score=finding.statistic.value,
+        p_value=p,
+        rate=finding.effect.inside,
+        expected_rate=finding.effect.expected,
+        significant=finding.significant is True,
+    )
+
+
 def scan_items(scan: ScanResult) -> list[_Item]:
-    """The comparable results of one scan: MDSS findings, SubROC patterns, certify/flag groups."""
+    """The comparable results of one scan: its findings."""
     items: list[_Item] = []
     for f in scan.findings:
-        side = BaselineSide(
-            subgroup=f.subgroup,
-            score=f.score,
-            p_value=f.p_value,
-            rate=f.observed_rate,
-            expected_rate=f.expected_rate,
-            significant=bool(f.significant),
-        )
-        items.append(_Item(_canonical(f.subgroup), side, False))
-    if scan.subroc is not None:
-        for pat in scan.subroc.patterns:
-            if not pat.reported:
-                continue
-            cover = pat.validation or pat.search
-            side = BaselineSide(
-                subgroup=pat.subgroup,
-                score=pat.score,
-                p_value=pat.adjusted_p_value,
-                rate=cover.measure,
-                significant=bool(pat.significant),
-            )
-            items.append(_Item(_canonical(pat.subgroup), side, False))
-    cert = scan.certification
-    if cert is not None:
-        for grp in cert.groups:
-            if cert.mode == "flag":
-                hit = grp.flagged is True
-            elif cert.claim == "disparity":
-                hit = grp.certified is True
-            else:
-                hit = grp.certified is False
-            side = BaselineSide(
-                subgroup=grp.subgroup or {"group": [grp.name]},
-                score=grp.gap,
-                p_value=grp.adjusted_p_value,
-                rate=grp.estimate,
-                significant=hit and grp.status in ("ok", "constant"),
-            )
-            items.append(_Item(f"group:{grp.name}", side, True))
+        if f.group is not None:
+            items.append(_Item(f"group:{f.group}", finding_side(f), True))
+        else:
+            items.append(_Item(_canonical(f.subgroup or {}), finding_side(f), False))
     return items
 
 
@@ -229,13 +214,17 @@ def gated_exit_code(significant: int, new_significant: int | None, fail_on: str)
 
 def render_comparison(comparison: BaselineComparison) -> list[str]:
     """Markdown lines: what changed since the baseline, new findings first."""
-    from fairscan.report.text import describe_subgroup, percent
+    from fairscan.report.markdown import cell
+    from fairscan.report.text import describe_subgroup, fmt_p, fmt_value
 
     def num(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
+        return fmt_value(x, missing="-")
 
     def p(x: float | None) -> str:
-        return "-" if x is None else (f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}")
+        return fmt_p(x, missing="-")
+
+    def name_of(side: BaselineSide) -> str:
+        return cell(side.label or describe_subgroup(side.subgroup))
 
     c = comparison
     source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"
@@ -256,21 +245,22 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
         lines += ["No significant finding in either run.", ""]
         return lines
     lines += [
-        "| label | scan | subgroup | score before → after | p before → after | rate before → after |",
+        "| label | scan | finding | statistic before → after | p before → after "
+        "| inside before → after |",
         "|---|---|---|---|---|---|",
     ]
     for e in c.entries:
         shown = e.after or e.before
         assert shown is not None
-        subgroup = describe_subgroup(shown.subgroup)
+        subgroup = name_of(shown)
         if e.label == "changed" and e.before is not None:
-            subgroup = f"{describe_subgroup(e.before.subgroup)} → {subgroup}"
+            subgroup = f"{name_of(e.before)} → {subgroup}"
         b, a = e.before, e.after
         lines.append(
             f"| **{e.label}** | `{e.scan_id}` | {subgroup} "
             f"| {num(b.score if b else None)} → {num(a.score if a else None)} "
             f"| {p(b.p_value if b else None)} → {p(a.p_value if a else None)} "
-            f"| {percent(b.rate if b else None, 1)} → {percent(a.rate if a else None, 1)} |"
+            f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} |"
         )
     lines.append("")
     return lines

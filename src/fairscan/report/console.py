@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fairscan.report.models import AuditReport
-from fairscan.report.text import describe_subgroup
+from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
 
 STATUS_STYLE = {
     "significant": "bold red",
@@ -25,34 +25,30 @@ def summary_table(report: AuditReport) -> Table:
         ("scan", "left"),
         ("type", "left"),
         ("status", "left"),
-        ("subgroup", "left"),
+        ("significant", "right"),
+        ("top finding", "left"),
         ("size", "right"),
-        ("rate in / out", "right"),
-        ("score", "right"),
+        ("inside / reference", "right"),
+        ("statistic", "right"),
         ("p", "right"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for scan in report.scans:
-        status = Text(scan.status.replace("_", " "), style=STATUS_STYLE[scan.status])
-        head = scan.headline()
-        cells = [Text(scan.id), Text(scan.type), status]
-        if head is None:
+        status = Text(scan.status.replace("_", " "), style=STATUS_STYLE.get(scan.status, ""))
+        counts = f"{scan.significant_count()} of {len(scan.findings)}"
+        cells = [Text(scan.id), Text(scan.type), status, Text(counts)]
+        top = scan.headline()
+        if top is None:
             table.add_row(*cells, *(Text("-") for _ in range(5)))
             continue
-        subgroup, score, p = head
-        finding = scan.findings[0] if scan.findings else None
-        size = str(finding.size) if finding else "-"
-        rates = "-"
-        if finding is not None and finding.observed_rate is not None:
-            outside = "-" if finding.outside_rate is None else f"{100 * finding.outside_rate:.0f}%"
-            rates = f"{100 * finding.observed_rate:.0f}% / {outside}"
+        effect = top.effect
         table.add_row(
             *cells,
-            Text(describe_subgroup(subgroup)),
-            Text(size),
-            Text(rates),
-            Text(f"{score:.2f}"),
-            Text("-" if p is None else f"{p:.4f}"),
+            Text(top.label),
+            Text(str(top.size)),
+            Text(f"{fmt_value(effect.inside)} / {fmt_value(effect.reference)}"),
+            Text(f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"),
+            Text(fmt_p(headline_p(top), missing="-")),
         )
     return table
 

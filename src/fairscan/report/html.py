@@ -1,32 +1,32 @@
 """Self-contained HTML report: inline CSS and inline SVG charts drawn here, no script, no
-external resource (it opens offline). Every data string goes through ``html.escape``.
+external resource (it opens offline). Every data string goes through :func:`escape`.
 
-Charts: per MDSS finding, a bar chart of the rate inside vs outside the subgroup (with counts)
-and the null distribution of the maximum score with the observed score marked; a forest plot of
-the bounds per group for certify/flag; ROC curves of each reported SubROC pattern vs the whole
-search set (when the report carries the curve points).
+The page reads only the result contract: per finding, its common table, a bar chart of its
+effect (inside / expected / reference, with row counts) and, when the scan ran a randomization
+test, the null distribution of the maximum statistic with the observed value marked. What a scan
+type shows beyond that comes from its render hooks, which build their markup with the public
+primitives below (:func:`escape`, :func:`html_table`, :func:`figure`, :func:`null_histogram`,
+:func:`forest_plot`, :func:`roc_chart`, :func:`bar_chart`).
 """
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
-from html import escape
 
-from fairscan.report.markdown import STATUS_TEXT, _verdict_line
-from fairscan.report.models import (
-    AuditReport,
-    CertificationResult,
-    Finding,
-    NullDistribution,
-    Population,
-    ScanResult,
-    SubrocResult,
+from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
+from fairscan.report.markdown import (
+    MAX_FINDINGS,
+    STATUS_TEXT,
+    SUMMARY_HEAD,
+    finding_columns,
+    null_sentence,
+    summary_rows,
+    verdict_line,
 )
-from fairscan.report.text import describe_subgroup, fmt_number, fmt_p, percent
-
-_f = fmt_number
-_p = fmt_p
+from fairscan.report.models import AuditReport, Effect, Finding, NullDistribution, ScanResult
+from fairscan.report.text import describe_subgroup, fmt_number, fmt_value, percent
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
 
@@ -64,11 +64,12 @@ pre{background:#f0f2f5;padding:8px;overflow:auto}
 """
 
 
-# --- helpers ---------------------------------------------------------------------------------
+# --- primitives (public: scan render hooks build their markup with them) --------------------
 
 
-def _e(x: object) -> str:
-    return escape(str(x), quote=True)
+def escape(x: object) -> str:
+    """Any value as HTML text (quotes escaped too, so it is safe in attributes)."""
+    return html.escape(str(x), quote=True)
 
 
 def _n(x: float) -> str:
@@ -77,10 +78,10 @@ def _n(x: float) -> str:
 
 
 def _text(x: float, y: float, label: str, anchor: str = "start", **attrs: str) -> str:
-    extra = "".join(f' {k.replace("_", "-")}="{_e(v)}"' for k, v in attrs.items())
+    extra = "".join(f' {k.replace("_", "-")}="{escape(v)}"' for k, v in attrs.items())
     return (
         f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" font-size="11"{extra}>'
-        f"{_e(label)}</text>"
+        f"{escape(label)}</text>"
     )
 
 
@@ -102,51 +103,49 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 def _svg(width: int, height: int, body: Sequence[str], label: str) -> str:
     return (
         f'<svg class="plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{_e(label)}">' + "".join(body) + "</svg>"
+        f'role="img" aria-label="{escape(label)}">' + "".join(body) + "</svg>"
     )
 
 
-def _figure(svg: str, caption: str, kind: str) -> str:
+def figure(svg: str, caption: str, kind: str) -> str:
+    """A chart with its caption; ``kind`` goes to ``data-chart`` (bars, null, forest, roc...)."""
     return (
-        f'<figure class="chart" data-chart="{_e(kind)}">{svg}'
-        f"<figcaption>{_e(caption)}</figcaption></figure>"
+        f'<figure class="chart" data-chart="{escape(kind)}">{svg}'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
     )
+
+
+def html_table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: set[int]) -> str:
+    """A table with escaped cells; columns whose index is in ``numeric`` are right-aligned."""
+    cls = [' class="n"' if i in numeric else "" for i in range(len(head))]
+    out = ["<table><thead><tr>"]
+    out += [f"<th{cls[i]}>{escape(h)}</th>" for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells = "".join(
+            f"<td{cls[i] if i < len(cls) else ''}>{escape(v)}</td>" for i, v in enumerate(row)
+        )
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
 
 
 # --- charts ----------------------------------------------------------------------------------
 
 
-def bar_chart(finding: Finding, population: Population | None) -> str:
-    """Observed rate inside the subgroup vs outside it (and the null expectation inside)."""
-    rows: list[tuple[str, float | None, str, str]] = []
-    inside_n = finding.size
-    rows.append(
-        (
-            "inside subgroup",
-            finding.observed_rate,
-            f"{finding.observed_count:g} of {inside_n}",
-            INSIDE,
-        )
-    )
-    if finding.expected_rate is not None:
-        rows.append(
-            (
-                "expected inside",
-                finding.expected_rate,
-                f"{finding.expected_count:.1f} of {inside_n}",
-                EXPECTED,
-            )
-        )
-    outside_label = ""
-    if population is not None:
-        out_n = population.size - inside_n
-        if population.observed_rate is not None and out_n > 0:
-            out_count = population.observed_rate * population.size - finding.observed_count
-            outside_label = f"{out_count:.0f} of {out_n}"
-        elif out_n >= 0:
-            outside_label = f"n = {out_n}"
-    rows.append(("outside subgroup", finding.outside_rate, outside_label, OUTSIDE))
-    values = [v for _, v, _, _ in rows if v is not None]
+def bar_chart(effect: Effect, caption: str | None = None) -> str:
+    """The effect's metric inside, expected inside (when given) and in the reference, with row
+    counts. Empty when none of the three is defined."""
+    rows: list[tuple[str, float | None, str, str]] = [
+        ("inside", effect.inside, f"n = {effect.inside_count}", INSIDE)
+    ]
+    if effect.expected is not None:
+        rows.append(("expected inside", effect.expected, "", EXPECTED))
+    ref_count = "" if effect.reference_count is None else f"n = {effect.reference_count}"
+    rows.append(("reference", effect.reference, ref_count, OUTSIDE))
+    values = [v for _, v, _, _ in rows if v is not None and math.isfinite(v)]
+    if not values:
+        return ""
     hi = max([*values, 0.0])
     lo = min([*values, 0.0])
     if hi <= lo:
@@ -171,27 +170,29 @@ def bar_chart(finding: Finding, population: Population | None) -> str:
     for i, (label, value, counts, color) in enumerate(rows):
         y0 = top + i * row_h
         body.append(_text(left - 6, y0 + 19, label, "end"))
-        if value is None:
+        if value is None or not math.isfinite(value):
             body.append(_text(left + 4, y0 + 19, "n/a", fill="#777"))
             continue
         x0, x1 = sorted((x(0.0), x(value)))
         body.append(
             f'<rect class="bar" x="{_n(x0)}" y="{y0 + 6}" width="{_n(max(x1 - x0, 1.0))}" '
-            f'height="{row_h - 10}" fill="{color}"><title>{_e(label)}: {_e(percent(value, 1))}'
-            f" ({_e(counts)})</title></rect>"
+            f'height="{row_h - 10}" fill="{color}"><title>{escape(label)}: '
+            f"{escape(fmt_value(value))} ({escape(counts or 'no count')})</title></rect>"
         )
-        body.append(_text(x1 + 5, y0 + 19, f"{percent(value, 1)}  {counts}".rstrip()))
+        body.append(_text(x1 + 5, y0 + 19, f"{fmt_value(value)}  {counts}".rstrip()))
     body.append(
         f'<line x1="{_n(x(0.0))}" y1="{top}" x2="{_n(x(0.0))}" '
         f'y2="{top + row_h * len(rows)}" stroke="#333"/>'
     )
-    label = population.observed_label if population is not None else "observed rate"
-    svg = _svg(width, height, body, f"bar chart: {label} inside vs outside the subgroup")
-    return _figure(svg, f"Rate ({label}) inside vs outside the subgroup, with counts.", "bars")
+    svg = _svg(width, height, body, f"bar chart: {effect.metric} inside vs the reference")
+    text = caption or (
+        f"{effect.metric}: inside vs the reference ({effect.reference_name}), with row counts."
+    )
+    return figure(svg, text, "bars")
 
 
 def null_histogram(null: NullDistribution, observed: float, caption: str | None = None) -> str:
-    """Histogram of the null maxima with the observed score (and the 1 - alpha quantile)."""
+    """Histogram of the null maxima with the observed value (and the 1 - alpha quantile)."""
     scores = [s for s in null.scores if s is not None and math.isfinite(s)]
     width, height = 420, 190
     left, right, top, bottom = 40, 14, 22, 30
@@ -242,7 +243,7 @@ def null_histogram(null: NullDistribution, observed: float, caption: str | None 
     ox = x(observed)
     body.append(
         f'<line class="observed" x1="{_n(ox)}" y1="{top - 8}" x2="{_n(ox)}" y2="{top + plot_h}" '
-        f'stroke="{INSIDE}" stroke-width="2.5"><title>observed score {observed:.3f}</title></line>'
+        f'stroke="{INSIDE}" stroke-width="2.5"><title>observed {observed:.3f}</title></line>'
     )
     anchor = "end" if ox > left + plot_w * 0.7 else "start"
     shift = -4 if anchor == "end" else 4
@@ -257,28 +258,38 @@ def null_histogram(null: NullDistribution, observed: float, caption: str | None 
         f"Null distribution of the maximum score ({null.replicates} replicates, "
         f"{null.exceed_count} at or above the observed {observed:.2f})."
     )
-    return _figure(svg, text, "null")
+    return figure(svg, text, "null")
 
 
-def forest_plot(result: CertificationResult) -> str:
-    """Gap estimate and bounds (lower/upper) per group, with 0 and the tolerance marked."""
-    flag = result.mode == "flag"
-
-    def hit(g) -> bool:
-        return bool(g.flagged) if flag else bool(g.certified)
-
-    groups = [g for g in result.groups if g.gap is not None or g.lower is not None]
-    ordered = [g for g in groups if hit(g)] + [g for g in groups if not hit(g)]
-    shown = ordered[:FOREST_MAX_GROUPS]
-    values = [0.0, result.tolerance]
-    if result.side == "both":
-        values.append(-result.tolerance)
-    for g in shown:
-        values += [v for v in (g.gap, g.lower, g.upper) if v is not None and math.isfinite(v)]
+def forest_plot(
+    names: Sequence[str],
+    gap: Sequence[float | None],
+    lower: Sequence[float | None],
+    upper: Sequence[float | None],
+    hits: Sequence[bool],
+    tolerance: float,
+    two_sided: bool,
+    *,
+    hit_label: str = "hit",
+    metric: str | None = None,
+    max_groups: int = FOREST_MAX_GROUPS,
+) -> str:
+    """Gap (point) and bounds (line) per group, with 0 and the tolerance (both signs when
+    ``two_sided``) marked; hits first, in red. A missing bound reaches the plot's edge."""
+    rows = [
+        (names[i], gap[i], lower[i], upper[i], bool(hits[i]))
+        for i in range(len(names))
+        if gap[i] is not None or lower[i] is not None or upper[i] is not None
+    ]
+    ordered = [r for r in rows if r[4]] + [r for r in rows if not r[4]]
+    shown = ordered[:max_groups]
+    values = [0.0, tolerance] + ([-tolerance] if two_sided else [])
+    for _, g, lo_, up_, _ in shown:
+        values += [v for v in (g, lo_, up_) if v is not None and math.isfinite(v)]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.06 or 0.05
     lo, hi = lo - pad, hi + pad
-    label_w = max(120, min(440, int(6.4 * max([len(g.name) for g in shown] + [10]))))
+    label_w = max(120, min(440, int(6.4 * max([len(r[0]) for r in shown] + [10]))))
     left, right, top, row_h = label_w + 10, 24, 38, 20
     plot_w = max(360, 1000 - left - right)
     width = left + plot_w + right
@@ -297,58 +308,51 @@ def forest_plot(result: CertificationResult) -> str:
     body.append(
         f'<line x1="{_n(x(0))}" y1="{top - 6}" x2="{_n(x(0))}" y2="{bottom}" stroke="#333"/>'
     )
-    tols = [result.tolerance] + ([-result.tolerance] if result.side == "both" else [])
-    for tol in tols:
+    for tol in [tolerance] + ([-tolerance] if two_sided else []):
         if tol != 0:
             body.append(
                 f'<line x1="{_n(x(tol))}" y1="{top - 6}" x2="{_n(x(tol))}" y2="{bottom}" '
                 'stroke="#e0a800" stroke-dasharray="5 3"/>'
             )
     body.append(_text(x(0), top - 10, "gap 0", "middle", fill="#333"))
-    if result.tolerance != 0:
+    if tolerance != 0:
         body.append(
-            _text(
-                x(result.tolerance),
-                top - 24,
-                f"tolerance {result.tolerance:+g}",
-                "middle",
-                fill="#8a6d00",
-            )
+            _text(x(tolerance), top - 24, f"tolerance {tolerance:+g}", "middle", fill="#8a6d00")
         )
-    for i, g in enumerate(shown):
+    for i, (name, g, low, up, hit) in enumerate(shown):
         yc = top + i * row_h + row_h / 2
-        color = INSIDE if hit(g) else OUTSIDE
-        body.append(_text(left - 8, yc + 4, g.name, "end"))
-        lower = g.lower if g.lower is not None else lo
-        upper = g.upper if g.upper is not None else hi
+        color = INSIDE if hit else OUTSIDE
+        body.append(_text(left - 8, yc + 4, name, "end"))
+        a = low if low is not None else lo
+        b = up if up is not None else hi
         body.append(
-            f'<line class="interval" x1="{_n(x(lower))}" y1="{_n(yc)}" x2="{_n(x(upper))}" '
-            f'y2="{_n(yc)}" stroke="{color}" stroke-width="2"><title>{_e(g.name)}: '
-            f"[{_e(_f(g.lower))}, {_e(_f(g.upper))}]</title></line>"
+            f'<line class="interval" x1="{_n(x(a))}" y1="{_n(yc)}" x2="{_n(x(b))}" '
+            f'y2="{_n(yc)}" stroke="{color}" stroke-width="2"><title>{escape(name)}: '
+            f"[{escape(fmt_number(low))}, {escape(fmt_number(up))}]</title></line>"
         )
-        for end, given in ((lower, g.lower), (upper, g.upper)):
+        for end, given in ((a, low), (b, up)):
             if given is not None:
                 body.append(
                     f'<line x1="{_n(x(end))}" y1="{_n(yc - 5)}" x2="{_n(x(end))}" '
                     f'y2="{_n(yc + 5)}" stroke="{color}" stroke-width="2"/>'
                 )
-        if g.gap is not None:
+        if g is not None:
             body.append(
-                f'<circle class="point" cx="{_n(x(g.gap))}" cy="{_n(yc)}" r="4.5" fill="{color}">'
-                f"<title>{_e(g.name)}: gap {g.gap:+.4f} (n = {g.size})</title></circle>"
+                f'<circle class="point" cx="{_n(x(g))}" cy="{_n(yc)}" r="4.5" fill="{color}">'
+                f"<title>{escape(name)}: gap {g:+.4f}</title></circle>"
             )
-    what = "flagged" if flag else "certified"
-    svg = _svg(width, height, body, f"forest plot of the gap bounds per group ({what} in red)")
+    svg = _svg(width, height, body, f"forest plot of the gap bounds per group ({hit_label} in red)")
     more = (
-        f" Showing {len(shown)} of {len(groups)} groups ({what} first)."
-        if len(shown) < len(groups)
+        f" Showing {len(shown)} of {len(rows)} groups ({hit_label} first)."
+        if len(shown) < len(rows)
         else ""
     )
+    of = f" of {metric}" if metric else ""
     caption = (
-        f"Gap of {result.metric} per group (point) with its bounds (line; open ends reach the "
-        f"edge); red = {what}, dashed = tolerance.{more}"
+        f"Gap{of} per group (point) with its bounds (line; open ends reach the edge); "
+        f"red = {hit_label}, dashed = tolerance.{more}"
     )
-    return _figure(svg, caption, "forest")
+    return figure(svg, caption, "forest")
 
 
 def roc_chart(
@@ -356,6 +360,7 @@ def roc_chart(
     subgroup: tuple[Sequence[float], Sequence[float]] | None,
     label: str,
 ) -> str:
+    """ROC curve (fpr, tpr points) of a subgroup against the whole set."""
     size, pad_l, pad_b, pad_t, pad_r = 220, 38, 30, 10, 10
     width, height = pad_l + size + pad_r + 120, pad_t + size + pad_b
 
@@ -382,7 +387,7 @@ def roc_chart(
         points = " ".join(pt(f, t) for f, t in zip(fpr, tpr, strict=False))
         body.append(
             f'<polyline class="roc" points="{points}" fill="none" stroke="{color}" '
-            f'stroke-width="2"><title>{_e(name)}</title></polyline>'
+            f'stroke-width="2"><title>{escape(name)}</title></polyline>'
         )
         ly = pad_t + 14 + 18 * i
         body.append(
@@ -391,201 +396,68 @@ def roc_chart(
         )
         body.append(_text(pad_l + size + 32, ly, name))
     svg = _svg(width, height, body, f"ROC curves: {label}")
-    return _figure(svg, f"ROC curve of {label} vs the whole search set.", "roc")
+    return figure(svg, f"ROC curve of {label} vs the whole search set.", "roc")
 
 
 # --- sections --------------------------------------------------------------------------------
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: set[int]) -> str:
-    cls = [' class="n"' if i in numeric else "" for i in range(len(head))]
-    out = ["<table><thead><tr>"]
-    out += [f"<th{cls[i]}>{_e(h)}</th>" for i, h in enumerate(head)]
-    out.append("</tr></thead><tbody>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td{cls[i]}>{_e(v)}</td>" for i, v in enumerate(row)))
-        out.append("</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def _finding_null(scan: ScanResult, finding: Finding) -> NullDistribution | None:
-    if scan.null_distribution is not None:
-        return scan.null_distribution
-    if scan.cbs is not None and finding.cbs is not None:
-        for run in scan.cbs.runs:
-            if run.protected == finding.cbs.protected and run.null is not None:
-                return run.null
-    return None
-
-
-def _finding_html(scan: ScanResult, index: int, finding: Finding) -> str:
+def _finding_html(scan: ScanResult, index: int, finding: Finding, hooks: RenderHooks | None) -> str:
+    head, row, numeric = finding_columns(finding)
     parts = [
-        f'<div class="finding" id="{_e(scan.id)}-finding-{index}">',
-        f"<h3>Finding {index}: {_e(describe_subgroup(finding.subgroup))}</h3>",
-        f"<p>{_e(finding.description)}</p>",
-        _table(
-            ["size", "observed", "expected", "outside", "q", "score", "LLR", "p-value"],
-            [
-                [
-                    finding.size,
-                    percent(finding.observed_rate, 1),
-                    percent(finding.expected_rate, 1),
-                    percent(finding.outside_rate, 1),
-                    f"{finding.q:.3f}",
-                    f"{finding.score:.2f}",
-                    f"{finding.llr:.2f}",
-                    _p(finding.p_value),
-                ]
-            ],
-            set(range(8)),
-        ),
-        '<div class="charts">',
-        bar_chart(finding, scan.population),
+        f'<div class="finding" id="{escape(scan.id)}-finding-{index}">',
+        f"<h3>Finding {index}: {escape(finding.label)}</h3>",
+        f"<p>{escape(finding.description)}</p>",
+        html_table(head, [row], numeric),
     ]
-    null = _finding_null(scan, finding)
-    if null is not None and null.scores:
-        parts.append(null_histogram(null, finding.score))
-    parts.append("</div></div>")
+    charts = [bar_chart(finding.effect)]
+    null = scan.null_distribution
+    observed = finding.statistic.value
+    if null is not None and null.scores and observed is not None and math.isfinite(observed):
+        charts.append(null_histogram(null, observed))
+    charts = [c for c in charts if c]
+    if charts:
+        parts += ['<div class="charts">', *charts, "</div>"]
+    sentence = null_sentence(scan, finding)
+    if sentence is not None:
+        parts.append(f'<p class="muted">{escape(sentence)}</p>')
+    if hooks is not None and hooks.finding_html is not None:
+        parts.append(hooks.finding_html(scan, finding))
+    parts.append("</div>")
     return "".join(parts)
 
 
-def _subroc_html(result: SubrocResult) -> str:
-    over_val = (
-        f"; {_f(result.overall_validation)} on the validation set ({result.validation_rows} rows)"
-        if result.overall_validation is not None
-        else ""
-    )
+def _scan_html(scan: ScanResult, hooks: RenderHooks | None) -> str:
+    status_cls = {"significant": "b-significant", "error": "b-error"}.get(scan.status, "")
     parts = [
-        f"<p>{_e(result.measure)} overall: {_e(_f(result.overall_search))} on the search set "
-        f"({result.search_rows} rows){_e(over_val)}. {result.reported} pattern(s) reported of "
-        f"{len(result.patterns)} candidates tested ({_e(result.correction.upper())}, alpha "
-        f"{result.alpha:g}).</p>"
-    ]
-    reported = [p for p in result.patterns if p.reported]
-    if reported:
-        parts.append('<div class="finding"><h3>Reported patterns</h3><ol>')
-        parts += [
-            f'<li id="pattern-{p.rank}">{_e(p.description)} (adjusted p = '
-            f"{_e(_p(p.adjusted_p_value))})</li>"
-            for p in reported
-        ]
-        parts.append("</ol>")
-        if result.roc is not None:
-            parts.append('<div class="charts">')
-            for p in reported:
-                sub = (p.roc.fpr, p.roc.tpr) if p.roc is not None else None
-                overall = (result.roc.fpr, result.roc.tpr)
-                parts.append(roc_chart(overall, sub, describe_subgroup(p.subgroup)))
-            parts.append("</div>")
-        parts.append("</div>")
-    rows = [
-        [
-            p.rank,
-            describe_subgroup(p.subgroup),
-            p.search.size,
-            _f(p.search.measure),
-            _f(p.validation.measure) if p.validation else "n/a",
-            f"{p.score:.4f}",
-            _p(p.adjusted_p_value),
-            "yes" if p.reported else "no",
-        ]
-        for p in result.patterns[:15]
-    ]
-    parts.append(
-        _table(
-            [
-                "rank",
-                "pattern",
-                "search rows",
-                "search",
-                "validation",
-                "score",
-                "adj. p",
-                "reported",
-            ],
-            rows,
-            {0, 2, 3, 4, 5, 6},
-        )
-    )
-    if len(result.patterns) > 15:
-        parts.append(
-            f'<p class="muted">Top 15 of {len(result.patterns)} candidates (all are in the JSON '
-            "report).</p>"
-        )
-    return "".join(parts)
-
-
-def _certification_html(result: CertificationResult) -> str:
-    flag = result.mode == "flag"
-    hits = "flagged" if flag else "certified"
-    summary = (
-        f"{result.metric_description}; target theta = {result.theta:.4f} ({result.target}); "
-        f"{result.hits} of {result.groups_tested} tested groups {hits} "
-        f"({result.groups_total} in the collection); tolerance {result.tolerance:+g}, "
-        f"side {result.side}, alpha {result.alpha:g}, B = {result.bootstrap}."
-    )
-    head = ["group", "n", "estimate", "gap", "lower", "upper"]
-    head += ["adj. p", "flagged", "status"] if flag else ["certified", "status"]
-    rows = []
-    for g in result.groups[:40]:
-        row = [g.name, g.size, _f(g.estimate), _f(g.gap), _f(g.lower), _f(g.upper)]
-        if flag:
-            row += [_p(g.adjusted_p_value), "yes" if g.flagged else "no", g.status]
-        else:
-            row += ["n/a" if g.certified is None else ("yes" if g.certified else "no"), g.status]
-        rows.append(row)
-    return (
-        f"<p>{_e(summary)}</p>"
-        + '<div class="charts">'
-        + forest_plot(result)
-        + "</div>"
-        + _table(head, rows, {1, 2, 3, 4, 5, 6})
-        + (
-            f'<p class="muted">First 40 of {len(result.groups)} groups (all are in the JSON '
-            "report).</p>"
-            if len(result.groups) > 40
-            else ""
-        )
-    )
-
-
-def _scan_html(scan: ScanResult) -> str:
-    status_cls = (
-        "b-significant"
-        if scan.status == "significant"
-        else ("b-error" if scan.status == "error" else "")
-    )
-    parts = [
-        f'<section class="scan" id="scan-{_e(scan.id)}">',
-        f"<h2>{_e(scan.id)} <span class='badge'>{_e(scan.type)}</span>"
-        f'<span class="badge {status_cls}">{_e(STATUS_TEXT.get(scan.status, scan.status))}'
+        f'<section class="scan" id="scan-{escape(scan.id)}">',
+        f"<h2>{escape(scan.id)} <span class='badge'>{escape(scan.type)}</span>"
+        f'<span class="badge {status_cls}">{escape(STATUS_TEXT.get(scan.status, scan.status))}'
         "</span></h2>",
     ]
     if scan.error:
-        parts.append(f"<pre>{_e(scan.error)}</pre></section>")
+        parts.append(f"<pre>{escape(scan.error)}</pre></section>")
         return "".join(parts)
     if scan.population is not None:
         pop = scan.population
         parts.append(
-            f"<p>Scanned population: {_e(pop.description)}, {pop.size} rows; "
-            f"{_e(pop.observed_label)}: {_e(percent(pop.observed_rate, 1))}.</p>"
+            f"<p>Scanned population: {escape(pop.description)}, {pop.size} rows; "
+            f"{escape(pop.observed_label)}: {escape(percent(pop.observed_rate, 1))}.</p>"
         )
-    for i, finding in enumerate(scan.findings, start=1):
-        parts.append(_finding_html(scan, i, finding))
-    if scan.subroc is not None:
-        parts.append(_subroc_html(scan.subroc))
-    if scan.certification is not None:
-        parts.append(_certification_html(scan.certification))
-    if scan.cbs is not None:
-        rows = [
-            [r.protected, r.status, _f(r.score, 2), _p(r.p_value), r.reason or ""]
-            for r in scan.cbs.runs
-        ]
-        parts.append(f"<p>{_e(scan.cbs.cell)}</p>")
-        parts.append(_table(["protected", "status", "score", "p-value", "note"], rows, {2, 3}))
+    if scan.findings:
+        noun = "finding" if len(scan.findings) == 1 else "findings"
+        parts.append(f"<p>{len(scan.findings)} {noun}, {scan.significant_count()} significant.</p>")
+    for i, finding in enumerate(scan.findings[:MAX_FINDINGS], start=1):
+        parts.append(_finding_html(scan, i, finding, hooks))
+    if len(scan.findings) > MAX_FINDINGS:
+        parts.append(
+            f'<p class="muted">{len(scan.findings) - MAX_FINDINGS} more findings in the JSON '
+            "report.</p>"
+        )
+    if hooks is not None and hooks.html is not None:
+        parts.append(hooks.html(scan))
     for warning in scan.warnings:
-        parts.append(f'<div class="warn">Warning: {_e(warning)}</div>')
+        parts.append(f'<div class="warn">Warning: {escape(warning)}</div>')
     t = scan.timing
     parts.append(
         f'<p class="muted">search {t.search_seconds:.2f} s, significance '
@@ -598,69 +470,50 @@ def _baseline_html(report: AuditReport) -> str:
     base = report.baseline
     if base is None:
         return ""
-    rows = [
-        [
-            e.scan_id,
-            e.label,
-            e.match,
-            describe_subgroup((e.after or e.before).subgroup) if (e.after or e.before) else "",
-        ]
-        for e in base.entries
-    ]
+    rows = []
+    for e in base.entries:
+        side = e.after or e.before
+        label = "" if side is None else (side.label or describe_subgroup(side.subgroup))
+        rows.append([e.scan_id, e.label, e.match, label])
     return (
         '<section class="box"><h2>Comparison with the baseline</h2>'
-        f"<p>Baseline {_e(base.baseline_name)} ({_e(base.baseline_utc_time)}); "
+        f"<p>Baseline {escape(base.baseline_name)} ({escape(base.baseline_utc_time)}); "
         f"{base.new_significant} new significant finding(s).</p>"
-        + _table(["scan", "label", "match", "subgroup"], rows, set())
+        + html_table(["scan", "label", "match", "finding"], rows, set())
         + "</section>"
     )
 
 
-def render_html(report: AuditReport) -> str:
+def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     prov = report.provenance
     v = report.verdict
-    verdict = _verdict_line(report).replace("**", "")
-    summary_rows = []
-    for scan in report.scans:
-        top = scan.headline()
-        summary_rows.append(
-            [
-                scan.id,
-                scan.type,
-                STATUS_TEXT.get(scan.status, scan.status),
-                describe_subgroup(top[0]) if top else "-",
-                _f(top[1], 2) if top else "-",
-                _p(top[2]) if top else "-",
-            ]
-        )
+    verdict = verdict_line(report).replace("**", "")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Fairness audit: {_e(report.name)}</title>",
+        f"<title>Fairness audit: {escape(report.name)}</title>",
         f"<style>{CSS}</style></head><body><main>",
-        f"<h1>Fairness audit: {_e(report.name)}</h1>",
-        f'<p><span class="verdict v-{_e(v.status)}">{_e(verdict)}</span></p>',
+        f"<h1>Fairness audit: {escape(report.name)}</h1>",
+        f'<p><span class="verdict v-{escape(v.status)}">{escape(verdict)}</span></p>',
     ]
     if report.description:
-        parts.append(f"<p>{_e(report.description)}</p>")
+        parts.append(f"<p>{escape(report.description)}</p>")
     parts.append(
         '<section class="box"><h2>Summary</h2>'
-        + _table(
-            ["scan", "type", "status", "top subgroup", "score", "p-value"], summary_rows, {4, 5}
-        )
+        + html_table(SUMMARY_HEAD, summary_rows(report), {3, 5, 6})
         + "</section>"
     )
     parts.append(_baseline_html(report))
-    parts += [_scan_html(scan) for scan in report.scans]
+    parts += [_scan_html(scan, hooks.get(scan.type)) for scan in report.scans]
     if report.data_warnings:
         parts.append('<section class="box"><h2>Data warnings</h2><ul>')
-        parts += [f"<li>{_e(w)}</li>" for w in report.data_warnings]
+        parts += [f"<li>{escape(w)}</li>" for w in report.data_warnings]
         parts.append("</ul></section>")
     seed = prov.seed if prov.seed is not None else f"none (entropy {prov.seed_entropy})"
     parts.append(
         '<section class="box"><h2>Provenance</h2>'
-        + _table(
+        + html_table(
             ["item", "value"],
             [
                 ["fairscan", prov.tool_version],

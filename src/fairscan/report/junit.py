@@ -1,20 +1,28 @@
 """JUnit XML report for CI test panels: one testsuite per spec, one testcase per scan.
 
-A scan with a significant finding is a ``<failure>`` whose message names its top subgroup; a scan
-that could not run is an ``<error>``; a scan that was not tested (replicates 0) or not auditable
-is ``<skipped>``.
+A scan with a significant finding is a ``<failure>`` whose message names its top finding (label,
+statistic, p-value); a scan that could not run is an ``<error>``; a scan that was not tested
+(replicates 0) or not auditable is ``<skipped>``. Reads only the result contract.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fairscan.report.models import AuditReport
-from fairscan.report.text import describe_subgroup
+from fairscan.report.models import AuditReport, Finding
+from fairscan.report.text import fmt_value, headline_p, statistic_words
 
 
 def _p(p: float | None) -> str:
     return "not tested" if p is None else f"{p:.4g}"
+
+
+def headline_text(top: Finding | None) -> str:
+    """``sex = F and region = N (score 12.30, p = 0.01)``, or "no finding"."""
+    if top is None:
+        return "no finding"
+    stat = f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"
+    return f"{top.label} ({stat}, p = {_p(headline_p(top))})"
 
 
 def render_junit(report: AuditReport) -> str:
@@ -58,12 +66,7 @@ def render_junit(report: AuditReport) -> str:
             name=f"{scan.id} ({scan.type})",
             time=f"{scan.timing.total_seconds:.3f}",
         )
-        top = scan.headline()
-        where = (
-            f"{describe_subgroup(top[0])} (score {top[1]:.3f}, p = {_p(top[2])})"
-            if top
-            else "no subgroup"
-        )
+        where = headline_text(scan.headline())
         if scan.status == "error":
             error = ET.SubElement(case, "error", message=f"scan {scan.id} could not run")
             error.text = scan.error or ""
@@ -72,14 +75,16 @@ def render_junit(report: AuditReport) -> str:
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=f"{n} significant finding(s); top subgroup: {where}",
+                message=f"{n} significant finding(s); top finding: {where}",
                 type="significant_finding",
             )
-            failure.text = "\n".join(f.description for f in scan.findings) or where
+            failure.text = (
+                "\n".join(f.description for f in scan.findings if f.significant is True) or where
+            )
         elif scan.status in ("untested", "not_auditable"):
-            ET.SubElement(case, "skipped", message=f"{scan.status}: top subgroup {where}")
+            ET.SubElement(case, "skipped", message=f"{scan.status}: top finding {where}")
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{scan.status}: top subgroup {where}"
+            out.text = f"{scan.status}: top finding {where}"
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"

@@ -1,173 +1,193 @@
-"""GitHub-flavoured Markdown report: verdict first, findings in words, provenance last."""
+"""GitHub-flavoured Markdown report: verdict first, findings in words, provenance last.
+
+Reads only the result contract (:mod:`fairscan.report.models`): every scan's findings get the
+same table; what a scan type reports beyond it (``detail``) comes from its render hooks.
+"""
 
 from __future__ import annotations
 
-from functools import partial
+from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
+from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.text import (
+    fmt_p,
+    fmt_value,
+    headline_p,
+    percent,
+    significance_words,
+    statistic_words,
+)
 
-from fairscan.report.markdown_cbs import render_cbs
-from fairscan.report.markdown_certification import render_certification
-from fairscan.report.markdown_subroc import render_subroc
-from fairscan.report.models import AuditReport, Finding, IjdiScanInfo, ScanResult
-from fairscan.report.text import describe_subgroup, fmt_number, fmt_p, percent
-
-_num = partial(fmt_number, digits=2)
-_p = fmt_p
-
-
-def _verdict_line(report: AuditReport) -> str:
-    v = report.verdict
-    if v.status == "error":
-        return f"**ERROR**: {v.scans_with_errors} of {v.scans} scans could not be completed."
-    if v.status == "findings" and v.exit_code == 0 and report.baseline is not None:
-        noun = "finding" if v.significant_findings == 1 else "findings"
-        return (
-            f"**PASS** (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
-            f"significant {noun} in {v.scans} scans, {report.baseline.new_significant} new."
-        )
-    if v.status == "findings" and v.exit_code == 0:
-        noun = "finding" if v.significant_findings == 1 else "findings"
-        return f"**PASS** (gate): {v.significant_findings} significant {noun} in {v.scans} scans."
-    if v.status == "findings":
-        noun = "finding" if v.significant_findings == 1 else "findings"
-        return f"**FAIL**: {v.significant_findings} significant {noun} in {v.scans} scans."
-    return f"**PASS**: no significant finding in {v.scans} scans."
-
+# Findings shown per scan (most important first); all of them are in the JSON report.
+MAX_FINDINGS = 50
 
 STATUS_TEXT = {
     "significant": "significant",
     "not_significant": "not significant",
     "untested": "not tested (replicates: 0)",
-    "no_finding": "no subgroup deviates in the scanned direction",
+    "no_finding": "no finding",
     "not_auditable": "not auditable",
     "error": "error",
 }
 
 
-def _finding_table(finding: Finding) -> list[str]:
-    return [
-        "| subgroup | size | observed rate | expected rate | outside rate | q | score | LLR | p-value |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {describe_subgroup(finding.subgroup)} | {finding.size} | {percent(finding.observed_rate, 1)} "
-        f"| {percent(finding.expected_rate, 1)} | {percent(finding.outside_rate, 1)} | {finding.q:.3f} "
-        f"| {finding.score:.2f} | {finding.llr:.2f} | {_p(finding.p_value)} |",
-    ]
+def verdict_line(report: AuditReport) -> str:
+    """The verdict in one Markdown line (bold PASS/FAIL/ERROR first)."""
+    v = report.verdict
+    noun = "finding" if v.significant_findings == 1 else "findings"
+    scans = f"{v.scans} scan" if v.scans == 1 else f"{v.scans} scans"
+    if v.status == "error":
+        return f"**ERROR**: {v.scans_with_errors} of {v.scans} scans could not be completed."
+    if v.status == "findings" and v.exit_code == 0 and report.baseline is not None:
+        return (
+            f"**PASS** (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
+            f"significant {noun} in {scans}, {report.baseline.new_significant} new."
+        )
+    if v.status == "findings" and v.exit_code == 0:
+        return f"**PASS** (gate): {v.significant_findings} significant {noun} in {scans}."
+    if v.status == "findings":
+        return f"**FAIL**: {v.significant_findings} significant {noun} in {scans}."
+    return f"**PASS**: no significant finding in {scans}."
 
 
-def _ijdi_lines(info: IjdiScanInfo) -> list[str]:
-    passes = "pass" if info.passes == 1 else "passes"
-    lines = [
-        f"IJDI settings: side {info.side}, lambda = {info.lam:g}, base rate from {info.base_rate_source}; "
-        f"edge-case loop: {info.passes} scan {passes}, {len(info.corrections)} correction(s)"
-        + ("" if info.converged else " (stopped at the pass cap)")
-        + ".",
-        "",
-    ]
-    if info.mitigation is not None:
-        lines += [
-            f"Mitigation (iterative thresholds): {len(info.mitigation)} correction(s), "
-            f"status {info.mitigation_status or 'not needed'}.",
-            "",
-        ]
-        if info.mitigation:
-            lines += [
-                "| subgroup | new threshold | rate before | rate after | score before | p before |",
-                "|---|---:|---:|---:|---:|---:|",
-            ]
-            for step in info.mitigation:
-                lines.append(
-                    f"| {describe_subgroup(step.subgroup)} | {step.threshold:.4f} | {percent(step.rate_before, 1)} "
-                    f"| {percent(step.rate_after, 1)} | {step.score_before:.2f} | {_p(step.p_value_before)} |"
-                )
-            lines.append("")
+def cell(value: object) -> str:
+    """Text safe inside a Markdown table cell (pipes escaped, one line)."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def table(head: list[str], rows: list[list[object]], numeric: set[int] | None = None) -> list[str]:
+    """A Markdown table; columns in ``numeric`` are right-aligned."""
+    numeric = numeric or set()
+    rule = ["---:" if i in numeric else "---" for i in range(len(head))]
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "|".join(rule) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return lines
 
 
-def _scan_section(scan: ScanResult) -> list[str]:
-    lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT[scan.status]}", ""]
+def with_count(value: float | None, count: int | None) -> str:
+    """``0.6648 (n = 349)``; the count is left out when there is none."""
+    return fmt_value(value) + ("" if count is None else f" (n = {count})")
+
+
+def finding_columns(finding: Finding) -> tuple[list[str], list[object], set[int]]:
+    """The common table of one finding: header, row, right-aligned columns."""
+    e = finding.effect
+    head = ["finding", "size", f"{e.metric} inside", f"reference ({e.reference_name})"]
+    row: list[object] = [
+        finding.label,
+        finding.size,
+        with_count(e.inside, e.inside_count),
+        with_count(e.reference, e.reference_count),
+    ]
+    if e.expected is not None:
+        head.append("expected inside")
+        row.append(fmt_value(e.expected))
+    head += [statistic_words(finding.statistic.name), "p-value", "adjusted p-value", "significant"]
+    row += [
+        fmt_value(finding.statistic.value),
+        fmt_p(finding.p_value),
+        fmt_p(finding.adjusted_p_value, missing="-"),
+        significance_words(finding.significant),
+    ]
+    numeric = {1, 2, 3} | set(range(4, len(head) - 1))
+    return head, row, numeric
+
+
+def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
+    """The randomization test of a finding, in words (None without a null distribution)."""
+    nd = scan.null_distribution
+    if nd is None or finding.p_value is None:
+        return None
+    judged = "significant" if finding.significant else "not significant"
+    return (
+        f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
+        f"{statistic_words(finding.statistic.name)} of at least "
+        f"{fmt_value(finding.statistic.value)} (p = {fmt_p(finding.p_value)}, {judged} at "
+        f"alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
+        f"{fmt_value(nd.quantile)}."
+    )
+
+
+def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None) -> list[str]:
+    head, row, numeric = finding_columns(finding)
+    lines = [finding.description, "", *table(head, [row], numeric), ""]
+    if hooks is not None and hooks.finding_markdown is not None:
+        lines += hooks.finding_markdown(scan, finding)
+    sentence = null_sentence(scan, finding)
+    if sentence is not None:
+        lines += [sentence, ""]
+    return lines
+
+
+def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
+    lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT.get(scan.status, scan.status)}", ""]
     if scan.error:
-        lines += ["```", scan.error, "```", ""]
-        return lines
+        return [*lines, "```", scan.error, "```", ""]
     if scan.population is not None:
         pop = scan.population
-        lines.append(
+        lines += [
             f"Scanned population: {pop.description}, {pop.size} rows; "
-            f"{pop.observed_label}: {percent(pop.observed_rate, 1)}."
-        )
-        lines.append("")
-    for finding in scan.findings:
-        lines.append(finding.description)
-        lines.append("")
-        lines += _finding_table(finding)
-        lines.append("")
-        if finding.p_value is not None and scan.null_distribution is not None:
-            nd = scan.null_distribution
-            judged = "significant" if finding.significant else "not significant"
-            lines.append(
-                f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
-                f"score of at least {finding.score:.2f} (p = {_p(finding.p_value)}, {judged} at "
-                f"alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
-                f"{_num(nd.quantile)}."
-            )
-            lines.append("")
-    if scan.subroc is not None:
-        lines += render_subroc(scan.subroc)
-    if scan.certification is not None:
-        lines += render_certification(scan.certification)
-    if scan.critical_value is not None:
-        cv = scan.critical_value
-        note = (
-            ""
-            if cv.applicable
-            else " (the theorem assumes penalty 0 and direction negative; indicative only)"
-        )
-        lines.append(
-            f"Analytic critical value h({cv.alpha:g}) = {cv.h:.2f} for M = {cv.profiles} covariate "
-            f"profiles: the score {'exceeds' if cv.exceeded else 'does not exceed'} it{note}."
-        )
-        lines.append("")
-    if scan.ijdi is not None:
-        lines += _ijdi_lines(scan.ijdi)
-    if scan.cbs is not None:
-        lines += render_cbs(scan.cbs)
+            f"{pop.observed_label}: {percent(pop.observed_rate, 1)}.",
+            "",
+        ]
+    if scan.findings:
+        noun = "finding" if len(scan.findings) == 1 else "findings"
+        lines += [f"{len(scan.findings)} {noun}, {scan.significant_count()} significant.", ""]
+    for finding in scan.findings[:MAX_FINDINGS]:
+        lines += _finding_lines(scan, finding, hooks)
+    if len(scan.findings) > MAX_FINDINGS:
+        lines += [f"{len(scan.findings) - MAX_FINDINGS} more findings in the JSON report.", ""]
+    if hooks is not None and hooks.markdown is not None:
+        lines += hooks.markdown(scan)
     for warning in scan.warnings:
-        lines.append(f"> Warning: {warning}")
-        lines.append("")
+        lines += [f"> Warning: {warning}", ""]
     t = scan.timing
-    settings = "".join(
-        f"; {key} {scan.parameters[key]}"
-        for key in ("penalty", "restarts")
-        if scan.parameters.get(key) is not None
-    )
-    lines.append(
-        f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s{settings}</sub>"
-    )
-    lines.append("")
+    lines += [
+        f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s</sub>",
+        "",
+    ]
     return lines
 
 
-def render_markdown(report: AuditReport) -> str:
+def summary_rows(report: AuditReport) -> list[list[object]]:
+    """One row per scan: id, type, status, significant/all findings, top finding, statistic, p."""
+    rows: list[list[object]] = []
+    for scan in report.scans:
+        top = scan.headline()
+        counts = f"{scan.significant_count()} of {len(scan.findings)}"
+        if top is None:
+            rows.append([scan.id, scan.type, STATUS_TEXT.get(scan.status, scan.status), counts])
+            rows[-1] += ["-", "-", "-"]
+            continue
+        rows.append(
+            [
+                scan.id,
+                scan.type,
+                STATUS_TEXT.get(scan.status, scan.status),
+                counts,
+                top.label,
+                f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}",
+                fmt_p(headline_p(top)),
+            ]
+        )
+    return rows
+
+
+SUMMARY_HEAD = ["scan", "type", "status", "significant", "top finding", "statistic", "p-value"]
+
+
+def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     prov = report.provenance
-    lines = [f"# Fairness audit: {report.name}", "", _verdict_line(report), ""]
+    lines = [f"# Fairness audit: {report.name}", "", verdict_line(report), ""]
     if report.baseline is not None:
         from fairscan.report.baseline import render_comparison
 
         lines += render_comparison(report.baseline)
     if report.description:
         lines += [report.description, ""]
-    lines += [
-        "| scan | type | status | top subgroup | score | p-value |",
-        "|---|---|---|---|---:|---:|",
-    ]
+    rows = [[f"`{r[0]}`", *r[1:]] for r in summary_rows(report)]
+    lines += [*table(SUMMARY_HEAD, rows, {3, 5, 6}), ""]
     for scan in report.scans:
-        top = scan.headline()
-        lines.append(
-            f"| `{scan.id}` | {scan.type} | {STATUS_TEXT[scan.status]} | "
-            f"{describe_subgroup(top[0]) if top else '-'} | "
-            f"{_num(top[1]) if top else '-'} | {_p(top[2]) if top else '-'} |"
-        )
-    lines.append("")
-    for scan in report.scans:
-        lines += _scan_section(scan)
+        lines += _scan_section(scan, hooks.get(scan.type))
     if report.data_warnings:
         lines += ["## Data warnings", ""]
         lines += [f"- {w}" for w in report.data_warnings]

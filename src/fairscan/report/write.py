@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.models import AuditReport
 
 EXTENSIONS = {"json": ".json", "markdown": ".md", "junit": ".junit.xml", "html": ".html"}
@@ -46,13 +47,14 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def render(report: AuditReport, fmt: str) -> str:
+def render(report: AuditReport, fmt: str, hooks: HookMap = NO_HOOKS) -> str:
+    """One report format as text; ``hooks`` are the scan types' render hooks (Markdown, HTML)."""
     if fmt == "json":
         return report_json(report)
     if fmt == "markdown":
         from fairscan.report.markdown import render_markdown
 
-        return render_markdown(report)
+        return render_markdown(report, hooks)
     if fmt == "junit":
         from fairscan.report.junit import render_junit
 
@@ -60,16 +62,19 @@ def render(report: AuditReport, fmt: str) -> str:
     if fmt == "html":
         from fairscan.report.html import render_html
 
-        return render_html(report)
+        return render_html(report, hooks)
     raise ValueError(f"unknown report format {fmt!r}")
 
 
-def write_reports(report: AuditReport, out_dir: Path, formats: Sequence[str]) -> list[Path]:
+def write_reports(
+    report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap = NO_HOOKS
+) -> list[Path]:
+    """Write each file format to ``out_dir/<name><extension>`` atomically; the paths written."""
     written = []
     for fmt in formats:
         if fmt in NOT_FILES:
             continue
         path = out_dir / f"{report.name}{EXTENSIONS[fmt]}"
-        atomic_write_text(path, render(report, fmt))
+        atomic_write_text(path, render(report, fmt, hooks))
         written.append(path)
     return written

@@ -1,11 +1,16 @@
-"""Scan registry: one entry per scan ``type``. Adding a scan = one new module + one line here."""
+"""Scan registry: the only list of scan types. Adding a scan = one new module + one entry here.
+
+The registry also assembles what depends on the list: the audit spec model whose ``scans``
+accept exactly the registered spec models (:data:`AUDIT_SPEC`), and the render hooks the
+report writers receive (:func:`render_hooks`).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Union
-
+from fairscan.report.hooks import RenderHooks
 from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, subroc
-from fairscan.scans.base import ScanContext, ScanType
+from fairscan.scans.base import Role, ScanContext, ScanType
+from fairscan.spec.models import AuditSpec, audit_spec_model
 
 SCAN_TYPES: dict[str, ScanType] = {
     entry.type: entry
@@ -21,11 +26,13 @@ SCAN_TYPES: dict[str, ScanType] = {
     )
 }
 
-
-def scan_spec_union() -> Any:
-    """The discriminated union of every registered scan spec model (discriminator: ``type``)."""
-    models = tuple(entry.spec_model for entry in SCAN_TYPES.values())
-    return Union[models]  # noqa: UP007 - a runtime-built union needs typing.Union
+# The audit spec model of this registry (spec/ itself knows only the scan base model).
+AUDIT_SPEC: type[AuditSpec] = audit_spec_model([entry.spec_model for entry in SCAN_TYPES.values()])
 
 
-__all__ = ["SCAN_TYPES", "ScanContext", "ScanType", "scan_spec_union"]
+def render_hooks() -> dict[str, RenderHooks]:
+    """Scan type -> its render hooks, for the Markdown and HTML writers."""
+    return {name: entry.render for name, entry in SCAN_TYPES.items()}
+
+
+__all__ = ["AUDIT_SPEC", "SCAN_TYPES", "Role", "ScanContext", "ScanType", "render_hooks"]

@@ -1,19 +1,56 @@
-"""What a scan module provides to the registry, and what a runner receives."""
+"""The scan interface: what a scan module declares to the registry, and what its runner receives.
+
+A scan type is one module (or package) that declares
+
+* its spec model (a :class:`~fairscan.spec.base.ScanSpecBase` subclass with a ``type`` literal),
+* the data roles it needs (:data:`Role`; fixed, or a function of its spec),
+* the further data columns its spec names (``extra_columns``),
+* its spec-level checks, run by ``audit validate`` without data (``check``),
+* its runner (spec, context) -> :class:`~fairscan.report.models.ScanResult`,
+* optional render hooks for its ``detail`` (:class:`~fairscan.report.hooks.RenderHooks`),
+
+and adds one :class:`ScanType` entry to the registry (``fairscan.scans``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from fairscan.errors import Issue, ScanError
 from fairscan.progress import NullProgress, Progress
+from fairscan.report.hooks import RenderHooks
 from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
     from fairscan.report.models import ScanResult
+
+# outcome: the binary outcome; probability: the prediction used as a probability in [0, 1];
+# score: the prediction as any real number; recommendation: the binary decision (a column,
+# or the prediction against a threshold).
+Role = Literal["outcome", "probability", "score", "recommendation"]
+ROLES: tuple[Role, ...] = ("outcome", "probability", "score", "recommendation")
+
+
+@dataclass(frozen=True)
+class RoleArrays:
+    """One scan's role columns, resolved from ``columns`` and the scan's own overrides."""
+
+    outcome: np.ndarray | None = None  # (n,) int8 in {0, 1}
+    prediction: np.ndarray | None = None  # (n,) float64 (a probability where the scan needs one)
+    recommendation: np.ndarray | None = None  # (n,) int8 in {0, 1}
+
+
+_ROLE_FIX = {
+    "outcome": "set columns.outcome (or the scan's `outcome`)",
+    "prediction": "set columns.prediction (or the scan's `prediction`)",
+    "recommendation": "set columns.recommendation, or columns.threshold with columns.prediction",
+}
 
 
 @dataclass
@@ -27,23 +64,57 @@ class ScanContext:
     workers: int = 1
     progress: Progress = field(default_factory=NullProgress)
     role_names: dict[str, str] = field(default_factory=dict)  # role -> column name, for wording
+    roles: RoleArrays = field(default_factory=RoleArrays)
+    # the resolved recommendation rule (scan threshold_rule, else columns.threshold_rule)
+    threshold_rule: Literal["ge", "gt"] = "ge"
+
+    def _role(self, name: str) -> np.ndarray:
+        value = getattr(self.roles, name)
+        if value is None:  # the registry's `needs` make this unreachable for a valid spec
+            raise ScanError(f"this scan needs a {name} column", hint=_ROLE_FIX[name])
+        assert isinstance(value, np.ndarray)
+        return value
+
+    @property
+    def outcome(self) -> np.ndarray:
+        return self._role("outcome")
+
+    @property
+    def prediction(self) -> np.ndarray:
+        return self._role("prediction")
+
+    @property
+    def recommendation(self) -> np.ndarray:
+        return self._role("recommendation")
 
 
 Runner = Callable[[Any, ScanContext], "ScanResult"]
+# spec-level checks without data: (scan spec, the whole audit spec) -> issues whose `field` is
+# relative to the scan (e.g. "mitigation"); the caller prefixes "scans[i]."
+SpecCheck = Callable[[Any, Any], list[Issue]]
 
 
 @dataclass(frozen=True)
 class ScanType:
-    """Registry entry: a scan ``type`` with its spec model, runner and documentation."""
+    """Registry entry: a scan ``type`` with its spec model, roles, checks, runner and hooks."""
 
     type: str
-    spec_model: type[ScanSpecBase]
+    spec_model: builtins.type[ScanSpecBase]  # `type` is a field name here
     runner: Runner
-    # column roles required: "outcome", "prediction", "recommendation", "score"
-    needs: tuple[str, ...]
+    # data roles the scan needs: fixed, or computed from its spec (e.g. by its metric)
+    needs: tuple[Role, ...] | Callable[[Any], Iterable[Role]]
     title: str
     summary: str
     # further data columns a scan spec names: spec -> {column: field path within the scan spec}
     extra_columns: Callable[[Any], dict[str, str]] | None = None
+    check: SpecCheck | None = None
+    render: RenderHooks = field(default_factory=RenderHooks)
     # `audit explain`: how to read a result (fairscan.explain has the defaults when None)
     reading: str | None = None
+    # `audit explain`: the roles in words, when `needs` depends on the settings
+    needs_doc: str | None = None
+
+    def roles_for(self, spec: Any) -> frozenset[Role]:
+        """The roles this scan needs for ``spec``."""
+        needs = self.needs(spec) if callable(self.needs) else self.needs
+        return frozenset(needs)

@@ -7,11 +7,27 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
+from fairscan.report.hooks import RenderHooks
 from fairscan.scans.base import ScanContext, ScanType
-from fairscan.spec.base import MdssScanSpecBase
+from fairscan.scans.mdss_runner import finding_markdown
+from fairscan.spec.base import MdssScanSpecBase, StrictModel
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
+
+
+class CriticalValue(StrictModel):
+    """Analytic critical value h(alpha) of the Bias Scan (methods.md §2.4b), a screening figure."""
+
+    alpha: float
+    profiles: int = Field(
+        description="M, the number of distinct covariate profiles in the scanned data."
+    )
+    h: float
+    exceeded: bool
+    applicable: bool = Field(
+        description="False when the theorem's conditions (penalty 0, negative direction) do not hold."
+    )
 
 
 class BiasScanSpec(MdssScanSpecBase):
@@ -30,12 +46,10 @@ class BiasScanSpec(MdssScanSpecBase):
 def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     from fairscan.engine.critical import critical_value
     from fairscan.engine.mdss import SubgroupScore, direction_code
-    from fairscan.report.models import CriticalValue
     from fairscan.report.text import percent
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
 
     data = ctx.data
-    assert data.prediction is not None  # guaranteed by `needs`
     outcome = ctx.role_names.get("outcome", "outcome")
     prediction = ctx.role_names.get("prediction", "prediction")
     rows = np.ones(data.n_rows, dtype=bool)
@@ -60,11 +74,14 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         ctx,
         MdssInputs(
             rows=rows,
-            observed=data.outcome.astype(np.float64),
-            expected=data.prediction,
+            observed=ctx.outcome.astype(np.float64),
+            expected=ctx.prediction,
             direction=direction_code(spec.direction),
             population=f"all rows ({outcome} vs predicted probability {prediction})",
             observed_label=f"{outcome} = 1",
+            metric=f"rate of {outcome} = 1",
+            reference="expected",
+            reference_name=f"mean predicted probability ({prediction}) in the subgroup",
             describe=describe,
         ),
         parameters={},
@@ -72,23 +89,42 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
     profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
     h = critical_value(ctx.alpha, profiles)
-    top = result.findings[0].score if result.findings else 0.0
-    result.critical_value = CriticalValue(
+    top = (result.findings[0].statistic.value or 0.0) if result.findings else 0.0
+    critical = CriticalValue(
         alpha=ctx.alpha,
         profiles=profiles,
         h=h,
         exceeded=top > h,
         applicable=spec.penalty == 0 and spec.direction == "negative",
     )
+    result.detail["critical_value"] = critical.model_dump(mode="json")
     return result
+
+
+def critical_value_markdown(scan: ScanResult) -> list[str]:
+    """The analytic critical value, a screening figure next to the randomization test."""
+    if "critical_value" not in scan.detail:
+        return []
+    cv = CriticalValue.model_validate(scan.detail["critical_value"])
+    note = (
+        ""
+        if cv.applicable
+        else " (the theorem assumes penalty 0 and direction negative; indicative only)"
+    )
+    return [
+        f"Analytic critical value h({cv.alpha:g}) = {cv.h:.2f} for M = {cv.profiles} covariate "
+        f"profiles: the score {'exceeds' if cv.exceeded else 'does not exceed'} it{note}.",
+        "",
+    ]
 
 
 BIAS_SCAN = ScanType(
     type="bias_scan",
     spec_model=BiasScanSpec,
     runner=run_bias_scan,
-    needs=("outcome", "prediction"),
+    needs=("outcome", "probability"),
     title="Bias Scan",
+    render=RenderHooks(markdown=critical_value_markdown, finding_markdown=finding_markdown),
     summary=(
         "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
         "(over-estimated risk for direction negative, under-estimated for positive). "

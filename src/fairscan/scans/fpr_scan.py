@@ -14,19 +14,20 @@ import numpy as np
 from pydantic import Field
 
 from fairscan.scans.base import ScanContext, ScanType
-from fairscan.spec.base import MdssScanSpecBase
+from fairscan.scans.mdss_runner import MDSS_HOOKS
+from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
 
 
-class FprScanSpec(MdssScanSpecBase):
+class FprScanSpec(DecisionOverrides, MdssScanSpecBase):
     type: Literal["fpr_scan"] = Field(
         description="False-positive-rate scan among true negatives (y = 0)."
     )
 
 
-class TprScanSpec(MdssScanSpecBase):
+class TprScanSpec(DecisionOverrides, MdssScanSpecBase):
     type: Literal["tpr_scan"] = Field(
         description="True-positive-rate scan among true positives (y = 1)."
     )
@@ -40,17 +41,17 @@ def run_error_rate_scan(
     from fairscan.report.text import percent
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
 
-    data = ctx.data
-    assert data.recommendation is not None  # guaranteed by `needs`
     outcome = ctx.role_names.get("outcome", "outcome")
     recommendation = ctx.role_names.get("recommendation", "recommendation")
-    rows = data.outcome == outcome_class
-    observed = data.recommendation[rows].astype(np.float64)
+    rows = ctx.outcome == outcome_class
+    observed = ctx.recommendation[rows].astype(np.float64)
     overall = float(observed.mean())
     kind = "true negatives" if outcome_class == 0 else "true positives"
     rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
     population = f"{kind} ({outcome} = {outcome_class})"
-    flagged = f"recommended positive ({recommendation} = 1)"
+    flagged = f"recommended positive ({recommendation})"
+    if " " not in recommendation:
+        flagged = f"recommended positive ({recommendation} = 1)"
 
     def describe(
         who: str,
@@ -80,6 +81,9 @@ def run_error_rate_scan(
             direction=1,
             population=population,
             observed_label=flagged,
+            metric=rate_name,
+            reference="outside",
+            reference_name=f"the other {kind}",
             describe=describe,
         ),
         parameters={"direction": "positive", f"overall_{rate_name.replace(' ', '_')}": overall},
@@ -106,6 +110,7 @@ FPR_SCAN = ScanType(
     runner=run_fpr_scan,
     needs=("outcome", "recommendation"),
     title="FPR-Scan",
+    render=MDSS_HOOKS,
     summary=(
         "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
         "(share recommended positive) most exceeds the overall false positive rate. "
@@ -119,6 +124,7 @@ TPR_SCAN = ScanType(
     runner=run_tpr_scan,
     needs=("outcome", "recommendation"),
     title="TPR-Scan",
+    render=MDSS_HOOKS,
     summary=(
         "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
         "(share recommended positive) most exceeds the overall true positive rate. "

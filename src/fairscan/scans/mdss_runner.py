@@ -1,7 +1,9 @@
 """Shared runner for the Bernoulli MDSS scans: search, re-score, randomization test, finding.
 
 The scan modules only decide which rows are scanned, what is observed and what is expected
-(and how to phrase it); everything else is here so all MDSS scans behave the same.
+(and how to phrase it); everything else is here so all MDSS scans behave the same. The finding
+helpers (:func:`subgroup_labels`, :func:`mdss_finding`, :func:`null_distribution`) and the
+finding render hooks (:data:`MDSS_HOOKS`) are shared with the IJDI-Scan and the CBS.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, search
@@ -21,15 +25,38 @@ from fairscan.engine.randomization import (
     randomization_test,
     search_seed,
 )
+from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import (
+    Effect,
     Finding,
     NullDistribution,
     Population,
     ScanResult,
     ScanTiming,
+    Statistic,
+    scan_status,
 )
+from fairscan.report.text import fmt_p
 from fairscan.scans.base import ScanContext
+from fairscan.scans.labels import subgroup_label
 from fairscan.spec.base import MdssScanSpecBase
+
+
+class MdssFindingDetail(BaseModel):
+    """``findings[].detail`` of the subset scans: the search's own figures."""
+
+    model_config = ConfigDict(extra="allow")  # IJDI and CBS add their own blocks
+
+    score: float  # penalised objective J(S) = F(S) - penalty * c(S)
+    llr: float  # unpenalised log-likelihood ratio F(S)
+    penalty_cost: float  # penalty * c(S)
+    q: float  # direction-constrained MLE of the odds multiplier in the subgroup
+    observed_count: float  # sum of the observed indicator inside
+    expected_count: float  # sum of the expectations inside
+    null_quantile: float | None  # (1 - alpha) quantile of the null maxima; null when untested
+
+
+Describe = Callable[[str, SubgroupScore, float | None, float | None, float | None], str]
 
 
 @dataclass(frozen=True)
@@ -42,8 +69,12 @@ class MdssInputs:
     direction: int
     population: str  # e.g. "true negatives (two_year_recid = 0)"
     observed_label: str  # e.g. "recommended positive (high_risk = 1)"
-    # Finding -> sentence; gets (subgroup text, finding fields) and returns the description
-    describe: Callable[[str, SubgroupScore, float | None, float | None, float | None], str]
+    metric: str  # what the observed rate is, e.g. "false positive rate"
+    # the effect's reference: the rate outside the subgroup, or the expectation inside it
+    reference: Literal["outside", "expected"]
+    reference_name: str  # e.g. "the other true negatives"
+    # (subgroup label, best, observed rate, expected rate, outside rate) -> one sentence
+    describe: Describe
 
 
 def subgroup_labels(
@@ -78,49 +109,65 @@ def null_distribution(null: NullResult | None, alpha: float) -> NullDistribution
     )
 
 
-def make_finding(
-    spec: MdssScanSpecBase,
+def mdss_finding(
+    *,
+    penalty: float,
     best: SubgroupScore,
     subgroup: dict[str, list[str]],
-    outside_rate: float | None,
+    attributes: Sequence[EncodedAttribute],
+    effect: Effect,
     null: NullResult | None,
     description: str,
-    **extra: object,
+    size: int | None = None,
+    adjusted_p_value: float | None = None,
+    significant: bool | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Finding:
-    """A Finding from a re-scored subgroup and its (optional) randomization test."""
-    return Finding(
-        subgroup=subgroup,
+    """A subset-scan finding: the penalised score as statistic, the search figures as detail."""
+    detail = MdssFindingDetail(
         score=best.score,
         llr=best.llr,
-        penalty_cost=spec.penalty * best.penalty_units,
-        size=round(best.size),
+        penalty_cost=penalty * best.penalty_units,
+        q=best.q,
         observed_count=best.observed,
         expected_count=best.expected,
-        observed_rate=best.observed / best.size if best.size else None,
-        expected_rate=best.expected / best.size if best.size else None,
-        outside_rate=outside_rate,
-        q=best.q,
-        p_value=null.p_value if null else None,
-        significant=null.significant if null else None,
         null_quantile=null.quantile if null else None,
+        **(extra or {}),
+    )
+    return Finding(
+        subgroup=subgroup,
+        label=subgroup_label(subgroup, attributes),
+        size=round(best.size) if size is None else size,
+        statistic=Statistic(name="penalised_score", value=best.score),
+        effect=effect,
+        p_value=null.p_value if null else None,
+        adjusted_p_value=adjusted_p_value,
+        significant=significant if significant is not None or null is None else null.significant,
         description=description,
-        **extra,  # type: ignore[arg-type]
+        detail=detail.model_dump(mode="json"),
     )
 
 
-def scan_status(has_finding: bool, null: NullResult | None) -> str:
-    if not has_finding:
-        return "no_finding"
-    if null is None:
-        return "untested"
-    return "significant" if null.significant else "not_significant"
+def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
+    """The search figures of a subset-scan finding, under its common table."""
+    d = finding.detail
+    if "llr" not in d:
+        return []
+    return [
+        f"Search figures: odds multiplier q = {d['q']:.3f}; log-likelihood ratio {d['llr']:.2f}, "
+        f"minus a complexity penalty of {d['penalty_cost']:.2f}, gives the score "
+        f"{d['score']:.2f}; {d['observed_count']:g} observed vs {d['expected_count']:.1f} expected "
+        f"events inside (p = {fmt_p(finding.p_value)}).",
+        "",
+    ]
+
+
+MDSS_HOOKS = RenderHooks(finding_markdown=finding_markdown)
 
 
 def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
-    from fairscan.report.text import describe_subgroup
-
     started = time.perf_counter()
     problem = ScanProblem.build(ctx.data.codes[inputs.rows], inputs.observed, inputs.expected)
     cells = problem.cells()
@@ -137,52 +184,17 @@ def run_mdss(
         seed=search_seed(child_seed(ctx.seed, 0)),
     )
     search_done = time.perf_counter()
-
-    null = None
-    if ctx.replicates > 0:
-        ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
-        try:
-            null = randomization_test(
-                cells,
-                NullSettings(inputs.direction, spec.penalty, spec.restarts),
-                best.score,
-                child_seed(ctx.seed, 1),
-                ctx.replicates,
-                ctx.alpha,
-                workers=ctx.workers,
-                on_progress=ctx.progress.advance,
-            )
-        finally:
-            ctx.progress.done()
+    null = _significance(spec, ctx, inputs.direction, cells, best.score)
     significance_done = time.perf_counter()
 
-    n = float(problem.observed.shape[0])
-    total_observed = float(problem.observed.sum())
-    total_expected = float(problem.expected.sum())
-    population = Population(
-        description=inputs.population,
-        size=int(n),
-        observed_rate=total_observed / n if n else None,
-        expected_rate=total_expected / n if n else None,
-        observed_label=inputs.observed_label,
-    )
-
-    findings: list[Finding] = []
+    findings = []
     if is_material(best):
-        subgroup = subgroup_labels(ctx.data.attributes, problem, best.selection)
-        outside_n = n - best.size
-        outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None
-        observed_rate = best.observed / best.size if best.size else None
-        expected_rate = best.expected / best.size if best.size else None
-        description = inputs.describe(
-            describe_subgroup(subgroup), best, observed_rate, expected_rate, outside_rate
-        )
-        findings.append(make_finding(spec, best, subgroup, outside_rate, null, description))
-
+        findings.append(_finding(spec, ctx, inputs, problem, best, null))
+    n = int(problem.observed.shape[0])
     return ScanResult(
         id=spec.id,
-        type=spec.type,  # type: ignore[attr-defined]
-        status=scan_status(bool(findings), null),
+        type=spec.type,
+        status=scan_status(findings, tested=null is not None),
         parameters={
             **spec.model_dump(mode="json"),
             **parameters,
@@ -195,8 +207,77 @@ def run_mdss(
             significance_seconds=significance_done - search_done,
             total_seconds=significance_done - started,
         ),
-        population=population,
+        population=Population(
+            description=inputs.population,
+            size=n,
+            observed_rate=float(problem.observed.sum()) / n if n else None,
+            expected_rate=float(problem.expected.sum()) / n if n else None,
+            observed_label=inputs.observed_label,
+        ),
         findings=findings,
         null_distribution=null_distribution(null, ctx.alpha),
         warnings=warnings,
+    )
+
+
+def _significance(
+    spec: MdssScanSpecBase, ctx: ScanContext, direction: int, cells: Any, observed: float
+) -> NullResult | None:
+    """The parametric randomization test of the maximum score (None with replicates 0)."""
+    if ctx.replicates <= 0:
+        return None
+    ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
+    try:
+        return randomization_test(
+            cells,
+            NullSettings(direction, spec.penalty, spec.restarts),
+            observed,
+            child_seed(ctx.seed, 1),
+            ctx.replicates,
+            ctx.alpha,
+            workers=ctx.workers,
+            on_progress=ctx.progress.advance,
+        )
+    finally:
+        ctx.progress.done()
+
+
+def _finding(
+    spec: MdssScanSpecBase,
+    ctx: ScanContext,
+    inputs: MdssInputs,
+    problem: ScanProblem,
+    best: SubgroupScore,
+    null: NullResult | None,
+) -> Finding:
+    subgroup = subgroup_labels(ctx.data.attributes, problem, best.selection)
+    n = float(problem.observed.shape[0])
+    outside_n = n - best.size
+    total_observed = float(problem.observed.sum())
+    outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None
+    observed_rate = best.observed / best.size if best.size else None
+    expected_rate = best.expected / best.size if best.size else None
+    if inputs.reference == "outside":
+        reference, reference_count = outside_rate, round(outside_n)
+    else:
+        reference, reference_count = expected_rate, round(best.size)
+    label = subgroup_label(subgroup, ctx.data.attributes)
+    effect = Effect(
+        metric=inputs.metric,
+        inside=observed_rate,
+        reference=reference,
+        reference_name=inputs.reference_name,
+        inside_count=round(best.size),
+        reference_count=reference_count,
+        expected=expected_rate,
+    )
+    description = inputs.describe(label, best, observed_rate, expected_rate, outside_rate)
+    return mdss_finding(
+        penalty=spec.penalty,
+        best=best,
+        subgroup=subgroup,
+        attributes=ctx.data.attributes,
+        effect=effect,
+        null=null,
+        description=description,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
@@ -33,6 +35,10 @@ def rule_error(message: str, *loc: str | int) -> PydanticCustomError:
 SCAN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
+# A label value as written in YAML: the positive class of an outcome, a protected value, ...
+Scalar = str | int | float | bool
+
+
 class ScanSpecBase(StrictModel):
     """Fields every scan has. Each scan module subclasses this with a ``type`` literal."""
 
@@ -40,6 +46,39 @@ class ScanSpecBase(StrictModel):
         pattern=SCAN_ID_PATTERN,
         description="Identifier of the scan, unique within the spec; used in reports.",
         examples=["fpr"],
+    )
+    type: str = Field(description="The scan type (one of the registered types).")
+    outcome: str | None = Field(
+        default=None,
+        min_length=1,
+        description="This scan's outcome column, instead of columns.outcome.",
+    )
+    positive: Scalar | None = Field(
+        default=None,
+        description="The positive label of this scan's outcome column (default: columns.positive, "
+        "else 1/true).",
+    )
+    prediction: str | None = Field(
+        default=None,
+        min_length=1,
+        description="This scan's prediction (score) column, instead of columns.prediction.",
+    )
+
+
+class DecisionOverrides(StrictModel):
+    """Scan-level override of the recommendation rule (``columns.threshold``)."""
+
+    threshold: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Derive this scan's recommendation as prediction >= threshold (see "
+        "threshold_rule), overriding columns.recommendation / columns.threshold. Any real "
+        "number: the prediction may be a score, e.g. a decile 1-10 with threshold 5.",
+    )
+    threshold_rule: Literal["ge", "gt"] | None = Field(
+        default=None,
+        description="ge = prediction >= threshold, gt = prediction > threshold (default: "
+        "columns.threshold_rule, which defaults to ge).",
     )
 
 

@@ -41,17 +41,13 @@ def validation_issues(
     raw: Any,
     positions: Positions | None,
     filename: str | None,
-    model: type[BaseModel] | None = None,
+    model: type[BaseModel],
 ) -> list[Issue]:
     """One :class:`Issue` per pydantic error, located in the YAML and sorted by line.
 
     ``raw`` is the data that was validated (as loaded from YAML), ``positions`` its position
-    tree (``None`` if unknown) and ``model`` the validated model (default: ``AuditSpec``).
+    tree (``None`` if unknown) and ``model`` the validated model (the registry's ``AuditSpec``).
     """
-    if model is None:
-        from fairscan.spec.models import AuditSpec
-
-        model = AuditSpec
     issues: list[Issue] = []
     for details in error.errors(include_url=False):
         issue = _issue(details, raw, positions, model)
@@ -308,10 +304,13 @@ def _scan_type_of(model: type[BaseModel] | None) -> str | None:
     return tags[0] if len(tags) == 1 and isinstance(tags[0], str) else None
 
 
-def _scan_types() -> list[str]:
-    from fairscan.scans import SCAN_TYPES
+def _scan_types(root: type[BaseModel]) -> list[str]:
+    """The scan ``type`` tags the root model accepts (from its ``scans`` union)."""
+    from fairscan.spec.models import AuditSpec, scan_models_of
 
-    return list(SCAN_TYPES)
+    if isinstance(root, type) and issubclass(root, AuditSpec):
+        return list(scan_models_of(root))
+    return []
 
 
 # -- one error -------------------------------------------------------------------------------
@@ -391,7 +390,7 @@ def _issue(
         return Issue(message, field=field, line=line, col=col)
 
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        valid = _scan_types() if path[:1] == ("scans",) else _ctx_tags(ctx)
+        valid = _scan_types(root) if path[:1] == ("scans",) else _ctx_tags(ctx)
         type_path = (*path, "type")
         field = format_path(type_path)
         tag = raw_tag = _child(walk.raw, "type")

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from fairscan.errors import Issue, SpecError
 from fairscan.spec.issues import validation_issues
 from fairscan.spec.loader import Positions, load_spec_text
-from fairscan.spec.models import AuditSpec
+from fairscan.spec.models import AuditSpec, scan_models_of
 from fairscan.spec.resolve import apply_defaults, resolve_extends
 
 __all__ = ["LoadedSpec", "load_spec", "load_spec_from_text", "parse_field_path"]
@@ -139,7 +139,7 @@ def _get(node: Any, segment: str | int) -> Any:
     return getattr(node, segment, None)
 
 
-def load_spec(path: Path | str) -> LoadedSpec:
+def load_spec(path: Path | str, model: type[AuditSpec]) -> LoadedSpec:
     """Read, parse and validate a spec file.
 
     Raises :class:`SpecError` when the file is missing, unreadable, not UTF-8, empty, not
@@ -205,24 +205,25 @@ def load_spec(path: Path | str) -> LoadedSpec:
                 )
             ]
         ) from exc
-    return _load(text, name, path, hashlib.sha256(data).hexdigest())
+    return _load(text, name, path, hashlib.sha256(data).hexdigest(), model)
 
 
-def load_spec_from_text(text: str, filename: str = "<spec>") -> LoadedSpec:
+def load_spec_from_text(text: str, model: type[AuditSpec], filename: str = "<spec>") -> LoadedSpec:
     """Parse and validate spec text; ``filename`` is used in messages and as ``path``."""
-    return _load(text, filename, Path(filename), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _load(text, filename, Path(filename), sha256, model)
 
 
-def _load(text: str, name: str, path: Path, sha256: str) -> LoadedSpec:
+def _load(text: str, name: str, path: Path, sha256: str, model: type[AuditSpec]) -> LoadedSpec:
     if text.startswith("\ufeff"):
         text = text[1:]
     raw, positions = load_spec_text(text, name)
     raw, positions, origins, chain = resolve_extends(raw, positions, path, name)
-    raw = apply_defaults(raw)
+    raw = apply_defaults(raw, scan_models_of(model))
     try:
-        spec = AuditSpec.model_validate(raw)
+        spec = model.model_validate(raw)
     except ValidationError as exc:
-        issues = validation_issues(exc, raw, positions, name, AuditSpec)
+        issues = validation_issues(exc, raw, positions, name, model)
         if len(chain) > 1:
             issues = [_in_origin_file(i, raw, positions, origins, name) for i in issues]
         raise SpecError(issues=issues) from exc

@@ -184,7 +184,7 @@ class SpecLoader(yaml.SafeLoader):
         # (mapping node, key, first key node, repeated key node)
         self.duplicates: list[tuple[MappingNode, Any, Node, Node]] = []
 
-    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, MappingNode):
             raise yaml.constructor.ConstructorError(
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark

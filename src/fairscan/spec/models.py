@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
-from fairscan.scans import scan_spec_union
-from fairscan.spec.base import StrictModel, rule_error
+from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -32,10 +32,21 @@ class DataSpec(StrictModel):
 
 
 class ColumnsSpec(StrictModel):
-    outcome: str = Field(description="Binary outcome column (0/1 or true/false).")
+    outcome: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Binary outcome column (0/1, true/false, or two labels with `positive`). "
+        "Needed by every scan except certify/flag with `loss`.",
+    )
+    positive: Scalar | None = Field(
+        default=None,
+        description="The outcome's positive label when it is not 1/true, e.g. 2 for a class "
+        "coded 1/2, or 'bad'; the other label is 0.",
+    )
     prediction: str | None = Field(
         default=None,
-        description="Predicted probability column, values in [0, 1] (needed by bias_scan).",
+        description="Prediction column: a probability in [0, 1] where a scan uses it as one "
+        "(bias_scan, CBS on predictions, calibration metrics), else any real-valued score.",
     )
     recommendation: str | None = Field(
         default=None,
@@ -43,9 +54,9 @@ class ColumnsSpec(StrictModel):
     )
     threshold: float | None = Field(
         default=None,
-        ge=0,
-        le=1,
-        description="Derive the recommendation as prediction >= threshold (see threshold_rule).",
+        allow_inf_nan=False,
+        description="Derive the recommendation as prediction >= threshold (see threshold_rule) "
+        "for every scan that needs one. Any real number (e.g. decile scores 1-10 with 5).",
     )
     threshold_rule: Literal["ge", "gt"] = Field(
         default="ge",
@@ -63,6 +74,8 @@ class ColumnsSpec(StrictModel):
                 "`threshold` derives the recommendation from `prediction`; set `prediction`",
                 "threshold",
             )
+        if self.positive is not None and self.outcome is None:
+            raise rule_error("`positive` names a label of `outcome`; set `outcome`", "positive")
         return self
 
 
@@ -115,10 +128,14 @@ class SignificanceSpec(StrictModel):
     )
 
 
+ReportFormat = Literal["json", "markdown", "junit", "github", "html"]
+DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown")
+
+
 class OutputSpec(StrictModel):
     dir: str = Field(default="reports", description="Report directory, relative to the spec file.")
-    formats: list[Literal["json", "markdown", "junit", "github", "html"]] = Field(
-        default_factory=lambda: ["json", "markdown"],
+    formats: list[ReportFormat] = Field(
+        default_factory=lambda: list(DEFAULT_FORMATS),
         min_length=1,
         description=(
             "Report formats to write: <dir>/<name>.json, <dir>/<name>.md, "
@@ -190,9 +207,9 @@ class AuditSpec(StrictModel):
         le=10_000,
         description="An attribute with more distinct values than this is an error (discretize it).",
     )
-    scans: list[Annotated[scan_spec_union(), Field(discriminator="type")]] = Field(  # type: ignore[valid-type]
-        min_length=1, description="Scans to run."
-    )
+    # The registry (fairscan.scans) narrows this to the union of the registered scan models
+    # with `audit_spec_model`; the spec layer knows only what every scan has.
+    scans: list[ScanSpecBase] = Field(min_length=1, description="Scans to run.")
     significance: SignificanceSpec = Field(
         default_factory=SignificanceSpec,
         description="Randomization test settings shared by all scans.",
@@ -230,7 +247,7 @@ class AuditSpec(StrictModel):
                     f"scan ids must be unique; repeated: {', '.join(dup_ids)}", "scans", i, "id"
                 )
         roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}
-        clash = sorted(set(self.attributes) & (roles - {None}))  # type: ignore[operator]
+        clash = sorted(set(self.attributes) & {r for r in roles if r is not None})
         if clash:
             index = self.attributes.index(clash[0])
             raise rule_error(
@@ -239,3 +256,34 @@ class AuditSpec(StrictModel):
                 index,
             )
         return self
+
+
+def audit_spec_model(scan_models: Sequence[type[ScanSpecBase]]) -> type[AuditSpec]:
+    """The audit spec model whose ``scans`` accept exactly ``scan_models`` (tagged by ``type``).
+
+    Called once by the scan registry, so this layer never imports a scan module.
+    """
+    union: Any = Union[tuple(scan_models)]  # noqa: UP007 - a runtime-built union needs typing.Union
+    entry: Any = Annotated[union, Field(discriminator="type")]
+    return create_model(
+        "AuditSpec",
+        __base__=AuditSpec,
+        __module__=__name__,
+        scans=(list[entry], Field(min_length=1, description="Scans to run.")),
+    )
+
+
+def scan_models_of(model: type[AuditSpec]) -> dict[str, type[ScanSpecBase]]:
+    """``type`` tag -> scan spec model, read from a model built by :func:`audit_spec_model`."""
+    annotation = model.model_fields["scans"].annotation
+    (entry,) = get_args(annotation) or (annotation,)
+    while get_origin(entry) is Annotated:
+        entry = get_args(entry)[0]
+    members = get_args(entry) or (entry,)
+    out: dict[str, type[ScanSpecBase]] = {}
+    for member in members:
+        if isinstance(member, type) and issubclass(member, ScanSpecBase):
+            tag = get_args(member.model_fields["type"].annotation)
+            if tag:
+                out[str(tag[0])] = member
+    return out

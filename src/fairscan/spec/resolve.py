@@ -16,8 +16,11 @@ The merged :class:`Positions` tree keeps the nodes of the file each value was wr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from fairscan.errors import Issue, SpecError
 from fairscan.spec.loader import Positions, load_spec_text
@@ -109,21 +112,24 @@ def resolve_extends(
     return merged_raw, merged_pos, origins, chain
 
 
-def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
-    """Give each ``defaults:`` key to every scan that has that field and does not set it."""
-    from fairscan.scans import SCAN_TYPES
+def apply_defaults(
+    raw: dict[str, Any], scan_models: Mapping[str, type[BaseModel]]
+) -> dict[str, Any]:
+    """Give each ``defaults:`` key to every scan that has that field and does not set it.
 
+    ``scan_models`` maps each scan ``type`` to its spec model.
+    """
     defaults = raw.get("defaults")
     scans = raw.get("scans")
     if not isinstance(defaults, dict) or not isinstance(scans, list):
         return raw
     out_scans = []
     for scan in scans:
-        entry = SCAN_TYPES.get(scan.get("type")) if isinstance(scan, dict) else None
-        if entry is None:
+        model = scan_models.get(str(scan.get("type"))) if isinstance(scan, dict) else None
+        if model is None:
             out_scans.append(scan)
             continue
-        fields = entry.spec_model.model_fields
+        fields = model.model_fields
         filled = dict(scan)
         for key, value in defaults.items():
             if key in fields and key not in ("id", "type") and key not in filled:

@@ -3,7 +3,7 @@
 The generated files are committed under ``schemas/``; a test regenerates them and fails when
 they are stale. Regenerate with::
 
-    python -m fairscan.spec.schema [DIR]      # default DIR: the repository's schemas/
+    python -m fairscan.schemas [DIR]      # default DIR: the repository's schemas/
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ REPORT_SCHEMA_ID = SCHEMA_BASE_URL + REPORT_SCHEMA_FILE
 
 def spec_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the audit spec file, version 1."""
-    from fairscan.spec.models import AuditSpec
+    from fairscan.scans import AUDIT_SPEC
 
-    schema = AuditSpec.model_json_schema(mode="validation")
+    schema = AUDIT_SPEC.model_json_schema(mode="validation")
     return _with_header(
         schema,
         schema_id=SPEC_SCHEMA_ID,
@@ -98,7 +98,7 @@ def write_schemas(directory: Path) -> list[Path]:
 
 def default_schema_dir() -> Path:
     """``schemas/`` of the source checkout (falls back to ``./schemas``)."""
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[2]
     if (root / "pyproject.toml").is_file():
         return root / "schemas"
     return Path.cwd() / "schemas"
@@ -107,7 +107,7 @@ def default_schema_dir() -> Path:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or (args and args[0] in ("-h", "--help")):
-        print("usage: python -m fairscan.spec.schema [DIR]", file=sys.stderr)
+        print("usage: python -m fairscan.schemas [DIR]", file=sys.stderr)
         return 0 if args and args[0] in ("-h", "--help") else 2
     directory = Path(args[0]) if args else default_schema_dir()
     for path in write_schemas(directory):

@@ -1,0 +1,32 @@
+"""Render hooks: how a scan type renders its own ``detail`` in the Markdown and HTML reports.
+
+The renderers never branch on the scan type. They render the common contract (status,
+population, findings) and then call the hooks the scan type registered, if any. The library
+API hands the registry's hooks in (``fairscan.scans.render_hooks()``), so this layer imports no
+scan module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from fairscan.report.models import Finding, ScanResult
+
+
+@dataclass(frozen=True)
+class RenderHooks:
+    """Optional per-type renderers of ``scans[].detail`` and ``findings[].detail``."""
+
+    # extra Markdown lines after the scan's findings
+    markdown: Callable[[ScanResult], list[str]] | None = None
+    # extra HTML after the scan's findings
+    html: Callable[[ScanResult], str] | None = None
+    # extra Markdown lines under one finding (after its common table)
+    finding_markdown: Callable[[ScanResult, Finding], list[str]] | None = None
+    # extra HTML inside one finding's block (charts of its detail)
+    finding_html: Callable[[ScanResult, Finding], str] | None = None
+
+
+HookMap = Mapping[str, RenderHooks]
+NO_HOOKS: HookMap = {}

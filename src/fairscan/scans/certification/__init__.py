@@ -1,0 +1,67 @@
+"""Scan types ``certify`` and ``flag`` (methods.md §5.1-§5.7): simultaneous bounds / Boolean
+certificates (FWER) or FDR-controlled flags over a fixed, user-given collection of groups.
+
+* :mod:`.spec`: the spec models and the data roles a spec needs (by its metric);
+* :mod:`.runner`: validate -> inputs -> engine -> result, with the one "is this a finding" rule;
+* :mod:`.models`: the ``detail`` models (every group, hit or not);
+* :mod:`.render`: the Markdown and HTML render hooks (group table, forest plot).
+
+Findings: every flagged group (flag); for certify, every certified group when the certificate
+proves a disparity, every tested group that cannot be certified when it would prove fairness.
+"""
+
+from __future__ import annotations
+
+from fairscan.scans.base import ScanType
+from fairscan.scans.certification.models import AuditGroup, AuditPlotData, CertificationResult
+from fairscan.scans.certification.render import CERTIFICATION_HOOKS
+from fairscan.scans.certification.runner import finding_mask, run_audit
+from fairscan.scans.certification.spec import (
+    CertifySpec,
+    FlagSpec,
+    certificate_claim,
+    extra_columns,
+    needs,
+)
+
+FLAG = ScanType(
+    type="flag",
+    spec_model=FlagSpec,
+    runner=run_audit,
+    needs=needs,
+    title="Flag groups (FDR)",
+    summary=(
+        "Flags the groups of a fixed collection whose metric exceeds (or falls short of) a "
+        "target by more than a tolerance, with bootstrap MAD scales and Benjamini-Hochberg "
+        "FDR control (Cherian & Candès, Algorithm 4)."
+    ),
+    extra_columns=extra_columns,
+    render=CERTIFICATION_HOOKS,
+)
+
+CERTIFY = ScanType(
+    type="certify",
+    spec_model=CertifySpec,
+    runner=run_audit,
+    needs=needs,
+    title="Certify groups (FWER)",
+    summary=(
+        "Simultaneously valid lower/upper bounds, intervals or Boolean certificates for the "
+        "metric gap of every group of a fixed collection (Cherian & Candès, Algorithms 1-3, 6, 7)."
+    ),
+    extra_columns=extra_columns,
+    render=CERTIFICATION_HOOKS,
+)
+
+__all__ = [
+    "CERTIFY",
+    "FLAG",
+    "AuditGroup",
+    "AuditPlotData",
+    "CertificationResult",
+    "CertifySpec",
+    "FlagSpec",
+    "certificate_claim",
+    "finding_mask",
+    "run_audit",
+]

@@ -1,0 +1,71 @@
+"""SubROC (methods.md §6): top-k interpretable subgroups where a soft classifier under-performs
+by ROC AUC, PR AUC or average ranking loss, found on a search split and filtered by a
+random-subset significance test on a validation split.
+
+Choices (documented in the scan's parameters and the report):
+
+* ``split`` — ``{column, search, validation}`` reads a split column (rows with other values are
+  ignored, with a warning); ``{fraction: f}`` draws a stratified (by outcome) random search set
+  of share ``f`` from the scan's seed. No ``split`` = ``{fraction: 0.5}`` (methods.md §6.1 [REC]).
+* Numeric attributes are binned by the shared data layer on all filtered rows (search and
+  validation together). The paper bins on the search set; the bins depend on the attribute
+  values only (never on outcomes or scores), so pooling leaks nothing the test relies on, and
+  the same selector definitions apply to both splits as §6.6 requires.
+* Patterns are reported only if their (GA) score is > 0: a pattern with score <= 0 does not
+  under-perform (or is explained by a generalisation). The reported patterns are the findings;
+  every tested candidate stays in ``scans[].detail["subroc"]``.
+* ``--replicates 0`` (top-level ``significance.replicates: 0``) also switches this scan's test off.
+
+Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> engine -> result),
+:mod:`.models` (``detail`` models), :mod:`.render` (Markdown/HTML hooks).
+"""
+
+from __future__ import annotations
+
+from fairscan.scans.base import ScanType
+from fairscan.scans.subroc.models import (
+    SubrocCover,
+    SubrocFindingDetail,
+    SubrocPattern,
+    SubrocResult,
+    SubrocRoc,
+)
+from fairscan.scans.subroc.render import SUBROC_HOOKS
+from fairscan.scans.subroc.runner import reported_mask, roc_points, run_subroc
+from fairscan.scans.subroc.spec import (
+    SubrocSignificanceSpec,
+    SubrocSpec,
+    SubrocSplitSpec,
+    extra_columns,
+)
+
+SUBROC = ScanType(
+    type="subroc",
+    spec_model=SubrocSpec,
+    runner=run_subroc,
+    needs=("outcome", "score"),
+    title="SubROC",
+    summary=(
+        "Finds the top-k subgroups (conjunctions of attribute = value) where a soft classifier "
+        "ranks worst by ROC AUC, PR AUC or average ranking loss, weighted by size and class "
+        "balance and net of generalisations; keeps those whose performance on a validation "
+        "split is significantly worse than random subsets with the same class counts."
+    ),
+    extra_columns=extra_columns,
+    render=SUBROC_HOOKS,
+)
+
+__all__ = [
+    "SUBROC",
+    "SubrocCover",
+    "SubrocFindingDetail",
+    "SubrocPattern",
+    "SubrocResult",
+    "SubrocRoc",
+    "SubrocSignificanceSpec",
+    "SubrocSpec",
+    "SubrocSplitSpec",
+    "reported_mask",
+    "roc_points",
+    "run_subroc",
+]

@@ -1,0 +1,459 @@
+"""The SubROC runner: validate -> inputs (split) -> engine (search, test) -> result.
+
+Which patterns are reported has one home, :func:`reported_mask`: the top-k of the tested
+candidates (search-score order) with a positive score and not rejected by the significance
+test. They are the scan's findings; the status follows from them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairscan.engine.randomization import child_seed
+from fairscan.engine.subroc import (
+    Pattern,
+    PatternTest,
+    SearchConfig,
+    SearchResult,
+    SignificanceResult,
+    covers,
+    search,
+    significance,
+)
+from fairscan.errors import ScanError
+from fairscan.report.models import (
+    Effect,
+    Finding,
+    Population,
+    ScanResult,
+    ScanTiming,
+    Statistic,
+    scan_status,
+)
+from fairscan.scans.base import ScanContext
+from fairscan.scans.labels import subgroup_label
+from fairscan.scans.subroc.models import (
+    DETAIL_KEY,
+    MEASURE_TEXT,
+    SubrocCover,
+    SubrocPattern,
+    SubrocResult,
+    SubrocRoc,
+)
+from fairscan.scans.subroc.spec import SubrocSpec
+
+ROC_POINTS = 200
+
+
+@dataclass(frozen=True)
+class SubrocInputs:
+    """The scan's data, split into search and validation rows."""
+
+    y: np.ndarray  # (n,) int8 outcome
+    score: np.ndarray  # (n,) float64 prediction (any real, higher = positive)
+    codes: np.ndarray  # (n, m) attribute codes
+    cardinality: np.ndarray  # (m,) int32
+    in_search: np.ndarray  # (n,) bool
+    in_validation: np.ndarray  # (n,) bool
+    warnings: list[str] = field(default_factory=list)
+
+    def search_part(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        m = self.in_search
+        return self.codes[m], self.y[m], self.score[m]
+
+    def validation_part(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        m = self.in_validation
+        return self.codes[m], self.y[m], self.score[m]
+
+
+@dataclass(frozen=True)
+class Tested:
+    """The significance test's figures, aligned with the candidates (None when untested)."""
+
+    subsets: int  # random subsets used (0 = no test)
+    alpha: float
+    result: SignificanceResult | None
+
+    def test(self, rank: int) -> PatternTest | None:
+        return self.result.tests[rank] if self.result is not None else None
+
+    def p_value(self, rank: int) -> float | None:
+        t = self.test(rank)
+        return t.p_value if t is not None and self.subsets > 0 else None
+
+    def adjusted(self, rank: int) -> float | None:
+        if self.result is None or self.subsets <= 0:
+            return None
+        return float(self.result.adjusted[rank])
+
+    def significant(self, rank: int) -> bool | None:
+        adj = self.adjusted(rank)
+        return adj <= self.alpha if adj is not None else None
+
+
+# --- validate and inputs ----------------------------------------------------------------------
+
+
+def _stratified_split(
+    spec: SubrocSpec, ctx: ScanContext, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    assert spec.split.fraction is not None
+    rng = np.random.Generator(np.random.PCG64(child_seed(ctx.seed, 0)))
+    search_rows = np.zeros(len(y), dtype=bool)
+    for cls in (0, 1):
+        idx = np.flatnonzero(y == cls)
+        take = round(float(spec.split.fraction) * len(idx))
+        search_rows[rng.permutation(idx)[:take]] = True
+    return search_rows, ~search_rows
+
+
+def _column_split(
+    spec: SubrocSpec, ctx: ScanContext, warnings: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    split = spec.split
+    assert split.column is not None
+    values = ctx.data.extra.get(split.column)
+    if values is None:
+        raise ScanError(f"the split column {split.column!r} was not loaded", field="split.column")
+    masks = []
+    for key in ("search", "validation"):
+        wanted = getattr(split, key)
+        if values.dtype == object:
+            mask = values == str(wanted)
+        else:
+            try:
+                mask = values == float(wanted)
+            except ValueError:
+                mask = np.zeros(len(values), dtype=bool)
+        if not mask.any():
+            present = sorted({str(v) for v in np.unique(values)[:20]})
+            raise ScanError(
+                f"no row has {split.column} = {wanted!r}",
+                field=f"split.{key}",
+                column=split.column,
+                hint=f"values present: {', '.join(present)}",
+            )
+        masks.append(np.asarray(mask, dtype=bool))
+    other = int((~(masks[0] | masks[1])).sum())
+    if other:
+        warnings.append(
+            f"{other} rows have another {split.column!r} value than "
+            f"{split.search!r}/{split.validation!r} and are not used"
+        )
+    return masks[0], masks[1]
+
+
+def _check_classes(spec: SubrocSpec, y: np.ndarray, masks: dict[str, np.ndarray]) -> None:
+    need_neg = spec.measure == "roc_auc"
+    for name, mask in masks.items():
+        p = int(y[mask].sum())
+        nneg = int(mask.sum()) - p
+        if p == 0 or (need_neg and nneg == 0):
+            raise ScanError(
+                f"the {name} set ({int(mask.sum())} rows) has {p} positives and {nneg} negatives: "
+                f"{spec.measure} is undefined on it",
+                field="split",
+                hint="check the split and the outcome column",
+            )
+
+
+def subroc_inputs(spec: SubrocSpec, ctx: ScanContext) -> SubrocInputs:
+    """The outcome, score and codes, split into search and validation rows, checked."""
+    y, score = ctx.outcome, ctx.prediction
+    warnings: list[str] = []
+    if spec.split.column is None:
+        in_search, in_val = _stratified_split(spec, ctx, y)
+    else:
+        in_search, in_val = _column_split(spec, ctx, warnings)
+    _check_classes(spec, y, {"search": in_search, "validation": in_val})
+    data = ctx.data
+    card = np.array([a.cardinality for a in data.attributes], dtype=np.int32)
+    if len(card) == 0:
+        raise ScanError("subroc needs at least one attribute", field="attributes")
+    n_search = int(in_search.sum())
+    if spec.min_cover > n_search:
+        warnings.append(
+            f"min_cover {spec.min_cover} exceeds the {n_search} search rows: no pattern can qualify"
+        )
+    return SubrocInputs(y, score, data.codes, card, in_search, in_val, warnings)
+
+
+# --- engine -----------------------------------------------------------------------------------
+
+
+def run_search(spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs) -> SearchResult:
+    config = SearchConfig(
+        measure=spec.measure,
+        size_weight=spec.size_weight,
+        balance_weight=spec.balance_weight,
+        generalization_aware=spec.generalization_aware,
+        max_length=spec.max_length,
+        min_cover=spec.min_cover,
+        candidates=spec.candidates,
+        prune=spec.prune,
+        workers=ctx.workers,
+    )
+    codes, y, score = inputs.search_part()
+    try:
+        return search(codes, y, score, inputs.cardinality, config)
+    except ValueError as exc:
+        raise ScanError(str(exc), field="max_length") from exc
+
+
+def run_test(
+    spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs, patterns: list[Pattern]
+) -> Tested:
+    """The holdout random-subset test of the candidates (``--replicates 0`` switches it off)."""
+    subsets = spec.significance.subsets if ctx.replicates > 0 else 0
+    alpha = spec.significance.alpha if spec.significance.alpha is not None else ctx.alpha
+    if not patterns:
+        return Tested(subsets, alpha, None)
+    codes, y, score = inputs.validation_part()
+    ctx.progress.start(f"{spec.id}: significance", len(patterns))
+    try:
+        result = significance(
+            codes,
+            y,
+            score,
+            [p.selectors for p in patterns],
+            spec.measure,
+            subsets,
+            child_seed(ctx.seed, 1),
+            spec.significance.correction,
+            paper_pvalue=spec.significance.paper_pvalue,
+            workers=ctx.workers,
+        )
+        ctx.progress.advance(len(patterns))
+    finally:
+        ctx.progress.done()
+    return Tested(subsets, alpha, result)
+
+
+# --- result -----------------------------------------------------------------------------------
+
+
+def reported_mask(patterns: list[Pattern], tested: Tested, top_k: int) -> list[bool]:
+    """The one home of "is this pattern a finding": positive score, not rejected by the test
+    (significant, or untested), among the first ``top_k`` such in search-score order."""
+    out, reported = [], 0
+    for rank, p in enumerate(patterns):
+        hit = p.score > 0 and tested.significant(rank) is not False and reported < top_k
+        reported += hit
+        out.append(hit)
+    return out
+
+
+def _nan_to_none(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def roc_points(y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS) -> dict | None:
+    """ROC curve (one point per distinct score threshold, from (0, 0) to (1, 1)), evenly
+    down-sampled to at most ``limit`` points; None without both classes."""
+    y = np.asarray(y)
+    pos = int(y.sum())
+    neg = len(y) - pos
+    if pos == 0 or neg == 0:
+        return None
+    order = np.argsort(-np.asarray(score, dtype=np.float64), kind="stable")
+    s = np.asarray(score, dtype=np.float64)[order]
+    ys = y[order]
+    last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]  # last row of each tie group
+    tp = np.cumsum(ys)[last]
+    fp = (last + 1) - tp
+    fpr = np.r_[0.0, fp / neg]
+    tpr = np.r_[0.0, tp / pos]
+    if len(fpr) > limit:
+        keep = np.unique(np.round(np.linspace(0, len(fpr) - 1, limit)).astype(np.int64))
+        fpr, tpr = fpr[keep], tpr[keep]
+    return {"fpr": [round(float(x), 5) for x in fpr], "tpr": [round(float(x), 5) for x in tpr]}
+
+
+def _roc(y: np.ndarray, score: np.ndarray) -> SubrocRoc | None:
+    pts = roc_points(y, score)
+    return SubrocRoc(**pts) if pts is not None else None
+
+
+def _cover(size: int, pos: int, neg: int, value: float) -> SubrocCover:
+    return SubrocCover(
+        size=size,
+        positives=pos,
+        negatives=neg,
+        negative_ratio=neg / size if size else None,
+        measure=_nan_to_none(value),
+    )
+
+
+def _pattern(
+    spec: SubrocSpec,
+    ctx: ScanContext,
+    inputs: SubrocInputs,
+    found: SearchResult,
+    tested: Tested,
+    rank: int,
+    reported: bool,
+) -> SubrocPattern:
+    """Candidate ``rank`` (0-based) in report form; ROC points for reported ones."""
+    p = found.patterns[rank]
+    attrs = ctx.data.attributes
+    subgroup = {attrs[a].name: [attrs[a].labels[v]] for a, v in p.selectors}
+    label = subgroup_label(subgroup, attrs)
+    t = tested.test(rank)
+    measure = MEASURE_TEXT[spec.measure]
+    val_text = ""
+    if t is not None and np.isfinite(t.value):
+        val_text = f"; on the validation set {measure} = {t.value:.3f} over {t.size} rows"
+    outcome_name = ctx.role_names.get("outcome", "outcome")
+    roc = None
+    if reported:
+        codes, y, score = inputs.search_part()
+        rows = covers(codes, [p.selectors])[0]
+        roc = _roc(y[rows], score[rows])
+    return SubrocPattern(
+        rank=rank + 1,
+        subgroup=subgroup,
+        label=label,
+        description=(
+            f"{label}: {measure} = {p.value:.3f} vs {found.overall:.3f} overall on the "
+            f"search set ({p.size} rows, {p.negatives / p.size:.0%} with {outcome_name} = 0)"
+            f"{val_text}."
+        ),
+        score=p.score,
+        weighted_score=p.weighted,
+        relative_score=p.relative,
+        optimistic_estimate=p.optimistic,
+        search=_cover(p.size, p.positives, p.negatives, p.value),
+        validation=_cover(t.size, t.positives, t.negatives, t.value) if t else None,
+        validation_statistic=_nan_to_none(t.statistic) if t else None,
+        p_value=tested.p_value(rank),
+        adjusted_p_value=tested.adjusted(rank),
+        significant=tested.significant(rank),
+        reported=reported,
+        roc=roc,
+    )
+
+
+def _finding(spec: SubrocSpec, pattern: SubrocPattern, result: SubrocResult) -> Finding:
+    return Finding(
+        subgroup=pattern.subgroup,
+        label=pattern.label,
+        size=pattern.search.size,
+        statistic=Statistic(name="interestingness", value=pattern.score),
+        effect=Effect(
+            metric=MEASURE_TEXT[spec.measure],
+            inside=pattern.search.measure,
+            reference=result.overall_search,
+            reference_name="everyone in the search set",
+            inside_count=pattern.search.size,
+            reference_count=result.search_rows,
+        ),
+        p_value=pattern.p_value,
+        adjusted_p_value=pattern.adjusted_p_value,
+        significant=pattern.significant,
+        description=pattern.description,
+        detail=pattern.model_dump(
+            mode="json", include=set(SubrocPattern.model_fields) - _FINDING_KEYS
+        ),
+    )
+
+
+# pattern fields the finding carries in its core keys, not in its detail
+_FINDING_KEYS = {
+    "subgroup",
+    "label",
+    "description",
+    "score",
+    "p_value",
+    "adjusted_p_value",
+    "significant",
+    "reported",
+}
+
+
+def _summary(
+    spec: SubrocSpec,
+    inputs: SubrocInputs,
+    found: SearchResult,
+    tested: Tested,
+    patterns: list[SubrocPattern],
+) -> SubrocResult:
+    _, y, score = inputs.search_part()
+    sig = tested.result
+    return SubrocResult(
+        measure=spec.measure,
+        overall_search=found.overall,
+        overall_validation=sig.overall if sig is not None else None,
+        search_rows=int(inputs.in_search.sum()),
+        search_positives=found.positives,
+        validation_rows=int(inputs.in_validation.sum()),
+        validation_positives=int(inputs.y[inputs.in_validation].sum()),
+        candidates_evaluated=found.evaluated,
+        candidates_valid=found.valid,
+        pruned=found.pruned,
+        skipped=found.skipped,
+        per_level=found.per_level,
+        subsets=tested.subsets,
+        correction=spec.significance.correction,
+        alpha=tested.alpha,
+        null_distributions=sig.null_pairs if sig is not None else 0,
+        reported=sum(p.reported for p in patterns),
+        patterns=patterns,
+        roc=_roc(y, score),
+    )
+
+
+def build_result(
+    spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs, found: SearchResult, tested: Tested
+) -> tuple[list[Finding], SubrocResult]:
+    """The findings (the reported patterns, best first) and the scan detail."""
+    reported = reported_mask(found.patterns, tested, spec.top_k)
+    patterns = [
+        _pattern(spec, ctx, inputs, found, tested, rank, hit) for rank, hit in enumerate(reported)
+    ]
+    result = _summary(spec, inputs, found, tested, patterns)
+    findings = [_finding(spec, p, result) for p in patterns if p.reported]
+    return findings, result
+
+
+def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
+    started = time.perf_counter()
+    inputs = subroc_inputs(spec, ctx)
+    found = run_search(spec, ctx, inputs)
+    search_done = time.perf_counter()
+    tested = run_test(spec, ctx, inputs, found.patterns)
+    significance_done = time.perf_counter()
+    findings, result = build_result(spec, ctx, inputs, found, tested)
+    n = result.search_rows
+    outcome_name = ctx.role_names.get("outcome", "outcome")
+    return ScanResult(
+        id=spec.id,
+        type=spec.type,
+        status=scan_status(
+            findings,
+            tested=tested.subsets > 0,
+            found=any(p.score > 0 for p in found.patterns),
+        ),
+        parameters={
+            **spec.model_dump(mode="json"),
+            "alpha": tested.alpha,
+            "subsets_used": tested.subsets,
+        },
+        timing=ScanTiming(
+            search_seconds=search_done - started,
+            significance_seconds=significance_done - search_done,
+            total_seconds=significance_done - started,
+        ),
+        population=Population(
+            description=f"search set ({n} rows; validation set {result.validation_rows} rows)",
+            size=n,
+            observed_rate=found.positives / n if n else None,
+            expected_rate=None,
+            observed_label=f"{outcome_name} = 1",
+        ),
+        findings=findings,
+        detail={DETAIL_KEY: result.model_dump(mode="json")},
+        warnings=inputs.warnings,
+    )

@@ -1,0 +1,171 @@
+"""The result contract, checked over every registered scan type.
+
+Each registered type runs once on the shipped sample data (known injected bias: ethnicity C
+aged 18-24). A new type must add an example here, and then its results must fit the one
+finding model, the verdict must count exactly its significant findings, every renderer must
+handle it, and the JSON report must validate against the committed schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fairscan.api import RunOptions, run_audit
+from fairscan.report.baseline import compare_reports
+from fairscan.report.models import AuditReport, Finding
+from fairscan.report.write import render
+from fairscan.scans import SCAN_TYPES, render_hooks
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_data" / "credit.csv"
+
+# One small example of every registered scan type (sample_data/credit.csv columns).
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "fpr_scan": {"penalty": 1, "restarts": 20},
+    "tpr_scan": {"penalty": 1, "restarts": 20},
+    "bias_scan": {"direction": "negative", "penalty": 1, "restarts": 20},
+    "subroc": {
+        "max_length": 2,
+        "min_cover": 50,
+        "top_k": 3,
+        "candidates": 10,
+        "significance": {"subsets": 0},  # no pattern is significant on the sample data
+    },
+    "ijdi_scan": {"side": "negatives", "lambda": 0.5, "penalty": 1, "restarts": 20},
+    "certify": {
+        "metric": "fpr",
+        "groups": {"attributes": ["ethnicity", "age_group"], "min_size": 30},
+        "bound": "lower",
+        "tolerance": 0.0,
+        "bootstrap": 100,
+    },
+    "flag": {
+        "metric": "fpr",
+        "groups": {"attributes": ["ethnicity", "age_group"], "min_size": 30},
+        "tolerance": 0.02,
+        "bootstrap": 100,
+    },
+    "cbs": {
+        "protected": {"column": "ethnicity", "value": "C"},
+        "metric": "fpr",
+        "direction": "positive",
+        "restarts": 20,
+    },
+}
+
+STATISTICS = {"penalised_score", "interestingness", "gap", "lower_bound", "upper_bound"}
+FINDING_KEYS = {
+    "subgroup",
+    "group",
+    "label",
+    "size",
+    "statistic",
+    "effect",
+    "p_value",
+    "adjusted_p_value",
+    "significant",
+    "description",
+    "detail",
+}
+
+
+def test_every_registered_type_has_an_example() -> None:
+    missing = sorted(set(SCAN_TYPES) - set(EXAMPLES))
+    assert not missing, f"add an example of {missing} to EXAMPLES (the contract test runs it)"
+    assert not set(EXAMPLES) - set(SCAN_TYPES)
+
+
+def _spec(tmp_path: Path, scan_type: str) -> Path:
+    spec = {
+        "version": 1,
+        "name": f"contract-{scan_type.replace('_', '-')}",
+        "data": {"path": str(SAMPLE)},
+        "columns": {"outcome": "default", "prediction": "score", "recommendation": "high_risk"},
+        "attributes": ["sex", "ethnicity", "age_group", "region"],
+        "scans": [{"id": "scan", "type": scan_type, **EXAMPLES[scan_type]}],
+        "significance": {"replicates": 19, "alpha": 0.05, "seed": 0, "workers": 1},
+        "output": {"dir": "out", "formats": ["json", "markdown", "junit", "html"]},
+    }
+    path = tmp_path / f"{scan_type}.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module", params=sorted(EXAMPLES))
+def audited(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp(request.param)
+    outcome = run_audit(_spec(tmp, request.param), RunOptions(write=True))
+    return request.param, outcome
+
+
+def _check_finding(finding: Finding) -> None:
+    assert set(finding.model_dump()) == FINDING_KEYS
+    assert (finding.subgroup is None) == (finding.group is not None)
+    assert finding.label and finding.description
+    assert finding.size >= 0
+    assert finding.statistic.name in STATISTICS
+    assert finding.statistic.value is None or math.isfinite(finding.statistic.value)
+    assert finding.effect.metric and finding.effect.reference_name
+    assert finding.effect.inside_count >= 0
+    for p in (finding.p_value, finding.adjusted_p_value):
+        assert p is None or 0.0 <= p <= 1.0
+    if finding.adjusted_p_value is not None and finding.p_value is not None:
+        assert finding.adjusted_p_value >= finding.p_value - 1e-12
+
+
+def test_findings_fit_the_one_model(audited: Any) -> None:
+    scan_type, outcome = audited
+    report: AuditReport = outcome.report
+    (scan,) = report.scans
+    assert scan.type == scan_type
+    assert scan.status != "error", scan.error
+    # the injected bias is found by every type: the check is not vacuous
+    assert scan.findings, f"{scan_type} reported nothing on the sample data"
+    for finding in scan.findings:
+        _check_finding(finding)
+    significant = sum(1 for f in scan.findings if f.significant is True)
+    assert report.verdict.significant_findings == significant
+    assert report.verdict.exit_code == (1 if significant else 0)
+    assert scan.status == ("significant" if significant else scan.status)
+    assert scan.headline() == scan.findings[0]
+
+
+def test_the_json_report_validates_against_the_committed_schema(audited: Any) -> None:
+    import jsonschema
+
+    _, outcome = audited
+    schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    (json_path,) = [p for p in outcome.written if p.suffix == ".json"]
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert data["schema_version"] == 2
+    jsonschema.validate(data, schema)
+    assert AuditReport.model_validate(data) == outcome.report
+
+
+def test_every_renderer_reads_the_contract(audited: Any) -> None:
+    _, outcome = audited
+    report = outcome.report
+    hooks = render_hooks()
+    markdown = render(report, "markdown", hooks)
+    html = render(report, "html", hooks)
+    suite = ET.fromstring(render(report, "junit", hooks))
+    for finding in report.scans[0].findings:
+        assert finding.description in markdown
+    assert report.scans[0].findings[0].label.replace("<", "&lt;").replace(">", "&gt;") in html
+    failures = int(suite.attrib["failures"])
+    assert failures == (1 if report.verdict.significant_findings else 0)
+
+
+def test_a_report_compared_with_itself_changes_nothing(audited: Any) -> None:
+    _, outcome = audited
+    comparison = compare_reports(outcome.report, outcome.report)
+    assert comparison.new_significant == 0
+    assert comparison.counts["resolved"] == 0
+    assert comparison.counts["persisting"] == outcome.report.verdict.significant_findings
