@@ -12,6 +12,7 @@ Undefined statistics are ``None`` (serialised as ``null``, never NaN).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -85,6 +86,11 @@ class Finding(ReportModel):
     detail: dict[str, Any] = Field(
         default_factory=dict, description="Scan-type-specific figures (shape owned by the type)."
     )
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """A figure for the report: ``None`` for undefined values (NaN, inf), else a float."""
+    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def count_significant(findings: Iterable[Finding]) -> int:

@@ -15,6 +15,7 @@ and adds one :class:`ScanType` entry to the registry (``fairscan.scans``).
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +25,7 @@ import numpy as np
 from fairscan.errors import Issue, ScanError
 from fairscan.progress import NullProgress, Progress
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.models import ScanTiming
 from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
@@ -86,6 +88,22 @@ class ScanContext:
     @property
     def recommendation(self) -> np.ndarray:
         return self._role("recommendation")
+
+
+@dataclass
+class ScanTimer:
+    """Search and significance seconds of a scan that alternates the two (loops, mitigation)."""
+
+    search: float = 0.0
+    significance: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+    def timing(self) -> ScanTiming:
+        return ScanTiming(
+            search_seconds=self.search,
+            significance_seconds=self.significance,
+            total_seconds=time.perf_counter() - self.started,
+        )
 
 
 Runner = Callable[[Any, ScanContext], "ScanResult"]

@@ -48,9 +48,11 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     from fairscan.engine.mdss import SubgroupScore, direction_code
     from fairscan.report.text import percent
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
+    from fairscan.scans.roles import outcome_text
 
     data = ctx.data
     outcome = ctx.role_names.get("outcome", "outcome")
+    event = outcome_text(ctx.role_names, 1)
     prediction = ctx.role_names.get("prediction", "prediction")
     rows = np.ones(data.n_rows, dtype=bool)
     verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
@@ -63,7 +65,7 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         outside_rate: float | None,
     ) -> str:
         return (
-            f"The {round(best.size)} rows with {who} have {outcome} = 1 in "
+            f"The {round(best.size)} rows with {who} have {event} in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
             f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
             f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."
@@ -78,8 +80,8 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             expected=ctx.prediction,
             direction=direction_code(spec.direction),
             population=f"all rows ({outcome} vs predicted probability {prediction})",
-            observed_label=f"{outcome} = 1",
-            metric=f"rate of {outcome} = 1",
+            observed_label=event,
+            metric=f"rate of {event}",
             reference="expected",
             reference_name=f"mean predicted probability ({prediction}) in the subgroup",
             describe=describe,

@@ -40,15 +40,15 @@ def run_error_rate_scan(
     from fairscan.engine.mdss import SubgroupScore
     from fairscan.report.text import percent
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
+    from fairscan.scans.roles import outcome_text
 
-    outcome = ctx.role_names.get("outcome", "outcome")
     recommendation = ctx.role_names.get("recommendation", "recommendation")
     rows = ctx.outcome == outcome_class
     observed = ctx.recommendation[rows].astype(np.float64)
     overall = float(observed.mean())
     kind = "true negatives" if outcome_class == 0 else "true positives"
     rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
-    population = f"{kind} ({outcome} = {outcome_class})"
+    population = f"{kind} ({outcome_text(ctx.role_names, outcome_class)})"
     flagged = f"recommended positive ({recommendation})"
     if " " not in recommendation:
         flagged = f"recommended positive ({recommendation} = 1)"

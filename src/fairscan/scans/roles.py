@@ -12,6 +12,7 @@ The default rule is ``ge`` (prediction >= threshold) everywhere. A scan may also
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,6 +50,15 @@ class ScanRoles:
         return {}
 
 
+def outcome_text(names: Mapping[str, str], value: int) -> str:
+    """'two_year_recid = 1'; with a positive label: 'class = 2' (1) / 'class != 2' (0)."""
+    column = names.get("outcome", "outcome")
+    positive = names.get("positive")
+    if positive is None:
+        return f"{column} = {value}"
+    return f"{column} {'=' if value == 1 else '!='} {positive}"
+
+
 def rule_text(prediction: str, threshold: float | str, rule: ThresholdRule) -> str:
     """'decile_score >= 5' for messages and report wording."""
     shown = threshold if isinstance(threshold, str) else f"{threshold:g}"
@@ -70,90 +80,108 @@ def _decision_source(
     return None, None, columns.threshold_rule, None
 
 
+@dataclass
+class _Resolver:
+    """Resolves one scan's roles, collecting an issue for each one it cannot find."""
+
+    columns: ColumnsSpec
+    scan: ScanSpecBase
+    index: int
+    needs: frozenset[Role]
+    issues: list[Issue] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        return f"scans[{self.index}]"
+
+    def missing(self, what: str, hint: str, where: str) -> None:
+        label = f"scan {self.scan.id!r} ({self.scan.type})"
+        self.issues.append(Issue(f"{label} needs {what}", hint=hint, field=where))
+
+    def outcome(self) -> RoleColumn | None:
+        if "outcome" not in self.needs:
+            return None
+        scan, columns = self.scan, self.columns
+        column = scan.outcome or columns.outcome
+        if column is None:
+            hint = "set columns.outcome (or `outcome` in the scan) to the binary outcome"
+            self.missing("an outcome column", hint, "columns")
+            return None
+        own = scan.outcome is not None
+        # columns.positive belongs to columns.outcome; the scan's own `positive` wins
+        positive = scan.positive if scan.positive is not None or own else columns.positive
+        self.names["outcome"] = column
+        if positive is not None:
+            shown = str(positive).lower() if isinstance(positive, bool) else str(positive)
+            self.names["positive"] = shown
+        where = f"{self.prefix}.outcome" if own else "columns.outcome"
+        return RoleColumn(column, "outcome", where, positive)
+
+    def prediction(
+        self, derives_recommendation: bool, threshold_field: str | None
+    ) -> RoleColumn | None:
+        if not (self.needs & {"probability", "score"} or derives_recommendation):
+            return None
+        probability = "probability" in self.needs
+        column = self.scan.prediction or self.columns.prediction
+        if column is None:
+            what = (
+                "a predicted probability column" if probability else "a prediction (score) column"
+            )
+            hint = "set columns.prediction (or `prediction` in the scan)" + (
+                " to probabilities in [0, 1]" if probability else ""
+            )
+            self.missing(what, hint, threshold_field or "columns")
+            return None
+        self.names["prediction"] = column
+        own = self.scan.prediction is not None
+        where = f"{self.prefix}.prediction" if own else "columns.prediction"
+        return RoleColumn(column, "probability" if probability else "score", where)
+
+    def resolve(self) -> ScanRoles:
+        outcome = self.outcome()
+        decision_column, threshold, rule, threshold_field = (
+            None,
+            None,
+            self.columns.threshold_rule,
+            None,
+        )
+        if "recommendation" in self.needs:
+            decision_column, threshold, rule, threshold_field = _decision_source(
+                self.columns, self.scan, self.prefix
+            )
+            if decision_column is None and threshold is None:
+                hint = (
+                    "set columns.recommendation to a 0/1 column, or columns.threshold "
+                    "(with columns.prediction) to derive it, or `threshold` in the scan"
+                )
+                self.missing("binary recommendations", hint, self.prefix)
+        prediction = self.prediction(threshold is not None, threshold_field)
+        decision = None
+        if decision_column is not None:
+            decision = RoleColumn(decision_column, "decision", "columns.recommendation")
+            self.names["recommendation"] = decision_column
+        elif threshold is not None and prediction is not None:
+            self.names["recommendation"] = rule_text(prediction.column, threshold, rule)
+        return ScanRoles(
+            outcome=outcome,
+            prediction=prediction,
+            decision=decision,
+            threshold=threshold if decision is None else None,
+            threshold_rule=rule,
+            threshold_field=threshold_field,
+            names=self.names,
+        )
+
+
 def resolve_roles(
     columns: ColumnsSpec, scan: ScanSpecBase, index: int, needs: frozenset[Role]
 ) -> tuple[ScanRoles, list[Issue]]:
     """This scan's role columns, and issues (located by spec field) for the ones missing."""
-    prefix = f"scans[{index}]"
-    label = f"scan {scan.id!r} ({scan.type})"
-    issues: list[Issue] = []
-    names: dict[str, str] = {}
-
-    outcome = None
-    if "outcome" in needs:
-        column = scan.outcome or columns.outcome
-        if column is None:
-            issues.append(
-                Issue(
-                    f"{label} needs an outcome column",
-                    hint="set columns.outcome (or `outcome` in the scan) to the binary outcome",
-                    field="columns",
-                )
-            )
-        else:
-            own = scan.outcome is not None
-            positive = scan.positive if scan.positive is not None else None
-            if positive is None and not own:
-                positive = columns.positive
-            where = f"{prefix}.outcome" if own else "columns.outcome"
-            outcome = RoleColumn(column, "outcome", where, positive)
-            names["outcome"] = column
-
-    decision_column, threshold, rule, threshold_field = (None, None, columns.threshold_rule, None)
-    if "recommendation" in needs:
-        decision_column, threshold, rule, threshold_field = _decision_source(columns, scan, prefix)
-        if decision_column is None and threshold is None:
-            issues.append(
-                Issue(
-                    f"{label} needs binary recommendations",
-                    hint="set columns.recommendation to a 0/1 column, or columns.threshold "
-                    "(with columns.prediction) to derive it, or `threshold` in the scan",
-                    field=prefix,
-                )
-            )
-
-    prediction = None
-    prediction_column = scan.prediction or columns.prediction
-    wants_prediction = bool(needs & {"probability", "score"}) or threshold is not None
-    if wants_prediction:
-        if prediction_column is None:
-            what = (
-                "a predicted probability column"
-                if "probability" in needs
-                else "a prediction (score) column"
-            )
-            issues.append(
-                Issue(
-                    f"{label} needs {what}",
-                    hint="set columns.prediction (or `prediction` in the scan)"
-                    + (" to probabilities in [0, 1]" if "probability" in needs else ""),
-                    field="columns" if threshold_field is None else threshold_field,
-                )
-            )
-        else:
-            kind: Literal["probability", "score"] = (
-                "probability" if "probability" in needs else "score"
-            )
-            where = f"{prefix}.prediction" if scan.prediction is not None else "columns.prediction"
-            prediction = RoleColumn(prediction_column, kind, where)
-            names["prediction"] = prediction_column
-
-    decision = None
-    if decision_column is not None:
-        decision = RoleColumn(decision_column, "decision", "columns.recommendation")
-        names["recommendation"] = decision_column
-    elif threshold is not None and prediction_column is not None:
-        names["recommendation"] = rule_text(prediction_column, threshold, rule)
-    roles = ScanRoles(
-        outcome=outcome,
-        prediction=prediction,
-        decision=decision,
-        threshold=threshold if decision is None else None,
-        threshold_rule=rule,
-        threshold_field=threshold_field,
-        names=names,
-    )
-    return roles, issues
+    resolver = _Resolver(columns, scan, index, needs)
+    roles = resolver.resolve()
+    return roles, resolver.issues
 
 
 def compare(

@@ -26,6 +26,7 @@ from fairscan.report.models import (
     ScanResult,
     ScanTiming,
     Statistic,
+    finite_or_none,
     scan_status,
 )
 from fairscan.report.text import fmt_p
@@ -383,10 +384,6 @@ def _group_status(
     return status, warnings
 
 
-def _none(x: float | None) -> float | None:
-    return float(x) if x is not None and np.isfinite(x) else None
-
-
 def _order(out: EngineOutput) -> np.ndarray:
     """Hits first, then tested groups, then by p-value (flag) and |gap|."""
     g = len(out.moments.eps)
@@ -408,13 +405,13 @@ def _audit_group(
         filter=gc.filters[i],
         size=int(m.count[i]),
         share=float(m.share[i]),
-        estimate=_none(m.mean[i]),
-        gap=_none(m.eps[i]),
-        lower=_none(out.lower[i]) if tested else None,
-        upper=_none(out.upper[i]) if tested else None,
-        scale=_none(out.scale[i]),
-        p_value=_none(out.p_value[i]) if out.p_value is not None else None,
-        adjusted_p_value=_none(out.adjusted[i]) if out.adjusted is not None else None,
+        estimate=finite_or_none(m.mean[i]),
+        gap=finite_or_none(m.eps[i]),
+        lower=finite_or_none(out.lower[i]) if tested else None,
+        upper=finite_or_none(out.upper[i]) if tested else None,
+        scale=finite_or_none(out.scale[i]),
+        p_value=finite_or_none(out.p_value[i]) if out.p_value is not None else None,
+        adjusted_p_value=finite_or_none(out.adjusted[i]) if out.adjusted is not None else None,
         flagged=bool(out.hit[i]) if flag else None,
         certified=(bool(out.hit[i]) if tested else None) if not flag else None,
         finding=finding,

@@ -31,10 +31,12 @@ from fairscan.report.models import (
     ScanResult,
     ScanTiming,
     Statistic,
+    finite_or_none,
     scan_status,
 )
 from fairscan.scans.base import ScanContext
 from fairscan.scans.labels import subgroup_label
+from fairscan.scans.roles import outcome_text
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
     MEASURE_TEXT,
@@ -246,10 +248,6 @@ def reported_mask(patterns: list[Pattern], tested: Tested, top_k: int) -> list[b
     return out
 
 
-def _nan_to_none(x: float | None) -> float | None:
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
 def roc_points(y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS) -> dict | None:
     """ROC curve (one point per distinct score threshold, from (0, 0) to (1, 1)), evenly
     down-sampled to at most ``limit`` points; None without both classes."""
@@ -283,7 +281,7 @@ def _cover(size: int, pos: int, neg: int, value: float) -> SubrocCover:
         positives=pos,
         negatives=neg,
         negative_ratio=neg / size if size else None,
-        measure=_nan_to_none(value),
+        measure=finite_or_none(value),
     )
 
 
@@ -306,7 +304,6 @@ def _pattern(
     val_text = ""
     if t is not None and np.isfinite(t.value):
         val_text = f"; on the validation set {measure} = {t.value:.3f} over {t.size} rows"
-    outcome_name = ctx.role_names.get("outcome", "outcome")
     roc = None
     if reported:
         codes, y, score = inputs.search_part()
@@ -318,7 +315,8 @@ def _pattern(
         label=label,
         description=(
             f"{label}: {measure} = {p.value:.3f} vs {found.overall:.3f} overall on the "
-            f"search set ({p.size} rows, {p.negatives / p.size:.0%} with {outcome_name} = 0)"
+            f"search set ({p.size} rows, {p.negatives / p.size:.0%} with "
+            f"{outcome_text(ctx.role_names, 0)})"
             f"{val_text}."
         ),
         score=p.score,
@@ -327,7 +325,7 @@ def _pattern(
         optimistic_estimate=p.optimistic,
         search=_cover(p.size, p.positives, p.negatives, p.value),
         validation=_cover(t.size, t.positives, t.negatives, t.value) if t else None,
-        validation_statistic=_nan_to_none(t.statistic) if t else None,
+        validation_statistic=finite_or_none(t.statistic) if t else None,
         p_value=tested.p_value(rank),
         adjusted_p_value=tested.adjusted(rank),
         significant=tested.significant(rank),
@@ -427,7 +425,6 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
     significance_done = time.perf_counter()
     findings, result = build_result(spec, ctx, inputs, found, tested)
     n = result.search_rows
-    outcome_name = ctx.role_names.get("outcome", "outcome")
     return ScanResult(
         id=spec.id,
         type=spec.type,
@@ -451,7 +448,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
             size=n,
             observed_rate=found.positives / n if n else None,
             expected_rate=None,
-            observed_label=f"{outcome_name} = 1",
+            observed_label=outcome_text(ctx.role_names, 1),
         ),
         findings=findings,
         detail={DETAIL_KEY: result.model_dump(mode="json")},

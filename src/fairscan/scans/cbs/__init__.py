@@ -1,0 +1,92 @@
+"""Conditional Bias Scan (methods.md §3): separation/sufficiency violations of a protected class.
+
+Compares each protected record's event I with I-hat = E[I | C, X] estimated from comparable
+non-protected records (propensity-weighted outcome model) and scans the protected records for
+the subgroup deviating most (Bernoulli score; Gaussian on Delta for separation-for-predictions).
+Significance: permutation of the protected indicator, refitting everything per replicate.
+
+The recommendation (cells on recommendations) follows the one rule of every scan
+(:mod:`fairscan.scans.roles`): the scan's ``threshold``, else ``columns.recommendation``, else
+``columns.threshold``.
+
+Modules: :mod:`.spec` (spec models, harm direction, metric wording), :mod:`.runner`
+(validate -> inputs -> one run per protected class -> result), :mod:`.models` (``detail``
+models), :mod:`.render` (Markdown/HTML hooks).
+"""
+
+from __future__ import annotations
+
+from fairscan.scans.base import ScanType
+from fairscan.scans.cbs.models import (
+    CbsCalibration,
+    CbsFindingDetail,
+    CbsReliabilityBin,
+    CbsRun,
+    CbsScanDetail,
+)
+from fairscan.scans.cbs.render import (
+    CBS_HOOKS,
+    render_finding_html,
+    render_finding_markdown,
+    render_html,
+    render_markdown,
+)
+from fairscan.scans.cbs.runner import CbsInputs, CbsRunOutput, run_cbs
+from fairscan.scans.cbs.spec import (
+    METRICS,
+    CbsModels,
+    CbsSpec,
+    MetricName,
+    ProtectedSpec,
+    Scalar,
+    extra_columns,
+    harm_direction,
+    metric_name,
+    needs,
+)
+
+CBS = ScanType(
+    type="cbs",
+    spec_model=CbsSpec,
+    runner=run_cbs,
+    needs=needs,
+    title="Conditional Bias Scan",
+    summary=(
+        "Scans the records of a protected class for the subgroup whose event (recommendation, "
+        "prediction or outcome) deviates most from what comparable non-protected records imply "
+        "(separation: given the outcome; sufficiency: given the prediction). Null hypothesis: "
+        "the event is independent of the protected class given the conditioning value and the "
+        "model attributes; tested by permuting the protected class and refitting everything. "
+        "Note: the harm direction of the false omission rate / NPV cells concerns people who "
+        "already received the favourable recommendation."
+    ),
+    extra_columns=extra_columns,
+    render=CBS_HOOKS,
+)
+
+__all__ = [
+    "CBS",
+    "CBS_HOOKS",
+    "METRICS",
+    "CbsCalibration",
+    "CbsFindingDetail",
+    "CbsInputs",
+    "CbsModels",
+    "CbsReliabilityBin",
+    "CbsRun",
+    "CbsRunOutput",
+    "CbsScanDetail",
+    "CbsSpec",
+    "MetricName",
+    "ProtectedSpec",
+    "Scalar",
+    "extra_columns",
+    "harm_direction",
+    "metric_name",
+    "needs",
+    "render_finding_html",
+    "render_finding_markdown",
+    "render_html",
+    "render_markdown",
+    "run_cbs",
+]

@@ -1,0 +1,490 @@
+"""The CBS runner: validate -> inputs -> engine (one protected class at a time) -> result.
+
+:func:`_inputs` validates and prepares the arrays, :func:`_run_class` handles one protected
+class (models, scan, permutation test, finding) and :func:`_result` builds the report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from fairscan.data.table import EncodedAttribute
+from fairscan.engine import cbs as engine
+from fairscan.engine.randomization import (
+    NullResult,
+    child_seed,
+    run_replicates,
+    search_seed,
+    summarize,
+)
+from fairscan.errors import ScanError
+from fairscan.report.models import (
+    Effect,
+    Finding,
+    ScanResult,
+    ScanStatus,
+    scan_status,
+)
+from fairscan.report.text import percent
+from fairscan.scans.base import ScanContext, ScanTimer
+from fairscan.scans.cbs.models import (
+    CbsCalibration,
+    CbsFindingDetail,
+    CbsReliabilityBin,
+    CbsRun,
+    CbsScanDetail,
+)
+from fairscan.scans.cbs.spec import CbsSpec, Scalar, metric_name
+from fairscan.scans.features import design_matrix
+from fairscan.scans.labels import subgroup_label
+from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
+
+# --- inputs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CbsInputs:
+    """The prepared arrays and wording of one CBS (shared by its runs)."""
+
+    settings: engine.CbsSettings
+    data: engine.CbsData
+    attributes: list[EncodedAttribute]  # the scan attributes: all but the protected column
+    model_names: list[str]  # columns of both models
+    classes: list[tuple[str, np.ndarray]]  # (label, protected indicator) per run
+    metric: str  # the Table 1 metric in words
+    alpha_run: float  # alpha / runs (Bonferroni over the runs)
+
+
+def _settings(spec: CbsSpec) -> engine.CbsSettings:
+    fairness, on, condition, event = spec.cell
+    return engine.CbsSettings(
+        family=fairness,
+        on=on,
+        condition=condition,
+        event=event,
+        direction=spec.direction_code,
+        penalty=spec.penalty,
+        restarts=spec.restarts,
+        propensity_model=spec.models.propensity if spec.models else "logistic",
+        outcome_model=spec.models.outcome if spec.models else "logistic",
+    )
+
+
+def _scan_attributes(spec: CbsSpec, ctx: ScanContext) -> tuple[list[int], list[str]]:
+    """Indices of the scan attributes (every attribute except the protected column, §3.1) and
+    the model columns; errors name the spec field."""
+    column = spec.protected.column
+    if column not in ctx.data.extra:
+        raise ScanError(f"protected column {column!r} was not loaded", field="protected.column")
+    keep = [j for j, a in enumerate(ctx.data.attributes) if a.name != column]
+    if not keep:
+        raise ScanError(
+            "no scan attribute is left once the protected column is removed",
+            field="protected.column",
+            hint="add attributes other than the protected column",
+        )
+    names = list(spec.model_attributes or [ctx.data.attributes[j].name for j in keep])
+    if column in names:
+        raise ScanError(
+            "model_attributes must not include the protected column (it defines A)",
+            field="model_attributes",
+        )
+    return keep, names
+
+
+def _expectations(spec: CbsSpec, ctx: ScanContext) -> np.ndarray | None:
+    """A supplied I-hat column (checked to be probabilities), or None to fit the models."""
+    if spec.expectations is None:
+        return None
+    values = ctx.data.extra.get(spec.expectations)
+    if values is None or values.dtype == object or np.any((values < 0) | (values > 1)):
+        raise ScanError(
+            f"expectations column {spec.expectations!r} must hold probabilities in [0, 1]",
+            field="expectations",
+        )
+    return values.astype(np.float64)
+
+
+def _protected_classes(spec: CbsSpec, raw: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(label, indicator) per run; errors name the spec field."""
+    column = spec.protected.column
+    numeric = raw.dtype != object
+
+    def match(value: Scalar, field: str) -> np.ndarray:
+        if numeric:
+            try:
+                target = float(value)
+            except (TypeError, ValueError):
+                raise ScanError(
+                    f"protected value {value!r} is not a number but column {column!r} is numeric",
+                    field=field,
+                ) from None
+            hit = raw == target
+        else:
+            hit = raw == str(value)
+        if not hit.any():
+            present = ", ".join(repr(v) for v in np.unique(raw)[:10].tolist())
+            raise ScanError(
+                f"protected value {value!r} does not occur in column {column!r}",
+                field=field,
+                hint=f"values present include {present}",
+            )
+        return hit
+
+    if spec.protected.value is not None:
+        return [
+            (f"{column} = {spec.protected.value}", match(spec.protected.value, "protected.value"))
+        ]
+    if spec.protected.values is not None:
+        hit = np.zeros(len(raw), bool)
+        for i, v in enumerate(spec.protected.values):
+            hit |= match(v, f"protected.values[{i}]")
+        label = ", ".join(str(v) for v in spec.protected.values)
+        return [(f"{column} in {{{label}}}", hit)]
+    out = []
+    for v in np.unique(raw).tolist():
+        shown = f"{v:g}" if numeric else str(v)
+        out.append((f"{column} = {shown}", raw == v))
+    return out
+
+
+def _inputs(spec: CbsSpec, ctx: ScanContext) -> CbsInputs:
+    settings = _settings(spec)
+    keep, names = _scan_attributes(spec, ctx)
+    expectations = _expectations(spec, ctx)
+    on_predictions = settings.on == "predictions"
+    data = engine.CbsData(
+        codes=np.ascontiguousarray(ctx.data.codes[:, keep]),
+        features=design_matrix(ctx, names)
+        if expectations is None
+        else np.zeros((ctx.data.n_rows, 0)),
+        outcome=ctx.outcome.astype(np.float64),
+        prediction=ctx.prediction.astype(np.float64) if on_predictions else None,
+        recommendation=None if on_predictions else ctx.recommendation.astype(np.float64),
+        expectations=expectations,
+    )
+    classes = _protected_classes(spec, ctx.data.extra[spec.protected.column])
+    fairness, on, condition, event = spec.cell
+    return CbsInputs(
+        settings=settings,
+        data=data,
+        attributes=[ctx.data.attributes[j] for j in keep],
+        model_names=names,
+        classes=classes,
+        metric=metric_name(fairness, on, condition, event, ctx.role_names),
+        alpha_run=ctx.alpha / len(classes),
+    )
+
+
+# --- engine: one protected class -------------------------------------------------------------
+
+
+def _permutation_test(
+    spec: CbsSpec,
+    ctx: ScanContext,
+    inputs: CbsInputs,
+    index: int,
+    label: str,
+    a: np.ndarray,
+    observed: float,
+) -> NullResult | None:
+    """Permute the protected class and refit everything (methods.md §3.7); None untested."""
+    if ctx.replicates <= 0:
+        return None
+    ctx.progress.start(f"{spec.id}: permutations ({label})", ctx.replicates)
+    try:
+        job = engine.CbsPermutation(inputs.data, a, inputs.settings, child_seed(ctx.seed, 1, index))
+        scores = run_replicates(
+            job, ctx.replicates, workers=ctx.workers, on_progress=ctx.progress.advance
+        )
+    finally:
+        ctx.progress.done()
+    return summarize(observed, scores, inputs.alpha_run)
+
+
+def _calibration(
+    model: str,
+    fitted_on: str,
+    predicted: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray | None,
+) -> CbsCalibration:
+    brier, table = engine.reliability(predicted, label, weight)
+    return CbsCalibration(
+        model=model,
+        fitted_on=fitted_on,
+        rows=len(predicted),
+        brier=brier,
+        bins=[
+            CbsReliabilityBin(
+                low=b[0], high=b[1], rows=b[2], weight=b[3], mean_predicted=b[4], mean_observed=b[5]
+            )
+            for b in table
+        ],
+    )
+
+
+def _calibrations(
+    settings: engine.CbsSettings, est: engine.CbsEstimate, a: np.ndarray
+) -> tuple[CbsCalibration | None, CbsCalibration | None]:
+    """Calibration of the propensity and the outcome model (None when not fitted)."""
+    propensity = outcome = None
+    if est.propensity is not None:
+        propensity = _calibration(
+            settings.propensity_model,
+            "all rows (label: protected)",
+            est.propensity,
+            a.astype(np.float64),
+            None,
+        )
+    if est.fitted is not None:
+        assert est.training_label is not None
+        outcome = _calibration(
+            settings.outcome_model,
+            "non-protected rows after the filter, ATT-weighted"
+            + (" (label: mean prediction, Case B)" if settings.gaussian else ""),
+            est.fitted,
+            est.training_label,
+            est.weights,
+        )
+    return propensity, outcome
+
+
+def _run_status(has_finding: bool, null: NullResult | None) -> ScanStatus:
+    if not has_finding:
+        return "no_finding"
+    if null is None:
+        return "untested"
+    return "significant" if null.significant else "not_significant"
+
+
+def _run_record(
+    inputs: CbsInputs,
+    base: dict[str, Any],
+    outcome: engine.CbsOutcome,
+    null: NullResult | None,
+    a: np.ndarray,
+) -> CbsRun:
+    est, best = outcome.estimate, outcome.best
+    assert best is not None
+    propensity, fitted = _calibrations(inputs.settings, est, a)
+    return CbsRun(
+        status=_run_status(best.llr > 0.0, null),
+        score=best.score,
+        llr=best.llr,
+        p_value=null.p_value if null else None,
+        significant=null.significant if null else None,
+        sigma=est.sigma,
+        mean_delta=float(np.mean(est.observed))
+        if inputs.settings.gaussian and est.observed is not None
+        else None,
+        max_weight_ratio=est.max_weight_ratio,
+        null=null_distribution(null, inputs.alpha_run),
+        propensity_calibration=propensity,
+        outcome_calibration=fitted,
+        **base,
+    )
+
+
+def _finding(
+    spec: CbsSpec,
+    inputs: CbsInputs,
+    label: str,
+    outcome: engine.CbsOutcome,
+    null: NullResult | None,
+) -> Finding:
+    """The paper's report columns: the metric in S* for protected vs non-protected rows."""
+    est, best, problem = outcome.estimate, outcome.best, outcome.problem
+    assert best is not None and problem is not None and est.expected is not None
+    settings = inputs.settings
+    local_in = problem.members(best.selection)  # scanned (protected) rows inside S*
+    inside_all = problem.rows_in(inputs.data.codes, best.selection)
+    ev = np.asarray(inputs.data.event(settings), dtype=np.float64)
+    if settings.event == 0:
+        ev = 1.0 - ev
+    prot_rows = est.protected & inside_all
+    comp_rows = est.comparison & inside_all
+    n_prot, n_comp = int(prot_rows.sum()), int(comp_rows.sum())
+    p_metric = float(ev[prot_rows].mean())
+    p_expected = float(est.expected[local_in].mean())
+    c_metric = float(ev[comp_rows].mean()) if comp_rows.any() else None
+    subgroup = subgroup_labels(inputs.attributes, problem, best.selection)
+    value = best.log_q if settings.gaussian else best.q
+    param: Literal["q", "mu"] = "mu" if settings.gaussian else "q"
+    filtered = "" if settings.condition is None else " with the filter applied"
+    description = (
+        f"Among {label} rows{filtered}, the {n_prot} with "
+        f"{subgroup_label(subgroup, inputs.attributes)} have a {inputs.metric} of "
+        f"{percent(p_metric)} where comparable non-protected records imply "
+        f"{percent(p_expected)}; the same subgroup among non-protected rows has "
+        f"{percent(c_metric)} ({n_comp} rows). {param} = {value:.3f}."
+    )
+    supplied = spec.expectations is not None
+    effect = Effect(
+        metric=inputs.metric,
+        inside=p_metric,
+        reference=p_expected,
+        reference_name=f"the expectations column {spec.expectations}"
+        if supplied
+        else "comparable non-protected records (model)",
+        inside_count=n_prot,
+        reference_count=None if supplied else int(est.comparison.sum()),
+        expected=p_expected,
+    )
+    runs = len(inputs.classes)
+    adjusted = None if runs == 1 or null is None else min(1.0, null.p_value * runs)
+    detail = CbsFindingDetail(
+        protected=label,
+        metric=inputs.metric,
+        parameter=param,
+        value=float(value),
+        protected_rows=n_prot,
+        protected_metric=p_metric,
+        protected_expected=p_expected,
+        comparison_rows=n_comp,
+        comparison_metric=c_metric,
+    )
+    finding = mdss_finding(
+        penalty=spec.penalty,
+        best=best,
+        subgroup=subgroup,
+        attributes=inputs.attributes,
+        effect=effect,
+        null=null,
+        description=description,
+        size=n_prot,
+        adjusted_p_value=adjusted,
+        extra={"cbs": detail.model_dump(mode="json")},
+    )
+    # the event counts of the protected rows in S* (for the Gaussian score the search's own
+    # observed/expected are Delta and a filler)
+    finding.detail["observed_count"] = float(ev[prot_rows].sum())
+    finding.detail["expected_count"] = float(est.expected[local_in].sum())
+    return finding
+
+
+@dataclass
+class CbsRunOutput:
+    run: CbsRun
+    finding: Finding | None
+    warnings: list[str]
+
+
+def _run_class(
+    spec: CbsSpec,
+    ctx: ScanContext,
+    inputs: CbsInputs,
+    index: int,
+    label: str,
+    a: np.ndarray,
+    timer: ScanTimer,
+) -> CbsRunOutput:
+    """One protected class: models and scan, permutation test, run record and finding."""
+    mark = time.perf_counter()
+    seed = search_seed(child_seed(ctx.seed, 0, index))
+    outcome = engine.run(inputs.data, inputs.settings, a, seed)
+    timer.search += time.perf_counter() - mark
+    est = outcome.estimate
+    base: dict[str, Any] = {
+        "protected": label,
+        "scanned_rows": int(est.protected.sum()),
+        "comparison_rows": int(est.comparison.sum()),
+        "alpha": inputs.alpha_run,
+    }
+    if not est.auditable:
+        run = CbsRun(status="not_auditable", reason=est.reason, **base)
+        return CbsRunOutput(run, None, [f"{label}: not auditable: {est.reason}"])
+    assert outcome.best is not None
+    mark = time.perf_counter()
+    null = _permutation_test(spec, ctx, inputs, index, label, a, outcome.best.score)
+    timer.significance += time.perf_counter() - mark
+    warnings = []
+    if est.max_weight_ratio is not None and est.max_weight_ratio > 100:
+        warnings.append(
+            f"{label}: the largest propensity weight is {est.max_weight_ratio:.0f}x the median"
+        )
+    run = _run_record(inputs, base, outcome, null, a)
+    finding = _finding(spec, inputs, label, outcome, null) if outcome.best.llr > 0.0 else None
+    return CbsRunOutput(run, finding, warnings)
+
+
+# --- result ----------------------------------------------------------------------------------
+
+
+def _status(runs: list[CbsRun], findings: list[Finding], tested: bool) -> ScanStatus:
+    if all(run.status == "not_auditable" for run in runs):
+        return "not_auditable"
+    return scan_status(findings, tested=tested)
+
+
+def _order(finding: Finding) -> tuple[bool, float, float]:
+    """Most important first: significant, then by p-value, then by score."""
+    p = finding.p_value if finding.p_value is not None else 1.0
+    return (finding.significant is not True, p, -(finding.statistic.value or 0.0))
+
+
+def _scan_detail(spec: CbsSpec, inputs: CbsInputs, runs: list[CbsRun]) -> CbsScanDetail:
+    settings = inputs.settings
+    direction = "positive" if settings.direction > 0 else "negative"
+    cond_text = "all values" if settings.condition is None else f"condition {settings.condition}"
+    if spec.expectations is not None:
+        expectations = f"column {spec.expectations}"
+    else:
+        expectations = (
+            f"{settings.outcome_model} outcome model weighted by a {settings.propensity_model} "
+            f"propensity model on {', '.join(inputs.model_names) or '(none)'}"
+        )
+    return CbsScanDetail(
+        cell=f"{settings.family} for {settings.on}, {cond_text}, event {settings.event}: "
+        f"{inputs.metric}",
+        family=settings.family,
+        on=settings.on,
+        condition=settings.condition,
+        event=settings.event,
+        direction=direction,
+        likelihood="gaussian" if settings.gaussian else "bernoulli",
+        expectations=expectations,
+        runs=runs,
+    )
+
+
+def _result(
+    spec: CbsSpec,
+    ctx: ScanContext,
+    inputs: CbsInputs,
+    outputs: list[CbsRunOutput],
+    timer: ScanTimer,
+) -> ScanResult:
+    runs = [o.run for o in outputs]
+    findings = sorted((o.finding for o in outputs if o.finding is not None), key=_order)
+    detail = _scan_detail(spec, inputs, runs)
+    return ScanResult(
+        id=spec.id,
+        type=spec.type,
+        status=_status(runs, findings, tested=ctx.replicates > 0),
+        parameters={
+            **spec.model_dump(mode="json"),
+            "direction_effective": detail.direction,
+            "alpha": ctx.alpha,
+            "replicates": ctx.replicates,
+        },
+        timing=timer.timing(),
+        findings=findings,
+        null_distribution=runs[0].null if len(runs) == 1 else None,
+        detail={"cbs": detail.model_dump(mode="json")},
+        warnings=[w for o in outputs for w in o.warnings],
+    )
+
+
+def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
+    timer = ScanTimer()
+    inputs = _inputs(spec, ctx)
+    outputs = [
+        _run_class(spec, ctx, inputs, index, label, a, timer)
+        for index, (label, a) in enumerate(inputs.classes)
+    ]
+    return _result(spec, ctx, inputs, outputs, timer)

@@ -1,0 +1,202 @@
+"""The spec of the ``cbs`` scan (methods.md §3): the protected class, the Table 1 cell, the
+models, and the spec-level helpers (harm direction, metric wording, columns, data roles)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from fairscan.scans.base import Role
+from fairscan.scans.roles import outcome_text
+from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, StrictModel, rule_error
+
+# metric shorthand -> (fairness, on, condition, event), methods.md §3.2 Table 1
+METRICS: dict[str, tuple[str, str, int | None, int]] = {
+    "fpr": ("separation", "recommendations", 0, 1),
+    "tnr": ("separation", "recommendations", 0, 0),
+    "tpr": ("separation", "recommendations", 1, 1),
+    "fnr": ("separation", "recommendations", 1, 0),
+    "bnc": ("separation", "predictions", 0, 1),
+    "fpe": ("separation", "predictions", 0, 1),
+    "bpc": ("separation", "predictions", 1, 1),
+    "ppv": ("sufficiency", "recommendations", 1, 1),
+    "fdr": ("sufficiency", "recommendations", 1, 0),
+    "for": ("sufficiency", "recommendations", 0, 1),
+    "npv": ("sufficiency", "recommendations", 0, 0),
+    "cal": ("sufficiency", "predictions", None, 1),
+}
+MetricName = Literal[
+    "fpr", "tnr", "tpr", "fnr", "bnc", "fpe", "bpc", "ppv", "fdr", "for", "npv", "cal"
+]
+Scalar = str | int | float
+
+
+class ProtectedSpec(StrictModel):
+    """The protected class A: rows whose ``column`` takes ``value`` (or one of ``values``)."""
+
+    column: str = Field(description="Column defining the protected class.")
+    value: Scalar | None = Field(default=None, description="The protected value.")
+    values: list[Scalar] | None = Field(
+        default=None, min_length=1, description="Several values forming one protected class."
+    )
+    each_value: bool = Field(
+        default=False,
+        description="Run one CBS per value of the column (Bonferroni over runs, methods.md §3.7).",
+    )
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> ProtectedSpec:
+        given = (self.value is not None) + (self.values is not None) + bool(self.each_value)
+        if given != 1:
+            raise rule_error("give exactly one of `value`, `values` or `each_value: true`")
+        return self
+
+
+class CbsModels(StrictModel):
+    propensity: Literal["logistic", "gradient_boosting"] = Field(
+        default="logistic", description="Model of Pr(A = 1 | X) (gradient boosting + Platt)."
+    )
+    outcome: Literal["logistic", "gradient_boosting"] = Field(
+        default="logistic", description="Model of E[I | C, X] on weighted non-protected rows."
+    )
+
+
+class CbsSpec(MdssScanSpecBase, DecisionOverrides):
+    type: Literal["cbs"] = Field(description="Conditional Bias Scan (separation / sufficiency).")
+    protected: ProtectedSpec = Field(description="The protected class.")
+    fairness: Literal["separation", "sufficiency"] | None = Field(
+        default=None, description="Fairness definition (or give `metric`)."
+    )
+    on: Literal["recommendations", "predictions"] | None = Field(
+        default=None, description="Audit the binary recommendations or the probabilities."
+    )
+    condition: Literal[0, 1] | None = Field(
+        default=None,
+        description="Value-conditional filter C = 0/1 (C = outcome for separation, recommendation "
+        "for sufficiency); null = all values (C is a model feature).",
+    )
+    event: Literal[0, 1] = Field(
+        default=1, description="1: the metric of I; 0: of 1 - I (e.g. FNR, TNR, FDR, NPV)."
+    )
+    metric: MetricName | None = Field(
+        default=None,
+        description="Shorthand for fairness/on/condition/event: fpr tpr fnr tnr ppv for fdr npv "
+        "bpc bnc (= fpe) cal.",
+    )
+    direction: Literal["positive", "negative", "harm"] = Field(
+        default="harm",
+        description="positive: protected metric higher than comparable non-protected; negative: "
+        "lower; harm: the harmful direction of methods.md §3.2.",
+    )
+    adverse: Literal[0, 1] = Field(
+        default=1,
+        description="Value of outcome/recommendation that is adverse (1: re-offence, high risk). "
+        "0 flips every harm direction.",
+    )
+    penalty: float = Field(default=1.0, ge=0, description="Complexity penalty (paper default 1).")
+    model_attributes: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Columns of both models (numeric standardised, others one-hot); default: all "
+        "attributes except the protected column.",
+    )
+    models: CbsModels | None = Field(default=None, description="Model types.")
+    expectations: str | None = Field(
+        default=None, description="Column supplying I-hat directly (skips both models)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on_key(cls, data: Any) -> Any:
+        """YAML 1.1 reads the bare key ``on`` as boolean true; accept it as written."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if key is True else key): value for key, value in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _cell(self) -> CbsSpec:
+        if self.metric is not None:
+            fairness, on, condition, event = METRICS[self.metric]
+            for key, implied in (
+                ("fairness", fairness),
+                ("on", on),
+                ("condition", condition),
+                ("event", event),
+            ):
+                if key in self.model_fields_set and getattr(self, key) != implied:
+                    raise rule_error(
+                        f"metric {self.metric} implies {key}: {implied}, not {getattr(self, key)}",
+                        key,
+                    )
+        elif self.fairness is None or self.on is None:
+            raise rule_error("give `metric`, or both `fairness` and `on`", "fairness")
+        fairness, on, condition, _ = self.cell
+        if fairness == "sufficiency" and on == "predictions" and condition is not None:
+            raise rule_error(
+                "sufficiency for predictions is never value-conditional (C = P is continuous); "
+                "set condition: null",
+                "condition",
+            )
+        return self
+
+    @property
+    def cell(self) -> tuple[str, str, int | None, int]:
+        if self.metric is not None:
+            return METRICS[self.metric]
+        assert self.fairness is not None and self.on is not None
+        return self.fairness, self.on, self.condition, self.event
+
+    @property
+    def direction_code(self) -> int:
+        if self.direction == "positive":
+            return 1
+        if self.direction == "negative":
+            return -1
+        return harm_direction(self.cell[0], self.cell[3], self.adverse)
+
+
+def harm_direction(fairness: str, event: int, adverse: int = 1) -> int:
+    """methods.md §3.2: separation harm = more adverse predictions (positive for event 1);
+    sufficiency harm = lower adverse-outcome rate at equal prediction (negative for event 1)."""
+    d = 1 if fairness == "separation" else -1
+    if event == 0:
+        d = -d
+    return d if adverse == 1 else -d
+
+
+def metric_name(
+    fairness: str, on: str, condition: int | None, event: int, names: Mapping[str, str]
+) -> str:
+    """The Table 1 metric in words, with the scan's column names."""
+    r = names.get("recommendation", "recommendation")
+    if " " in r:  # a derived recommendation reads as its rule, e.g. (prob_decile >= 0.5)
+        r = f"({r})"
+    if fairness == "separation":
+        what = (
+            f"mean prediction{' (event 0: 1 - P)' if event == 0 else ''}"
+            if on == "predictions"
+            else f"rate of {r} = {event}"
+        )
+        given = f" given {outcome_text(names, condition)}" if condition is not None else ""
+        return what + given
+    what = f"rate of {outcome_text(names, event)}"
+    if on == "predictions":
+        return what + " at equal prediction"
+    return what + (f" given {r} = {condition}" if condition is not None else "")
+
+
+def extra_columns(spec: CbsSpec) -> dict[str, str]:
+    columns = {spec.protected.column: "protected.column"}
+    if spec.expectations is not None:
+        columns[spec.expectations] = "expectations"
+    for i, name in enumerate(spec.model_attributes or []):
+        columns.setdefault(name, f"model_attributes[{i}]")
+    return columns
+
+
+def needs(spec: CbsSpec) -> tuple[Role, ...]:
+    """The outcome, plus the recommendation or the prediction (as a probability) by ``on``."""
+    on = spec.cell[1]
+    return ("outcome", "recommendation" if on == "recommendations" else "probability")

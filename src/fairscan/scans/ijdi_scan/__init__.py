@@ -1,0 +1,82 @@
+"""IJDI-Scan (methods.md §4): error-rate imbalance not justified by base-rate differences.
+
+Scans one side of the outcome (negatives: false positive rate, positives: true positive rate)
+for the subgroup whose share of positive recommendations exceeds what its base rate
+Pr(y = 1 | x) justifies: the expectation is ``pbar_b + lambda (p_i - pbar)``, so lambda = 0 is
+exactly the FPR-Scan (TPR-Scan) and larger lambda tolerates more base-rate-driven imbalance.
+
+The recommendation follows the one rule of every scan (:mod:`fairscan.scans.roles`): the scan's
+own ``threshold`` (a number or a column of per-record thresholds), else
+``columns.recommendation``, else ``columns.threshold``.
+
+Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> edge-case loop and
+randomization test -> optional mitigation -> result), :mod:`.models` (``detail`` models),
+:mod:`.render` (Markdown hooks). The null replicate lives in :mod:`fairscan.scans.ijdi_replicate`
+(a stable, tiny module: worker processes unpickle it).
+"""
+
+from __future__ import annotations
+
+from fairscan.scans.base import ScanType
+from fairscan.scans.ijdi_replicate import IjdiReplicate
+from fairscan.scans.ijdi_scan.models import (
+    IjdiCorrectionInfo,
+    IjdiCriterion,
+    IjdiScanDetail,
+    MitigationStep,
+)
+from fairscan.scans.ijdi_scan.render import (
+    IJDI_HOOKS,
+    render_finding_markdown,
+    render_markdown,
+)
+from fairscan.scans.ijdi_scan.runner import (
+    IjdiInputs,
+    IjdiPass,
+    estimate_base_rate,
+    run_ijdi_scan,
+)
+from fairscan.scans.ijdi_scan.spec import (
+    IjdiCosts,
+    IjdiScanSpec,
+    MitigationSpec,
+    extra_columns,
+    needs,
+)
+
+IJDI_SCAN = ScanType(
+    type="ijdi_scan",
+    spec_model=IjdiScanSpec,
+    runner=run_ijdi_scan,
+    needs=needs,
+    title="IJDI-Scan",
+    summary=(
+        "Among true negatives (side negatives) or true positives (side positives), finds the subgroup "
+        "whose share of positive recommendations exceeds what its base rate justifies: expected "
+        "rate = overall rate + lambda x (base rate - mean base rate). lambda = 0 is the FPR/TPR-Scan. "
+        "Null hypothesis: recommendations follow those base-rate-adjusted expectations."
+    ),
+    extra_columns=extra_columns,
+    render=IJDI_HOOKS,
+)
+
+__all__ = [
+    "IJDI_HOOKS",
+    "IJDI_SCAN",
+    "IjdiCorrectionInfo",
+    "IjdiCosts",
+    "IjdiCriterion",
+    "IjdiInputs",
+    "IjdiPass",
+    "IjdiReplicate",
+    "IjdiScanDetail",
+    "IjdiScanSpec",
+    "MitigationSpec",
+    "MitigationStep",
+    "estimate_base_rate",
+    "extra_columns",
+    "needs",
+    "render_finding_markdown",
+    "render_markdown",
+    "run_ijdi_scan",
+]
