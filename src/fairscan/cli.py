@@ -296,6 +296,9 @@ def run(
                 err.print(summary_table(report), markup=False)
                 for line in findings_text(report):
                     err.print(line)
+            for scan in report.scans:
+                if scan.error:  # the other scans' results are kept; say why this one failed
+                    err.print(f"scan error: {scan.id}: {scan.error}", markup=False, soft_wrap=True)
             if "github" in outcome.formats:
                 _append_step_summary(report)
             err.print(verdict_text(report, written), soft_wrap=True)

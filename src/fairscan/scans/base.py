@@ -15,6 +15,7 @@ and adds one :class:`ScanType` entry to the registry (``fairscan.scans``).
 from __future__ import annotations
 
 import builtins
+import importlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -107,6 +108,32 @@ class ScanTimer:
 
 
 Runner = Callable[[Any, ScanContext], "ScanResult"]
+
+
+def lazy_runner(module: str, name: str) -> Runner:
+    """A runner imported on its first call, so listing the registry (``audit validate``,
+    ``audit explain``, start-up) never imports numba, scipy or scikit-learn."""
+
+    def run(spec: Any, ctx: ScanContext) -> ScanResult:
+        runner: Runner = getattr(importlib.import_module(module), name)
+        return runner(spec, ctx)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+def lazy_exports(module: str, names: Iterable[str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` re-exporting ``names`` of ``module`` on first access."""
+    wanted = frozenset(names)
+
+    def getattr_(name: str) -> Any:
+        if name not in wanted:
+            raise AttributeError(f"module has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return getattr_
+
+
 # spec-level checks without data: (scan spec, the whole audit spec) -> issues whose `field` is
 # relative to the scan (e.g. "mitigation"); the caller prefixes "scans[i]."
 SpecCheck = Callable[[Any, Any], list[Issue]]

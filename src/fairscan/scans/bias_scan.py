@@ -9,7 +9,7 @@ from pydantic import Field
 
 from fairscan.report.hooks import RenderHooks
 from fairscan.scans.base import ScanContext, ScanType
-from fairscan.scans.mdss_runner import finding_markdown
+from fairscan.scans.mdss_render import finding_markdown
 from fairscan.spec.base import MdssScanSpecBase, StrictModel
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from fairscan.scans.base import ScanContext, ScanType
-from fairscan.scans.mdss_runner import MDSS_HOOKS
+from fairscan.scans.mdss_render import MDSS_HOOKS
 from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase
 
 if TYPE_CHECKING:

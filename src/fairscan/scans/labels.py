@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fairscan.data.discretize import format_number
 from fairscan.data.table import MISSING_LABEL, EncodedAttribute
 
 EVERYONE = "everyone (no attribute constrained)"
@@ -28,6 +27,8 @@ def _runs(positions: list[int]) -> list[tuple[int, int]]:
 
 
 def _bin_range(name: str, edges: Sequence[float], first: int, last: int, bins: int) -> str:
+    from fairscan.data.discretize import format_number  # polars: only where bins are labelled
+
     low = format_number(edges[first]) if first > 0 else None
     high = format_number(edges[last + 1]) if last < bins - 1 else None
     if low is not None and high is not None:

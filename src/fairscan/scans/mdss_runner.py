@@ -2,8 +2,9 @@
 
 The scan modules only decide which rows are scanned, what is observed and what is expected
 (and how to phrase it); everything else is here so all MDSS scans behave the same. The finding
-helpers (:func:`subgroup_labels`, :func:`mdss_finding`, :func:`null_distribution`) and the
-finding render hooks (:data:`MDSS_HOOKS`) are shared with the IJDI-Scan and the CBS.
+helpers (:func:`subgroup_labels`, :func:`mdss_finding`, :func:`null_distribution`) are shared
+with the IJDI-Scan and the CBS; the finding detail and its render hook live in
+:mod:`fairscan.scans.mdss_render` (no numba import: the registry loads it at start-up).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, search
@@ -25,7 +25,6 @@ from fairscan.engine.randomization import (
     randomization_test,
     search_seed,
 )
-from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -36,25 +35,10 @@ from fairscan.report.models import (
     Statistic,
     scan_status,
 )
-from fairscan.report.text import fmt_p
 from fairscan.scans.base import ScanContext
 from fairscan.scans.labels import subgroup_label
+from fairscan.scans.mdss_render import MDSS_HOOKS, MdssFindingDetail, finding_markdown
 from fairscan.spec.base import MdssScanSpecBase
-
-
-class MdssFindingDetail(BaseModel):
-    """``findings[].detail`` of the subset scans: the search's own figures."""
-
-    model_config = ConfigDict(extra="allow")  # IJDI and CBS add their own blocks
-
-    score: float  # penalised objective J(S) = F(S) - penalty * c(S)
-    llr: float  # unpenalised log-likelihood ratio F(S)
-    penalty_cost: float  # penalty * c(S)
-    q: float  # direction-constrained MLE of the odds multiplier in the subgroup
-    observed_count: float  # sum of the observed indicator inside
-    expected_count: float  # sum of the expectations inside
-    null_quantile: float | None  # (1 - alpha) quantile of the null maxima; null when untested
-
 
 Describe = Callable[[str, SubgroupScore, float | None, float | None, float | None], str]
 
@@ -146,23 +130,6 @@ def mdss_finding(
         description=description,
         detail=detail.model_dump(mode="json"),
     )
-
-
-def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
-    """The search figures of a subset-scan finding, under its common table."""
-    d = finding.detail
-    if "llr" not in d:
-        return []
-    return [
-        f"Search figures: odds multiplier q = {d['q']:.3f}; log-likelihood ratio {d['llr']:.2f}, "
-        f"minus a complexity penalty of {d['penalty_cost']:.2f}, gives the score "
-        f"{d['score']:.2f}; {d['observed_count']:g} observed vs {d['expected_count']:.1f} expected "
-        f"events inside (p = {fmt_p(finding.p_value)}).",
-        "",
-    ]
-
-
-MDSS_HOOKS = RenderHooks(finding_markdown=finding_markdown)
 
 
 def run_mdss(
@@ -281,3 +248,15 @@ def _finding(
         null=null,
         description=description,
     )
+
+
+__all__ = [
+    "MDSS_HOOKS",
+    "MdssFindingDetail",
+    "MdssInputs",
+    "finding_markdown",
+    "mdss_finding",
+    "null_distribution",
+    "run_mdss",
+    "subgroup_labels",
+]

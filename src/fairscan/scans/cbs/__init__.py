@@ -16,7 +16,7 @@ models), :mod:`.render` (Markdown/HTML hooks).
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType
+from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
 from fairscan.scans.cbs.models import (
     CbsCalibration,
     CbsFindingDetail,
@@ -31,7 +31,6 @@ from fairscan.scans.cbs.render import (
     render_html,
     render_markdown,
 )
-from fairscan.scans.cbs.runner import CbsInputs, CbsRunOutput, run_cbs
 from fairscan.scans.cbs.spec import (
     METRICS,
     CbsModels,
@@ -48,8 +47,10 @@ from fairscan.scans.cbs.spec import (
 CBS = ScanType(
     type="cbs",
     spec_model=CbsSpec,
-    runner=run_cbs,
+    runner=lazy_runner("fairscan.scans.cbs.runner", "run_cbs"),
     needs=needs,
+    needs_doc="outcome; plus the recommendation (on: recommendations) or the prediction as a "
+    "probability in [0, 1] (on: predictions)",
     title="Conditional Bias Scan",
     summary=(
         "Scans the records of a protected class for the subgroup whose event (recommendation, "
@@ -90,3 +91,6 @@ __all__ = [
     "render_markdown",
     "run_cbs",
 ]
+
+# the runner (scikit-learn models, numba kernels) is imported on first use
+__getattr__ = lazy_exports("fairscan.scans.cbs.runner", ("CbsInputs", "CbsRunOutput", "run_cbs"))

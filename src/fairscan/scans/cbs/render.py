@@ -6,7 +6,7 @@ from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_number, fmt_p, percent
 from fairscan.scans.cbs.models import CbsCalibration, CbsFindingDetail, CbsScanDetail
-from fairscan.scans.mdss_runner import finding_markdown
+from fairscan.scans.mdss_render import finding_markdown
 
 
 def _calibration_lines(title: str, cal: CbsCalibration) -> list[str]:

@@ -12,10 +12,9 @@ proves a disparity, every tested group that cannot be certified when it would pr
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType
+from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
 from fairscan.scans.certification.models import AuditGroup, AuditPlotData, CertificationResult
 from fairscan.scans.certification.render import CERTIFICATION_HOOKS
-from fairscan.scans.certification.runner import finding_mask, run_audit
 from fairscan.scans.certification.spec import (
     CertifySpec,
     FlagSpec,
@@ -24,11 +23,18 @@ from fairscan.scans.certification.spec import (
     needs,
 )
 
+NEEDS_DOC = (
+    "outcome (not with `loss`); plus the recommendation for the decision metrics (fpr, fnr, "
+    "tpr, tnr, ppv, npv, positive_rate, accuracy, error), the prediction as a probability for "
+    "brier and calibration, or as a score for squared_error"
+)
+
 FLAG = ScanType(
     type="flag",
     spec_model=FlagSpec,
-    runner=run_audit,
+    runner=lazy_runner("fairscan.scans.certification.runner", "run_audit"),
     needs=needs,
+    needs_doc=NEEDS_DOC,
     title="Flag groups (FDR)",
     summary=(
         "Flags the groups of a fixed collection whose metric exceeds (or falls short of) a "
@@ -42,8 +48,9 @@ FLAG = ScanType(
 CERTIFY = ScanType(
     type="certify",
     spec_model=CertifySpec,
-    runner=run_audit,
+    runner=lazy_runner("fairscan.scans.certification.runner", "run_audit"),
     needs=needs,
+    needs_doc=NEEDS_DOC,
     title="Certify groups (FWER)",
     summary=(
         "Simultaneously valid lower/upper bounds, intervals or Boolean certificates for the "
@@ -65,3 +72,6 @@ __all__ = [
     "finding_mask",
     "run_audit",
 ]
+
+# the runner (numpy/scipy bootstrap) is imported on first use
+__getattr__ = lazy_exports("fairscan.scans.certification.runner", ("finding_mask", "run_audit"))

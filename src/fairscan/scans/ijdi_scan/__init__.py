@@ -17,8 +17,7 @@ randomization test -> optional mitigation -> result), :mod:`.models` (``detail``
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType
-from fairscan.scans.ijdi_replicate import IjdiReplicate
+from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
 from fairscan.scans.ijdi_scan.models import (
     IjdiCorrectionInfo,
     IjdiCriterion,
@@ -29,12 +28,6 @@ from fairscan.scans.ijdi_scan.render import (
     IJDI_HOOKS,
     render_finding_markdown,
     render_markdown,
-)
-from fairscan.scans.ijdi_scan.runner import (
-    IjdiInputs,
-    IjdiPass,
-    estimate_base_rate,
-    run_ijdi_scan,
 )
 from fairscan.scans.ijdi_scan.spec import (
     IjdiCosts,
@@ -47,8 +40,10 @@ from fairscan.scans.ijdi_scan.spec import (
 IJDI_SCAN = ScanType(
     type="ijdi_scan",
     spec_model=IjdiScanSpec,
-    runner=run_ijdi_scan,
+    runner=lazy_runner("fairscan.scans.ijdi_scan.runner", "run_ijdi_scan"),
     needs=needs,
+    needs_doc="outcome and the recommendation (a 0/1 column, or the prediction against a "
+    "threshold); with mitigation also the prediction (any real-valued score)",
     title="IJDI-Scan",
     summary=(
         "Among true negatives (side negatives) or true positives (side positives), finds the subgroup "
@@ -80,3 +75,9 @@ __all__ = [
     "render_markdown",
     "run_ijdi_scan",
 ]
+
+# the runner (numba kernels, scikit-learn) is imported on first use
+__getattr__ = lazy_exports(
+    "fairscan.scans.ijdi_scan.runner",
+    ("IjdiInputs", "IjdiPass", "IjdiReplicate", "estimate_base_rate", "run_ijdi_scan"),
+)

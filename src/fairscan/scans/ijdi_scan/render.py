@@ -6,7 +6,7 @@ from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_p, percent
 from fairscan.scans.ijdi_scan.models import IjdiCriterion, IjdiScanDetail
-from fairscan.scans.mdss_runner import finding_markdown
+from fairscan.scans.mdss_render import finding_markdown
 
 
 def render_markdown(scan: ScanResult) -> list[str]:

@@ -22,7 +22,7 @@ Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> engin
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType
+from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
 from fairscan.scans.subroc.models import (
     SubrocCover,
     SubrocFindingDetail,
@@ -31,7 +31,6 @@ from fairscan.scans.subroc.models import (
     SubrocRoc,
 )
 from fairscan.scans.subroc.render import SUBROC_HOOKS
-from fairscan.scans.subroc.runner import reported_mask, roc_points, run_subroc
 from fairscan.scans.subroc.spec import (
     SubrocSignificanceSpec,
     SubrocSpec,
@@ -42,7 +41,7 @@ from fairscan.scans.subroc.spec import (
 SUBROC = ScanType(
     type="subroc",
     spec_model=SubrocSpec,
-    runner=run_subroc,
+    runner=lazy_runner("fairscan.scans.subroc.runner", "run_subroc"),
     needs=("outcome", "score"),
     title="SubROC",
     summary=(
@@ -69,3 +68,8 @@ __all__ = [
     "roc_points",
     "run_subroc",
 ]
+
+# the runner (numba search kernels) is imported on first use
+__getattr__ = lazy_exports(
+    "fairscan.scans.subroc.runner", ("reported_mask", "roc_points", "run_subroc")
+)
