@@ -194,3 +194,29 @@ output: {dir: out}
     outcome = cli("validate", spec, code=2)
     assert "columns.prediction" in outcome.stderr
     assert "probabilities in [0, 1]" in outcome.stderr
+
+
+def test_a_scan_types_own_spec_checks_run_without_data(cli: Invoke, tmp_path: Path) -> None:
+    """`check` hooks of the registry (here CBS: the protected column defines A) run in
+    `audit validate --no-data` and point at the scan's field."""
+    spec = tmp_path / "cbs.audit.yaml"
+    spec.write_text(
+        """
+version: 1
+name: cbs-check
+data: {path: not-there.csv}
+columns: {outcome: y, recommendation: r}
+attributes: [race]
+scans:
+  - id: c
+    type: cbs
+    protected: {column: race, value: A}
+    metric: fpr
+    model_attributes: [sex, race]
+""",
+        encoding="utf-8",
+    )
+    outcome = cli("validate", spec, "--no-data", code=2)
+    assert "scans[0].protected.column: no scan attribute is left" in outcome.stderr
+    assert "scans[0].model_attributes[1]: model_attributes must not include" in outcome.stderr
+    assert f"{spec}:10:" in outcome.stderr  # the `protected:` line

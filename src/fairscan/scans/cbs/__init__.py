@@ -38,6 +38,7 @@ from fairscan.scans.cbs.spec import (
     MetricName,
     ProtectedSpec,
     Scalar,
+    check,
     extra_columns,
     harm_direction,
     metric_name,
@@ -62,6 +63,7 @@ CBS = ScanType(
         "already received the favourable recommendation."
     ),
     extra_columns=extra_columns,
+    check=check,
     render=CBS_HOOKS,
 )
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from fairscan.errors import Issue
 from fairscan.scans.base import Role
 from fairscan.scans.roles import outcome_text
 from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, StrictModel, rule_error
@@ -200,3 +201,28 @@ def needs(spec: CbsSpec) -> tuple[Role, ...]:
     """The outcome, plus the recommendation or the prediction (as a probability) by ``on``."""
     on = spec.cell[1]
     return ("outcome", "recommendation" if on == "recommendations" else "probability")
+
+
+def check(spec: CbsSpec, audit: Any) -> list[Issue]:
+    """Spec-level checks (``audit validate --no-data``): the protected column defines A, so it
+    cannot also be the only scan attribute or a model attribute."""
+    column = spec.protected.column
+    issues = []
+    if all(name == column for name in audit.attributes):
+        issues.append(
+            Issue(
+                "no scan attribute is left once the protected column is removed",
+                hint="add attributes other than the protected column",
+                field="protected.column",
+            )
+        )
+    for i, name in enumerate(spec.model_attributes or []):
+        if name == column:
+            issues.append(
+                Issue(
+                    "model_attributes must not include the protected column (it defines A)",
+                    hint=f"remove {column!r} from model_attributes",
+                    field=f"model_attributes[{i}]",
+                )
+            )
+    return issues
