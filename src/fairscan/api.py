@@ -10,6 +10,7 @@ import importlib.metadata
 import platform
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,6 +74,7 @@ class RunOptions:
     write: bool = True
     progress: Progress = field(default_factory=NullProgress)
     baseline: Path | None = None  # a previous JSON report to label findings against
+    debug: bool = False  # a scan's internal error carries its traceback into the report
 
 
 @dataclass(frozen=True)
@@ -293,8 +295,13 @@ def run_scan(
     root: np.random.SeedSequence,
     workers: int,
     progress: Progress,
+    debug: bool = False,
 ) -> ScanResult:
-    """Run one scan of a prepared audit; a failing scan marks itself ``error``."""
+    """Run one scan of a prepared audit.
+
+    A failing scan marks itself ``error`` with its message (an internal error too, with the
+    traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
+    """
     from fairscan.scans import SCAN_TYPES, ScanContext
     from fairscan.scans.roles import bind_roles
 
@@ -315,17 +322,24 @@ def run_scan(
         )
         return SCAN_TYPES[scan.type].runner(scan, ctx)
     except ScanError as error:
-        elapsed = time.perf_counter() - started
-        return ScanResult(
-            id=scan.id,
-            type=scan.type,
-            status="error",
-            parameters=scan.model_dump(mode="json", by_alias=True),
-            timing=ScanTiming(
-                search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed
-            ),
-            error=_locate(prepared.loaded, _in_scan(error, index)).render(),
+        message = _locate(prepared.loaded, _in_scan(error, index)).render()
+    except Exception as exc:  # a bug inside one scan: the other scans still run
+        message = (
+            f"internal error in this scan: {type(exc).__name__}: {exc}\n"
+            "  help: this is a bug in fairscan; please report it with the spec "
+            "(audit run --debug adds the traceback here)"
         )
+        if debug:
+            message += "\n" + "".join(traceback.format_exception(exc))
+    elapsed = time.perf_counter() - started
+    return ScanResult(
+        id=scan.id,
+        type=scan.type,
+        status="error",
+        parameters=scan.model_dump(mode="json", by_alias=True),
+        timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
+        error=message,
+    )
 
 
 def _in_scan(error: ScanError, index: int) -> ScanError:
@@ -382,7 +396,8 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     root = np.random.SeedSequence(spec.significance.seed)
     workers = spec.significance.workers or default_workers()
     results = [
-        run_scan(prepared, i, root, workers, options.progress) for i in range(len(spec.scans))
+        run_scan(prepared, i, root, workers, options.progress, options.debug)
+        for i in range(len(spec.scans))
     ]
     report = AuditReport(
         name=spec.name,

@@ -272,6 +272,7 @@ def run(
         workers=workers,
         progress=observer,
         baseline=baseline,
+        debug=debug,
     )
     # one row per spec for the closing summary of a multi-spec run: (spec, verdict, findings, code)
     rows: list[tuple[str, str, str, int]] = []

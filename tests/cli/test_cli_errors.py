@@ -285,3 +285,49 @@ def test_usage_errors_exit_2(cli: Invoke, project: Project) -> None:
     assert "--workers" in cli("run", spec, "--workers", "0", code=2).output
     assert "--seed" in cli("run", spec, "--seed", "-1", code=2).output
     assert "No such option" in cli("run", spec, "--bogus", code=2).output
+
+
+def test_an_internal_error_in_one_scan_keeps_the_other_scans(
+    cli: Invoke, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 item 4: a bug inside one scan marks that scan `error`; the others run and are
+    written; the run exits 2 (a scan error, not an internal crash of the whole run)."""
+    import dataclasses
+    import json
+
+    from fairscan.scans import SCAN_TYPES
+
+    def broken(spec: object, ctx: object) -> object:
+        raise ValueError("n_splits=3 cannot be greater than the number of members in each class")
+
+    monkeypatch.setitem(
+        SCAN_TYPES, "bias_scan", dataclasses.replace(SCAN_TYPES["bias_scan"], runner=broken)
+    )
+    project.data(bias=True)
+    spec = project.spec(spec_text(data="data.csv"))
+    outcome = cli(
+        "run", spec, "--out", project.root / "out", "--replicates", "19", "--workers", "1", code=2
+    )
+    assert "Traceback" not in outcome.stderr
+    assert (
+        "scan error: calibration: internal error in this scan: ValueError: n_splits=3"
+        in outcome.stderr
+    )
+    report = json.loads((project.root / "out" / "synthetic.json").read_text())
+    by_id = {s["id"]: s for s in report["scans"]}
+    assert by_id["calibration"]["status"] == "error"
+    assert "ValueError" in by_id["calibration"]["error"]
+    assert by_id["fpr"]["status"] == "significant" and by_id["fpr"]["findings"]
+    assert report["verdict"]["status"] == "error" and report["verdict"]["exit_code"] == 2
+    assert report["verdict"]["scans_with_errors"] == 1
+    # --debug carries the traceback into the report (and onto stderr)
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    args = ["run", str(spec), "--out", str(project.root / "dbg"), "--replicates", "0", "--debug"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    report = json.loads((project.root / "dbg" / "synthetic.json").read_text())
+    error = {s["id"]: s for s in report["scans"]}["calibration"]["error"]
+    assert "Traceback (most recent call last)" in error and "in broken" in error
