@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -46,9 +46,14 @@ format: $(STAMP)
 schemas: $(STAMP)
 	$(BIN)/python -m fairscan.schemas schemas
 
-# docs/scans.md: the `audit explain` text of every scan type (a test checks it is current)
+# The documentation site: generate the reference pages (scan types from `audit explain`, the spec
+# from its JSON Schema, the API, the README's report contract and CI recipes; tests/test_docs.py
+# checks they are current), then build site/ with every warning an error. CI passes
+# DOCS_FLAGS=--check: a stale generated page fails instead of being rewritten.
+DOCS_FLAGS ?=
 docs: $(STAMP)
-	$(BIN)/python -m fairscan.explain docs/scans.md
+	$(BIN)/python scripts/build_docs.py $(DOCS_FLAGS)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # COMPAS table derived from ../shared/data (never committed): build/compas.csv
 compas: $(STAMP)
@@ -67,4 +72,4 @@ bench: $(STAMP) compas adult
 	$(BIN)/python benchmarks/bench_certification.py
 
 clean:
-	rm -rf $(VENV) build reports .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build reports site .pytest_cache .ruff_cache .hypothesis

@@ -2,8 +2,11 @@
 
 Depth-4 exhaustive ROC AUC search, min cover 20, top-5 (k' = 100), for
 alpha_s = beta = 0 (with and without generalisation awareness) and alpha_s = beta = 1 with
-generalisation awareness; pruned and unpruned; 1 and 2 worker threads. Numeric attributes are
-binned with the shared discretiser (5 quantile bins) on the search split only, as in the paper.
+generalisation awareness, and the full-framework ranking-loss search (only 3 patterns score > 0
+there, so k' is never filled and pruning relies on "no specialisation can score > 0");
+pruned and unpruned; 1 and 2 worker threads. Numeric attributes are binned with the shared
+discretiser (5 quantile bins) on the search split only, as in the paper. "candidates" is the
+number of positive-score patterns kept (at most k'; methods.md §6.6 step 1).
 
 Usage: .venv/bin/python benchmarks/bench_subroc.py [--workers 2] [--repeat 3]
 """
@@ -62,16 +65,17 @@ def main() -> None:
     print(f"first call (compile or cache load): {time.perf_counter() - t:.2f} s")
     print(f"rows {data.n_rows}, selectors {int(card.sum())}, attributes {len(card)}")
     settings = [
-        ("0/0 basic", 0.0, 0.0, False),
-        ("0/0 GA", 0.0, 0.0, True),
-        ("1/1 GA", 1.0, 1.0, True),
+        ("0/0 basic", "roc_auc", 0.0, 0.0, False),
+        ("0/0 GA", "roc_auc", 0.0, 0.0, True),
+        ("1/1 GA", "roc_auc", 1.0, 1.0, True),
+        ("ARL 1/1 GA", "ranking_loss", 1.0, 1.0, True),
     ]
-    for label, a, b, ga in settings:
+    for label, measure, a, b, ga in settings:
         results = {}
         for prune in (True, False):
             for workers in sorted({1, args.workers}):
                 cfg = SearchConfig(
-                    measure="roc_auc",
+                    measure=measure,
                     size_weight=a,
                     balance_weight=b,
                     generalization_aware=ga,
@@ -91,7 +95,7 @@ def main() -> None:
                     f"{label:10s} prune={prune!s:5s} workers={workers}: "
                     f"best {min(times):.3f} s (median {np.median(times):.3f}); "
                     f"evaluated {res.evaluated}, valid {res.valid}, pruned {res.pruned}, "
-                    f"skipped {res.skipped}"
+                    f"skipped {res.skipped}, candidates {len(res.patterns)}"
                 )
         ref = results[(False, 1)]
         for key, res in results.items():
@@ -99,14 +103,14 @@ def main() -> None:
                 (p.selectors, p.score) for p in ref.patterns
             ]
             assert same, f"{label}: {key} differs from the unpruned single-thread search"
-        print(f"  overall ROC AUC {ref.overall:.6f}; top-5 (identical in all runs):")
+        print(f"  overall {measure} {ref.overall:.6f}; top-5 (identical in all runs):")
         for p in ref.patterns[:5]:
             words = " & ".join(
                 f"{data.attributes[j].name} = {data.attributes[j].labels[v]}"
                 for j, v in p.selectors
             )
             print(
-                f"    score {p.score:9.4f}  AUC {p.value:.4f}  n={p.size:5d} "
+                f"    score {p.score:11.4f}  {measure} {p.value:.4f}  n={p.size:5d} "
                 f"(neg {p.negatives})  {words}"
             )
 

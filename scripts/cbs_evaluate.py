@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--penalty", type=float, default=1.0)
     ap.add_argument("--scans", nargs="+", default=list(SIM_SCANS), choices=list(SIM_SCANS))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sigma", default="1", help="Gaussian scans: 1 (default), sd, or a number")
+    ap.add_argument("--regularization", choices=["none", "l2"], default="none")
+    ap.add_argument("--C", type=float, default=1.0, dest="c", help="with --regularization l2")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         sigma_true=args.sigma_true,
         sigma_predict=args.sigma_predict,
     )
+    sigma: float | str = args.sigma if args.sigma == "sd" else float(args.sigma)
     root = np.random.SeedSequence(args.seed)
     started = time.perf_counter()
     scores: dict[str, list[float]] = {s: [] for s in args.scans}
@@ -65,7 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(child)
         dataset = generate(codes, injection, rng)
         for name, value in evaluate_once(
-            dataset, args.scans, args.restarts, args.penalty, seed=i
+            dataset,
+            args.scans,
+            args.restarts,
+            args.penalty,
+            seed=i,
+            sigma=sigma,
+            regularization=args.regularization,
+            l2_c=args.c,
         ).items():
             scores[name].append(value)
     result = {
@@ -75,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         "datasets": args.datasets,
         "restarts": args.restarts,
         "penalty": args.penalty,
+        "sigma": sigma,
+        "regularization": args.regularization,
         "seed": args.seed,
         "seconds": time.perf_counter() - started,
         "jaccard_mean": {k: float(np.mean(v)) for k, v in scores.items()},

@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _PUBLIC = {
+    # auditing from Python: a DataFrame (or a data file) and the spec's fields as keywords
+    "audit": "fairscan.inmemory",
     # running audits
     "RunOptions": "fairscan.api",
     "AuditOutcome": "fairscan.api",

@@ -1,21 +1,27 @@
 """Library API: load and check a spec, prepare its data, run its scans, build and write reports.
 
 Nothing here prints, reads environment variables or exits; the CLI does that.
+
+The steps are shared by every entry point: ``audit run`` reads a spec file and its data file
+(:func:`prepare_audit`); ``fairscan.audit`` (:mod:`fairscan.inmemory`) validates keyword
+arguments with the same models (:func:`spec_from_mapping`) and audits a table already in memory
+(:func:`prepare_frame`). Both run through :func:`run_prepared`: same statistics, same seeds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import platform
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +50,8 @@ from fairscan.spec.load import LoadedSpec
 from fairscan.spec.models import AuditSpec
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from fairscan.data.table import PreparedData, RoleColumn
     from fairscan.engine.critical import Detectability
     from fairscan.scans.roles import ScanRoles
@@ -83,10 +91,13 @@ class PreparedAudit:
 
     loaded: LoadedSpec
     spec: AuditSpec
-    data_path: Path
+    data_path: Path | str  # the data file, or what was audited in memory ("<in-memory ...>")
     data_sha256: str
     data: PreparedData
     roles: tuple[ScanRoles, ...]  # per scan, in spec order
+    # issues point at the spec file's lines; False where the spec is not (only) the file's
+    # (fairscan.audit keyword arguments): issues then name the field path alone
+    located: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,10 +112,22 @@ class AuditOutcome:
         return ExitCode(self.report.verdict.exit_code)
 
 
+def register_render_hooks() -> None:
+    """Import the scan registry, which registers the scan types' render hooks as the report
+    layer's defaults: ``report.to_html()`` and ``report.write()`` then render every type's
+    detail as ``audit run`` does."""
+    import fairscan.scans  # noqa: F401
+
+
 def load_report(path: Path | str) -> AuditReport:
-    """Read a JSON report written by ``audit run`` (a baseline, or either side of a diff)."""
+    """Read a JSON report written by ``audit run`` (a baseline, or either side of a diff).
+
+    The report object renders itself (``report.findings``, ``report.to_html()``,
+    ``report.write(dir)``) with the registered scan types' render hooks.
+    """
     from pydantic import ValidationError
 
+    register_render_hooks()
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -151,8 +174,10 @@ def diff_reports(
     return new, compare_reports(old, new, baseline_path=str(old_path), fail_on=fail_on)
 
 
-def _locate(loaded: LoadedSpec, error: FairscanError) -> FairscanError:
-    """Attach the spec file and the YAML line of each issue's field."""
+def _locate(loaded: LoadedSpec, error: FairscanError, located: bool = True) -> FairscanError:
+    """Attach the spec file and the YAML line of each issue's field (nothing if not ``located``)."""
+    if not located:
+        return error
     issues = []
     for issue in error.issues:
         if issue.file is None and issue.field is not None:
@@ -232,19 +257,64 @@ def prepare_audit(
     ``extra_roles``: role columns to load besides those the scans need (``audit power``).
     """
     from fairscan.data.load import file_sha256, read_table
-    from fairscan.data.prepare import prepare_data
 
     options = options or RunOptions()
     loaded = load_spec(Path(spec_path))
     spec = apply_overrides(loaded.spec, options)
-    spec_issues = check_spec(spec)
-    if spec_issues:
-        raise _locate(loaded, SpecError(issues=spec_issues))
-    roles, _ = scan_roles(spec)
+    roles = _checked_roles(loaded, spec, located=True)
     # relative to the file the path is written in (a parent spec, with extends)
     data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
     try:
         frame = read_table(data_path)
+        sha = file_sha256(data_path)
+    except DataError as error:
+        raise _locate(loaded, error) from error
+    return _prepare(loaded, spec, roles, frame, data_path, sha, extra_roles, located=True)
+
+
+def prepare_frame(
+    loaded: LoadedSpec,
+    frame: pl.DataFrame,
+    *,
+    data_path: Path | str,
+    data_sha256: str,
+    spec: AuditSpec | None = None,
+    located: bool = True,
+    extra_roles: Sequence[RoleColumn] = (),
+) -> PreparedAudit:
+    """Check the spec, then check and encode a table already loaded (``fairscan.audit``).
+
+    ``spec`` defaults to ``loaded.spec``; ``data_path`` and ``data_sha256`` go to the report's
+    provenance. Issues are located in the spec file when ``located``, else name field paths.
+    """
+    spec = loaded.spec if spec is None else spec
+    roles = _checked_roles(loaded, spec, located=located)
+    return _prepare(loaded, spec, roles, frame, data_path, data_sha256, extra_roles, located)
+
+
+def _checked_roles(loaded: LoadedSpec, spec: AuditSpec, *, located: bool) -> list[ScanRoles]:
+    """Every data-free check of the spec (:func:`check_spec`); each scan's role columns."""
+    spec_issues = check_spec(spec)
+    if spec_issues:
+        raise _locate(loaded, SpecError(issues=spec_issues), located)
+    roles, _ = scan_roles(spec)
+    return roles
+
+
+def _prepare(
+    loaded: LoadedSpec,
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    frame: pl.DataFrame,
+    data_path: Path | str,
+    data_sha256: str,
+    extra_roles: Sequence[RoleColumn],
+    located: bool,
+) -> PreparedAudit:
+    """Check and encode the table for the checked spec: the step every entry point shares."""
+    from fairscan.data.prepare import prepare_data
+
+    try:
         data = prepare_data(
             frame,
             roles=[*(request for r in roles for request in r.requests()), *extra_roles],
@@ -254,16 +324,78 @@ def prepare_audit(
             filter=spec.data.filter,
             extra_columns=extra_columns(spec, roles),
         )
-        sha = file_sha256(data_path)
     except (DataError, SpecError) as error:
-        raise _locate(loaded, error) from error
+        raise _locate(loaded, error, located) from error
     return PreparedAudit(
         loaded=loaded,
         spec=spec,
         data_path=data_path,
-        data_sha256=sha,
+        data_sha256=data_sha256,
         data=data,
         roles=tuple(roles),
+        located=located,
+    )
+
+
+# --- specs that are not (only) a file: fairscan.audit keyword arguments ----------------------
+
+
+def spec_from_mapping(raw: Mapping[str, Any]) -> AuditSpec:
+    """Validate a spec given as a mapping (as a YAML file would read: plain dicts, lists,
+    strings, numbers) with the registered models, the ``defaults:`` applied, exactly as
+    :func:`load_spec` validates a file. Issues name field paths (``scans[0].penalty``), with
+    the messages ``audit validate`` prints, in one :class:`SpecError`."""
+    from pydantic import ValidationError
+
+    from fairscan.scans import AUDIT_SPEC
+    from fairscan.spec.issues import validation_issues
+    from fairscan.spec.models import scan_models_of
+    from fairscan.spec.resolve import apply_defaults
+
+    data = apply_defaults(dict(raw), scan_models_of(AUDIT_SPEC))
+    try:
+        return AUDIT_SPEC.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(issues=validation_issues(exc, data, None, None, AUDIT_SPEC)) from exc
+
+
+def spec_mapping(loaded: LoadedSpec) -> dict[str, Any]:
+    """A spec file as the mapping it was validated from: ``extends`` merged, before the
+    ``defaults:`` are given to the scans (so keys merged over it can change them)."""
+    from fairscan.spec.loader import load_spec_text
+    from fairscan.spec.resolve import resolve_extends
+
+    name = str(loaded.path)
+    raw, positions = load_spec_text(loaded.text, name)
+    merged, _, _, _ = resolve_extends(raw, positions, loaded.path, name)
+    return merged
+
+
+def spec_json(spec: AuditSpec) -> str:
+    """The canonical JSON of a resolved spec (sorted keys, no spaces): what is hashed."""
+    return json.dumps(
+        spec.model_dump(mode="json", by_alias=True),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def resolved_spec(spec: AuditSpec, path: Path | str) -> LoadedSpec:
+    """A :class:`LoadedSpec` for a spec that was not read from one file as it is: its text is
+    the canonical JSON (:func:`spec_json`) and its sha256 that text's. ``path`` is what the
+    report's provenance names (``<fairscan.audit arguments>``, or the spec file keyword
+    arguments were merged over); paths in the spec are relative to its folder. Prepare it with
+    ``located=False``: it has no lines to point at."""
+    from fairscan.spec.loader import Positions
+
+    text = spec_json(spec)
+    return LoadedSpec(
+        spec=spec,
+        path=Path(path),
+        text=text,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        positions=Positions(line=1, col=1, kind="mapping"),
     )
 
 
@@ -322,7 +454,7 @@ def run_scan(
         )
         return SCAN_TYPES[scan.type].runner(scan, ctx)
     except ScanError as error:
-        message = _locate(prepared.loaded, _in_scan(error, index)).render()
+        message = _locate(prepared.loaded, _in_scan(error, index), prepared.located).render()
     except Exception as exc:  # a bug inside one scan: the other scans still run
         message = (
             f"internal error in this scan: {type(exc).__name__}: {exc}\n"
@@ -439,6 +571,7 @@ def _write(prepared: PreparedAudit, report: AuditReport, options: RunOptions) ->
                 field="output.dir",
                 hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
             ),
+            prepared.located,
         ) from exc
 
 

@@ -320,8 +320,10 @@ def test_explain_every_type(cli: Invoke) -> None:
         assert "Null hypothesis:" in out.stdout
         assert "Parameters:" in out.stdout and "Reading the result:" in out.stdout
     out = cli("explain", "fpr_scan", code=0)
-    assert "penalty: float (default: 0.0)" in out.stdout
-    assert "restarts: int (default: 500)" in out.stdout
+    # types read as words (docs/scans pages show the same text)
+    assert "penalty: number >= 0 (default: 0.0)" in out.stdout
+    assert "restarts: integer from 1 to 100000 (default: 500)" in out.stdout
+    assert "threshold_rule: one of: ge, gt or null (default: null)" in out.stdout
     assert "Random restarts" in out.stdout
 
 

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_public_api_is_pinned() -> None:
     assert fairscan.__all__ == [
         "__version__",
+        "audit",
         "RunOptions",
         "AuditOutcome",
         "PreparedAudit",

@@ -192,6 +192,39 @@ def random_problem(seed, n=80, card=(3, 2, 4, 2)):
     return codes, y, s, np.array(card)
 
 
+def skewed_problem(seed, n=80, card=(3, 2, 4, 2)):
+    """Most negatives where the score is uninformative (attribute 0 = 0): some patterns have
+    a positive ranking-loss score (which grows with the negatives in the pattern), few with
+    generalisation awareness, so k' is often not filled."""
+    rng = np.random.default_rng(seed)
+    codes = np.stack([rng.integers(0, k, n) for k in card], axis=1).astype(np.int32)
+    hard = codes[:, 0] == 0
+    y = (rng.random(n) < np.where(hard, 0.25, 0.85)).astype(np.int8)
+    s = np.round(rng.normal(np.where(hard, 0.0, 2.0) * y + 0.2 * codes[:, 1], 1.0), 1)
+    return codes, y, s, np.array(card)
+
+
+def reference_oe(y, s, cfg, scored):
+    """OE of every valid pattern from the definitions of §6.4 (bounds, weight bound, GA),
+    independent of the search: the search prunes non-candidates with it too."""
+    overall = measure(y, s, cfg.measure)
+    out = {}
+    for pat, (_, mask) in scored.items():
+        ys, ss = y[mask], s[mask]
+        b = lower_bound(ys, ss, cfg.measure)
+        raw = b - overall if cfg.measure == "ranking_loss" else overall - b
+        p, ng = int(ys.sum()), int(len(ys) - ys.sum())
+        bw = float(weight_bound(len(ys), p, ng, cfg.size_weight, cfg.balance_weight))
+        oe = bw * max(raw, 0.0)
+        if cfg.generalization_aware:  # every h subset of p (p itself and the empty pattern)
+            gens = [0.0]
+            for r in range(1, len(pat) + 1):
+                gens += [scored[sub][0] for sub in itertools.combinations(pat, r)]
+            oe -= max(gens)
+        out[pat] = oe
+    return out
+
+
 CONFIGS = [
     ("roc_auc", 0.0, 0.0, False),
     ("roc_auc", 1.0, 1.0, True),
@@ -199,14 +232,21 @@ CONFIGS = [
     ("pr_auc", 1.0, 1.0, True),
     ("pr_auc", 0.0, 0.0, True),
     ("ranking_loss", 1.0, 1.0, False),
+    ("ranking_loss", 0.0, 0.0, False),
     ("ranking_loss", 0.0, 0.0, True),
+    ("ranking_loss", 1.0, 1.0, True),
 ]
 
 
+def _top(patterns):
+    return [(p.selectors, p.score) for p in patterns]
+
+
+@pytest.mark.parametrize("problem", [random_problem, skewed_problem])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize(("measure_name", "a", "b", "ga"), CONFIGS)
-def test_search_matches_brute_force(seed, measure_name, a, b, ga):
-    codes, y, s, card = random_problem(seed)
+def test_search_matches_brute_force(problem, seed, measure_name, a, b, ga):
+    codes, y, s, card = problem(seed)
     base = {
         "measure": measure_name,
         "size_weight": a,
@@ -216,25 +256,67 @@ def test_search_matches_brute_force(seed, measure_name, a, b, ga):
         "min_cover": 3,
     }
     final, _ = brute_force(codes, y, s, card, SearchConfig(**base))
-    ranked = sorted(final.values(), reverse=True)
-    # unpruned with k' = everything: every pattern and score
+    positive = {pat: sc for pat, sc in final.items() if sc > 0}
+    ranked = sorted(positive.values(), reverse=True)
+    # unpruned with k' = everything: exactly the patterns with a positive score (§6.6 step 1)
     full = search(codes, y, s, card, SearchConfig(**base, candidates=10**6, prune=False))
     got = {p.selectors: p.score for p in full.patterns}
-    assert set(got) == set(final)
-    for pat, sc in final.items():
+    assert set(got) == set(positive)
+    for pat, sc in positive.items():
         assert got[pat] == pytest.approx(sc, abs=1e-9)
-    # pruned top-k' = unpruned top-k' (same scores and the same patterns)
-    for k in (1, 5, 20):
+    assert [p.score for p in full.patterns] == sorted(got.values(), reverse=True)
+    # pruned top-k' = unpruned top-k' (same scores and the same patterns), also when fewer
+    # than k' patterns score > 0
+    for k in (1, 5, 20, len(positive) + 3):
         pruned = search(codes, y, s, card, SearchConfig(**base, candidates=k, prune=True))
         unpruned = search(codes, y, s, card, SearchConfig(**base, candidates=k, prune=False))
-        assert [p.selectors for p in pruned.patterns] == [p.selectors for p in unpruned.patterns]
-        assert [p.score for p in pruned.patterns] == [p.score for p in unpruned.patterns]
+        assert _top(pruned.patterns) == _top(unpruned.patterns)
+        assert len(pruned.patterns) == min(k, len(positive))
         assert [p.score for p in pruned.patterns] == pytest.approx(ranked[:k], abs=1e-9)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    skewed=st.booleans(),
+    config=st.sampled_from(CONFIGS),
+    n=st.integers(20, 90),
+    min_cover=st.integers(1, 10),
+    max_length=st.integers(1, 4),
+    k=st.integers(1, 60),
+)
+def test_pruned_search_is_the_unpruned_top_k_of_positive_patterns(
+    seed, skewed, config, n, min_cover, max_length, k
+):
+    """§6.8.7 with §6.6 step 1: pruning (by the k'-th score, or because no specialisation can
+    score > 0) returns exactly the unpruned top-k' among positive-score patterns."""
+    measure_name, a, b, ga = config
+    codes, y, s, card = (skewed_problem if skewed else random_problem)(seed, n=n)
+    if y.min() == y.max():
+        return  # the measures are undefined on the whole set
+    cfg = {
+        "measure": measure_name,
+        "size_weight": a,
+        "balance_weight": b,
+        "generalization_aware": ga,
+        "max_length": max_length,
+        "min_cover": min_cover,
+        "candidates": k,
+    }
+    pruned = search(codes, y, s, card, SearchConfig(**cfg, prune=True))
+    unpruned = search(codes, y, s, card, SearchConfig(**cfg, prune=False))
+    assert _top(pruned.patterns) == _top(unpruned.patterns)
+    assert all(p.score > 0 for p in pruned.patterns)
+    assert pruned.evaluated <= unpruned.evaluated and unpruned.pruned == 0
+    final, _ = brute_force(codes, y, s, card, SearchConfig(**cfg))
+    ranked = sorted((sc for sc in final.values() if sc > 0), reverse=True)
+    assert [p.score for p in pruned.patterns] == pytest.approx(ranked[:k], abs=1e-9)
+
+
+@pytest.mark.parametrize("problem", [random_problem, skewed_problem])
 @pytest.mark.parametrize(("measure_name", "a", "b", "ga"), CONFIGS)
-def test_optimistic_estimate_bounds_every_specialisation(measure_name, a, b, ga):
-    codes, y, s, card = random_problem(7, n=60)
+def test_optimistic_estimate_bounds_every_specialisation(problem, measure_name, a, b, ga):
+    codes, y, s, card = problem(7, n=60)
     cfg = SearchConfig(
         measure=measure_name,
         size_weight=a,
@@ -245,9 +327,13 @@ def test_optimistic_estimate_bounds_every_specialisation(measure_name, a, b, ga)
         candidates=10**6,
         prune=False,
     )
-    final, _ = brute_force(codes, y, s, card, cfg)
+    final, scored = brute_force(codes, y, s, card, cfg)
+    oe = reference_oe(y, s, cfg, scored)
+    # the search's estimates are these (it lists them for its candidates)
     res = search(codes, y, s, card, cfg)
-    oe = {p.selectors: p.optimistic for p in res.patterns}
+    for p in res.patterns:
+        assert p.optimistic == pytest.approx(oe[p.selectors], abs=1e-9)
+    # and they bound every specialisation's score, candidate or not (Lemma 6 needs a <= b)
     checked = 0
     for pat, bound in oe.items():
         for spec_pat, sc in final.items():
@@ -263,12 +349,40 @@ def test_empty_and_generalisation_properties():
     ga = search(codes, y, s, card, SearchConfig(generalization_aware=True, **cfg))
     plain = search(codes, y, s, card, SearchConfig(generalization_aware=False, **cfg))
     by_pat = {p.selectors: p for p in plain.patterns}
-    for p in ga.patterns:
-        assert p.score <= by_pat[p.selectors].score + 1e-12  # GA score <= weighted score
-    # a pattern on the whole data (an attribute with one value) has relative score 0
+    for p in ga.patterns:  # GA score <= weighted score, so a GA candidate is a plain one
+        assert p.score <= by_pat[p.selectors].score + 1e-12
+    # a pattern on the whole data (an attribute with one value) has relative score 0: valid,
+    # but not a candidate (score <= 0)
     one = np.zeros((len(y), 1), np.int32)
-    res = search(one, y, s, [1], SearchConfig(max_length=1, min_cover=1))
-    assert res.patterns[0].relative == pytest.approx(0.0, abs=1e-12)
+    for ga_flag in (True, False):
+        res = search(
+            one, y, s, [1], SearchConfig(max_length=1, min_cover=1, generalization_aware=ga_flag)
+        )
+        assert res.valid == 1 and res.patterns == []
+    _, scored = brute_force(one, y, s, [1], SearchConfig(max_length=1, min_cover=1))
+    assert scored[((0, 0),)][0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_no_positive_pattern_gives_no_candidates():
+    """A perfect ranking: no subgroup can be worse than the whole set, nothing to test."""
+    codes, y, _, card = random_problem(5)
+    s = y + np.linspace(0, 0.5, len(y))  # every positive above every negative
+    for name in ("roc_auc", "pr_auc", "ranking_loss"):
+        for prune in (True, False):
+            res = search(codes, y, s, card, SearchConfig(measure=name, min_cover=1, prune=prune))
+            assert res.patterns == [] and res.valid > 0, name
+
+
+@pytest.mark.parametrize("ga", [True, False])
+def test_pruning_works_before_k_prime_candidates_are_held(ga):
+    """k' = 100 is never filled (few patterns score > 0), yet patterns none of whose
+    specialisations can score > 0 are not expanded, and the result is the unpruned one."""
+    codes, y, s, card = skewed_problem(0)
+    cfg = {"measure": "ranking_loss", "generalization_aware": ga, "min_cover": 3}
+    pruned = search(codes, y, s, card, SearchConfig(**cfg))
+    unpruned = search(codes, y, s, card, SearchConfig(**cfg, prune=False))
+    assert len(unpruned.patterns) < 100 and _top(pruned.patterns) == _top(unpruned.patterns)
+    assert pruned.pruned > 0 and pruned.evaluated < unpruned.evaluated / 2
 
 
 def test_min_cover_larger_than_data_gives_no_patterns():

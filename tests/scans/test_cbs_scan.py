@@ -173,6 +173,20 @@ def test_missing_protected_value_names_the_field(tmp_path):
             "{id: s, type: cbs, protected: {column: g, value: a}, fairness: sufficiency, on: predictions, condition: 1}",
             "never value-conditional",
         ),
+        (
+            "{id: s, type: cbs, protected: {column: g, value: a}, metric: fpr, sigma: sd}",
+            "Gaussian",
+        ),
+        ("{id: s, type: cbs, protected: {column: g, value: a}, metric: bnc, sigma: 0}", "sigma"),
+        ("{id: s, type: cbs, protected: {column: g, value: a}, metric: bnc, sigma: sdev}", "sigma"),
+        (
+            "{id: s, type: cbs, protected: {column: g, value: a}, metric: fpr, models: {C: 2}}",
+            "regularization: l2",
+        ),
+        (
+            "{id: s, type: cbs, protected: {column: g, value: a}, metric: fpr, models: {regularization: l2, C: 0}}",
+            "C",
+        ),
     ],
 )
 def test_bad_specs_are_rejected(tmp_path, scan, needle):
@@ -201,17 +215,33 @@ def test_compas_case_study_scans(compas_csv, tmp_path):
     for sid in ("suf-pred-cal", "suf-rec-ppv"):
         f = by_id[sid].findings[0]
         assert f.detail["q"] < 1 and f.effect.inside < f.effect.expected
-    # the seeded scores of the v1 runner are unchanged
-    assert [s.findings[0].statistic.value for s in report.scans] == [
+    # the seeded scores with the paper's defaults (issue 10): sigma = 1 for the Gaussian scan,
+    # unregularised logistic models; no separation here, so no ridge fallback
+    assert [s.findings[0].statistic.value for s in report.scans] == pytest.approx(
+        [42.458256678773445, 102.6072084825087, 2.2134606574365154, 0.3481332311326333],
+        rel=1e-9,
+    )
+    assert _cbs(by_id["sep-pred-fpe"]).runs[0].sigma == 1.0
+    assert _cbs(by_id["sep-pred-fpe"]).sigma_rule.startswith("fixed at 1 (the default")
+    assert all(_cbs(s).regularization == "none" and not s.warnings for s in report.scans)
+    again = run_prepared(prepare_audit(path), RunOptions(write=False)).report
+    assert [s.findings[0].statistic.value for s in again.scans] == [
+        s.findings[0].statistic.value for s in report.scans
+    ]
+    # the options restore the earlier defaults and their seeded scores exactly
+    old = spec.replace(
+        "    type: cbs\n", "    type: cbs\n    models: {regularization: l2, C: 1}\n"
+    ).replace("    restarts: 500\n", "    restarts: 500\n    sigma: sd\n")
+    path.write_text(old)
+    before = run_prepared(prepare_audit(path), RunOptions(write=False)).report
+    assert [s.findings[0].statistic.value for s in before.scans] == [
         97.52626043010049,
         100.90677837823911,
         2.265261199609759,
         0.46309915919140865,
     ]
-    again = run_prepared(prepare_audit(path), RunOptions(write=False)).report
-    assert [s.findings[0].statistic.value for s in again.scans] == [
-        s.findings[0].statistic.value for s in report.scans
-    ]
+    assert _cbs(before.scans[0]).runs[0].sigma == pytest.approx(0.6598584353950085)
+    assert _cbs(before.scans[0]).sigma_rule.startswith("sd")
 
 
 @pytest.mark.parametrize(
@@ -280,3 +310,54 @@ def test_recommendation_follows_the_one_rule(tmp_path):
         "bnc": {"outcome", "probability"},
         "cal": {"outcome", "probability"},
     }
+
+
+def test_sigma_rule_and_model_options_are_explained_and_reported(tmp_path):
+    """Issue 10: sigma defaults to 1 (or `sd`, or a number) and the logistic models default to
+    unregularised; `audit explain cbs` documents both, the detail reports the rule used."""
+    from fairscan.explain import explain
+
+    text = " ".join(explain("cbs").split())
+    for needle in (
+        "sigma",
+        "Default 1: the paper's reported scores",
+        "`sd`: the sample SD (ddof 1) of Delta",
+        "1/sigma^2",
+        "models.regularization: one of: none, l2",
+        "models.C: number > 0",
+        "unregularised",
+        "not auditable",
+    ):
+        assert needle in text
+    scan = (
+        "  - {{id: {id}, type: cbs, protected: {{column: g, value: a}}, metric: bnc, penalty: 0,"
+        " restarts: 30, model_attributes: [h, k]{extra}}}"
+    )
+    report = _run(
+        tmp_path,
+        "\n".join(
+            scan.format(id=i, extra=e)
+            for i, e in (
+                ("one", ""),
+                ("two", ", sigma: 2"),
+                ("sd", ", sigma: sd"),
+                ("l2", ", models: {regularization: l2, C: 0.01}"),
+            )
+        ),
+    )
+    one, two, sd, l2 = report.scans
+    # penalty 0: F scales as 1 / sigma^2 for every subgroup, so S* is the same
+    assert one.findings[0].subgroup == two.findings[0].subgroup == sd.findings[0].subgroup
+    assert one.findings[0].detail["llr"] == pytest.approx(4 * two.findings[0].detail["llr"])
+    sigma_sd = _cbs(sd).runs[0].sigma
+    assert 0 < sigma_sd < 1
+    assert sd.findings[0].detail["llr"] == pytest.approx(
+        one.findings[0].detail["llr"] / sigma_sd**2
+    )
+    assert [_cbs(s).runs[0].sigma for s in (one, two)] == [1.0, 2.0]
+    assert _cbs(two).sigma_rule == "fixed at 2"
+    assert _cbs(one).regularization == "none" and _cbs(l2).regularization == "l2"
+    assert "unregularised logistic regression" in _cbs(one).expectations
+    assert "logistic regression (L2, C = 0.01)" in _cbs(l2).expectations
+    assert l2.findings[0].effect.expected != one.findings[0].effect.expected
+    assert "gaussian score, sigma fixed at 2;" in render_markdown(report, render_hooks())

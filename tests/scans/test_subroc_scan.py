@@ -90,7 +90,7 @@ def test_finds_the_uninformative_group_with_a_split_column(tmp_path):
             tmp_path,
             {
                 "split": {"column": "part", "search": "s", "validation": "v"},
-                # BY over k' = 10 with p >= 1/2001 can reach 0.015 < 0.05
+                # BY over the (at most k' = 10) positive-score candidates with p >= 1/2001
                 "significance": {"subsets": 2000},
                 "candidates": 10,
             },
@@ -107,7 +107,10 @@ def test_finds_the_uninformative_group_with_a_split_column(tmp_path):
     assert top.significant is True and 0 < top.p_value <= top.adjusted_p_value <= 0.05
     assert report.verdict.significant_findings == len(scan.findings)
     assert res.search_rows + res.validation_rows == 1200
-    assert res.candidates_evaluated > 0 and len(res.patterns) == 10
+    # only the 4 patterns with a positive score are candidates (k' = 10 is not filled), and
+    # only they are tested and counted in the BY correction
+    assert res.candidates_evaluated > 0 and len(res.patterns) == res.candidates_tested == 4
+    assert all(p.score > 0 for p in res.patterns)
     md = "\n".join(subroc_markdown(scan))
     assert "group = c" in md and "candidate patterns evaluated" in md
     assert "Validation set: ROC AUC" in "\n".join(subroc_finding_markdown(scan, top))
@@ -215,7 +218,11 @@ def test_adult_audit_spec_reports_its_significant_patterns(tmp_path, adult_csv):
     assert res.overall_search == pytest.approx(0.921293, abs=1e-6)
     assert res.overall_validation == pytest.approx(0.920672, abs=1e-6)
     assert res.patterns[0].subgroup == {"marital-status": ["Married-civ-spouse"]}
-    assert len(res.patterns) == 100  # every tested candidate stays in the detail
+    # every tested candidate stays in the detail: the 80 patterns with a positive score (k' =
+    # 100 is not filled; before methods.md §6.6 step 1 the list was padded with 20 zero-score
+    # patterns, all tested and counted in BY: adjusted p 0.0157 instead of 0.0124)
+    assert len(res.patterns) == res.candidates_tested == 80
+    assert all(p.score > 0 for p in res.patterns)
     # the top-5 reported patterns are the findings, each significant after BY
     _check_contract(scan)
     assert len(scan.findings) == 5 and scan.status == "significant"
@@ -224,6 +231,8 @@ def test_adult_audit_spec_reports_its_significant_patterns(tmp_path, adult_csv):
         assert f.significant is True
         assert f.p_value is not None and f.adjusted_p_value is not None
         assert f.p_value <= f.adjusted_p_value <= 0.05
+        assert f.p_value == pytest.approx(1 / 1001)
+        assert f.adjusted_p_value == pytest.approx(0.012401, abs=1e-6)
         assert f.effect.metric == "ROC AUC" and f.effect.inside < f.effect.reference
     assert report.verdict.significant_findings == 5
 
@@ -298,3 +307,39 @@ def test_reports_render_the_candidates_and_roc_curves(tmp_path):
     html = render_html(report, render_hooks())
     assert html.count('class="roc"') >= 2  # the whole search set and the pattern
     assert "candidates tested" in html
+
+
+@pytest.mark.parametrize("correction", ["by", "bh", "bonferroni"])
+def test_the_correction_counts_only_the_positive_score_candidates(correction):
+    """methods.md §6.6 steps 1 and 5: a pattern with score <= 0 is not a candidate, so it is
+    neither tested nor counted in the correction (k' = 50 is far from filled here)."""
+    from fairscan.engine.multiple_testing import adjust_p_values
+
+    spec = SubrocSpec(
+        id="s",
+        type="subroc",
+        candidates=50,
+        significance={"subsets": 200, "correction": correction},
+    )
+    scan = run_subroc(spec, _context(replicates=1))
+    res = _detail(scan)
+    assert 0 < res.candidates_tested == len(res.patterns) < 50
+    assert all(p.score > 0 for p in res.patterns)
+    raw = np.array([p.p_value for p in res.patterns])
+    adjusted = [p.adjusted_p_value for p in res.patterns]
+    assert adjusted == pytest.approx(adjust_p_values(raw, correction).tolist())
+    assert f"{res.candidates_tested} top candidates with a positive score tested" in "\n".join(
+        subroc_markdown(scan)
+    )
+
+
+def test_no_positive_score_pattern_means_nothing_to_test():
+    """A perfect ranking: no subgroup ranks worse than everyone, so nothing is tested."""
+    ctx = _context(replicates=1)
+    y = ctx.roles.outcome
+    ctx.roles = RoleArrays(outcome=y, prediction=y + np.linspace(0.0, 0.5, len(y)))
+    spec = SubrocSpec(id="s", type="subroc", candidates=5, top_k=2)
+    scan = run_subroc(spec, ctx)
+    res = _detail(scan)
+    assert scan.status == "no_finding" and scan.findings == []
+    assert res.patterns == [] and res.candidates_tested == 0 and res.null_distributions == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, cast
 
 import polars as pl
 
@@ -165,3 +166,133 @@ def file_sha256(path: Path, *, chunk_size: int = 1 << 20) -> str:
             hint="check that the data file exists and is readable",
         ) from exc
     return digest.hexdigest()
+
+
+# --- in-memory tables (fairscan.audit) -------------------------------------------------------
+
+IN_MEMORY_FIELD = "data"
+
+
+def _is_a(obj: object, package: str, names: tuple[str, ...]) -> bool:
+    """``obj`` is (a subclass of) one of ``package``'s classes ``names``, without importing it."""
+    return any(
+        cls.__module__.split(".", 1)[0] == package and cls.__name__ in names
+        for cls in type(obj).__mro__
+    )
+
+
+def _is_pandas_frame(obj: object) -> bool:
+    # duck typing: pandas is never imported here (it is not a dependency)
+    return _is_a(obj, "pandas", ("DataFrame",))
+
+
+def _is_arrow_table(obj: object) -> bool:
+    return _is_a(obj, "pyarrow", ("Table", "RecordBatch"))
+
+
+def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
+    """A polars DataFrame (or LazyFrame), a pandas DataFrame or a pyarrow Table/RecordBatch as
+    a polars DataFrame, with a description for the report (``<in-memory pandas DataFrame>``).
+
+    pandas and pyarrow go through Arrow (``polars.from_pandas`` / ``polars.from_arrow``); neither
+    is imported unless the object is one of theirs. The pandas index is not a column (reset it
+    first to audit it). Every failure is a :class:`DataError` on ``data``.
+    """
+    if isinstance(data, pl.DataFrame):
+        frame, what = data, "polars DataFrame"
+    elif isinstance(data, pl.LazyFrame):
+        what = "polars LazyFrame"
+        try:
+            frame = data.collect()
+        except (Exception, pl.exceptions.PanicException) as exc:
+            raise DataError(
+                f"cannot collect the polars LazyFrame: {_first_line(exc)}",
+                field=IN_MEMORY_FIELD,
+                hint="check the LazyFrame's query (frame.collect() must succeed)",
+            ) from exc
+    elif _is_pandas_frame(data):
+        what = "pandas DataFrame"
+        columns = list(data.columns)  # type: ignore[attr-defined]
+        odd = [c for c in columns if not isinstance(c, str)]
+        if odd:
+            raise DataError(
+                f"the pandas DataFrame has column names that are not text: "
+                f"{', '.join(repr(c) for c in odd[:5])}",
+                field=IN_MEMORY_FIELD,
+                hint="name the columns with strings, e.g. df.columns = df.columns.map(str)",
+            )
+        if len(set(columns)) != len(columns):
+            dup = sorted({c for c in columns if columns.count(c) > 1})
+            raise DataError(
+                f"the pandas DataFrame has duplicate column names: {', '.join(map(repr, dup))}",
+                field=IN_MEMORY_FIELD,
+                hint="give every column a distinct name",
+            )
+        try:
+            frame = pl.from_pandas(data)
+        except (Exception, pl.exceptions.PanicException) as exc:
+            raise DataError(
+                f"cannot convert the pandas DataFrame to Arrow: {_first_line(exc)}",
+                field=IN_MEMORY_FIELD,
+                hint="give each column a single type (e.g. df[col] = df[col].astype(str)); "
+                "converting needs pyarrow (pip install 'fairscan[notebook]')",
+            ) from exc
+    elif _is_arrow_table(data):
+        what = f"pyarrow {type(data).__name__}"
+        try:
+            converted = pl.from_arrow(data)
+        except (Exception, pl.exceptions.PanicException) as exc:
+            raise DataError(
+                f"cannot read the pyarrow {type(data).__name__}: {_first_line(exc)}",
+                field=IN_MEMORY_FIELD,
+                hint="check that its column types are supported by polars",
+            ) from exc
+        if not isinstance(converted, pl.DataFrame):
+            converted = converted.to_frame()
+        frame = converted
+    else:
+        raise DataError(
+            f"cannot audit a {type(data).__module__}.{type(data).__qualname__}",
+            field=IN_MEMORY_FIELD,
+            hint="give a polars or pandas DataFrame, a pyarrow Table or the path of a data file "
+            f"({', '.join(_FORMATS)})",
+        )
+    label = f"<in-memory {what}>"
+    if frame.width == 0:
+        raise DataError(f"the {what} has no columns", field=IN_MEMORY_FIELD)
+    if frame.height == 0:
+        raise DataError(
+            f"the {what} has no rows", field=IN_MEMORY_FIELD, hint="audit a table with data rows"
+        )
+    return frame, label
+
+
+class _Digest:
+    """A write-only file object that hashes what is written (no copy of the bytes is kept)."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def frame_sha256(frame: pl.DataFrame) -> str:
+    """Hex SHA-256 of a deterministic serialisation of ``frame``: its uncompressed Arrow IPC
+    bytes (column names, types and values; strings as plain Arrow UTF-8), after rechunking.
+
+    The same values, types and column order give the same hash whichever library held them
+    (a CSV file read by polars, by pandas with ``keep_default_na=False`` or by pyarrow hashes
+    the same); it is not the hash of any file.
+    """
+    sink = _Digest()
+    frame.rechunk().write_ipc(
+        cast("IO[bytes]", sink),
+        compression="uncompressed",
+        compat_level=pl.CompatLevel.oldest(),
+    )
+    return sink.digest.hexdigest()

@@ -20,6 +20,19 @@ from fairscan.engine.randomization import child_seed, search_seed
 
 EPS = 1e-6  # clip for propensities, predictions and I-hat before logits (methods.md §3.3-3.5)
 SIGMA_FLOOR = 1e-6
+SIGMA_SD = "sd"  # the sigma rule "sample SD of Delta" (methods.md §3.5)
+
+# Unregularised logistic fits (methods.md §3.3): a tight tolerance so that a finite MLE is
+# reached to high precision and a diverging one (separation) shows as huge coefficients.
+LOGISTIC_MAX_ITER = 1000
+LOGISTIC_TOL = 1e-8
+# |coefficient| (intercept included) above which an unregularised fit is taken as diverging:
+# a finite MLE this large is an odds ratio of e^15 ~ 3e6 between two profiles, which finite
+# categorical data does not support; under (quasi-)separation the tight tolerance drives the
+# separated coefficients to ~20 and beyond.
+SEPARATION_COEF = 15.0
+RIDGE_FALLBACK_C = 1e4  # the tiny ridge of the fallback: penalty |beta|^2 / (2 C)
+CALIBRATION_FOLDS = 3  # CalibratedClassifierCV(cv=3) of gradient boosting + Platt scaling
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,9 @@ class CbsSettings:
     restarts: int = 500
     propensity_model: str = "logistic"  # "logistic" | "gradient_boosting"
     outcome_model: str = "logistic"
+    sigma: float | str = 1.0  # Gaussian: a fixed positive sigma, or SIGMA_SD (methods.md §3.5)
+    regularization: str = "none"  # logistic models: "none" (ridge only under separation) | "l2"
+    l2_c: float = 1.0  # inverse L2 strength (scikit-learn's C) with regularization "l2"
 
     @property
     def gaussian(self) -> bool:
@@ -82,19 +98,102 @@ def logit(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _make_model(kind: str) -> Any:
-    if kind == "logistic":
-        from sklearn.linear_model import LogisticRegression
+class ModelDegenerate(Exception):
+    """A model cannot be fitted on this training set: the run is not auditable (the paper's
+    "–"), never an internal error."""
 
-        return LogisticRegression(max_iter=1000)
-    if kind == "gradient_boosting":
-        from sklearn.calibration import CalibratedClassifierCV
-        from sklearn.ensemble import GradientBoostingClassifier
 
-        return CalibratedClassifierCV(
-            GradientBoostingClassifier(random_state=0), method="sigmoid", cv=3
+@dataclass(frozen=True)
+class ModelFit:
+    """A fitted model's predictions on its training rows and on the new rows, and a note when
+    the fit departed from the requested one (the ridge fallback under separation)."""
+
+    fitted: np.ndarray
+    predicted: np.ndarray
+    note: str | None = None
+
+
+def _logistic(c: float | None) -> Any:
+    """Logistic regression with L2 strength ``1 / c``; ``c=None``: unregularised."""
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+
+    if c is not None:
+        return LogisticRegression(C=c, max_iter=LOGISTIC_MAX_ITER)
+    major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
+    if (major, minor) >= (1, 8):  # penalty=None is deprecated from 1.8 on: C = inf
+        return LogisticRegression(C=np.inf, max_iter=LOGISTIC_MAX_ITER, tol=LOGISTIC_TOL)
+    return LogisticRegression(penalty=None, max_iter=LOGISTIC_MAX_ITER, tol=LOGISTIC_TOL)
+
+
+def _gradient_boosting() -> Any:
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    return CalibratedClassifierCV(
+        GradientBoostingClassifier(random_state=0), method="sigmoid", cv=CALIBRATION_FOLDS
+    )
+
+
+def _fit(model: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> list[str]:
+    """Fit with scikit-learn's warnings captured; returns the convergence warnings' texts.
+
+    A ValueError of the fit (a training set the model cannot use) is :class:`ModelDegenerate`.
+    """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        try:
+            model.fit(x, y.astype(np.int64), sample_weight=w)
+        except ValueError as exc:
+            raise ModelDegenerate(str(exc).rstrip(".")) from exc
+    return [str(c.message) for c in caught if issubclass(c.category, ConvergenceWarning)]
+
+
+def _fit_logistic(
+    xs: np.ndarray, ys: np.ndarray, ws: np.ndarray, regularization: str, c: float
+) -> tuple[Any, str | None]:
+    """The logistic fit of methods.md §3.3: unregularised by default, refitted with a tiny
+    ridge when the unregularised fit diverges (separation), or L2 with ``C`` on request."""
+    if regularization == "l2":
+        model = _logistic(c)
+        _fit(model, xs, ys, ws)
+        return model, None
+    model = _logistic(None)
+    warned = _fit(model, xs, ys, ws)
+    largest = float(max(np.max(np.abs(model.coef_)), np.max(np.abs(model.intercept_))))
+    if not warned and np.isfinite(largest) and largest <= SEPARATION_COEF:
+        return model, None
+    why = (
+        "did not converge"
+        if warned
+        else f"diverges (separation: a coefficient of magnitude {largest:.1f})"
+    )
+    model = _logistic(RIDGE_FALLBACK_C)
+    _fit(model, xs, ys, ws)
+    note = (
+        f"the unregularised logistic fit {why}; refitted with a tiny ridge "
+        f"(L2, C = {RIDGE_FALLBACK_C:g})"
+    )
+    return model, note
+
+
+def _class_counts_check(ys: np.ndarray, kind: str) -> None:
+    """Gradient boosting + Platt scaling calibrates on ``CALIBRATION_FOLDS`` stratified folds:
+    each class needs at least that many training rows (methods.md §3.3)."""
+    if kind != "gradient_boosting":
+        return
+    counts = {int(v): int(np.count_nonzero(ys == v)) for v in (0, 1)}
+    short = {v: k for v, k in counts.items() if k < CALIBRATION_FOLDS}
+    if short:
+        text = ", ".join(f"{k} row{'s' if k != 1 else ''} of label {v}" for v, k in short.items())
+        raise ModelDegenerate(
+            f"its training set has {text}; Platt scaling on {CALIBRATION_FOLDS} calibration "
+            f"folds needs at least {CALIBRATION_FOLDS} rows of each class"
         )
-    raise ValueError(f"unknown model {kind!r}")
 
 
 def fit_predict(
@@ -105,15 +204,20 @@ def fit_predict(
     x_new: np.ndarray,
     *,
     soft: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted probabilistic classifier; returns (fitted on x, predicted on x_new).
+    regularization: str = "none",
+    c: float = 1.0,
+) -> ModelFit:
+    """Weighted probabilistic classifier: predictions on x (fitted) and on x_new.
 
     ``soft``: Case B (methods.md §3.3 step 4) for a label in [0, 1]: each row becomes a label-1
     row weighted ``w * label`` and a label-0 row weighted ``w * (1 - label)``.
+    ``regularization`` / ``c``: logistic models only ("none": unregularised, with the ridge
+    fallback under separation; "l2": L2 with inverse strength ``c``).
+    Raises :class:`ModelDegenerate` when the model cannot be fitted on this training set.
     """
     if x.shape[1] == 0:  # no features: the weighted mean
         mean = float(np.sum(weight * label) / np.sum(weight))
-        return np.full(x.shape[0], mean), np.full(x_new.shape[0], mean)
+        return ModelFit(np.full(x.shape[0], mean), np.full(x_new.shape[0], mean))
     if soft:
         xs = np.vstack([x, x])
         ys = np.concatenate([np.ones(len(label)), np.zeros(len(label))])
@@ -122,8 +226,10 @@ def fit_predict(
         xs, ys, ws = xs[keep], ys[keep], ws[keep]
     else:
         xs, ys, ws = x, label, weight
-    model = _make_model(kind)
+    if np.all(ys == ys[0]):
+        raise ModelDegenerate(f"its training label is constant ({ys[0]:g})")
     both = np.vstack([x, x_new])
+    note = None
     if kind == "logistic":
         # The weighted log-loss is a sum over rows, so rows with identical features and label
         # can be merged with summed weights: the same fit on a few hundred rows instead of
@@ -131,13 +237,17 @@ def fit_predict(
         keys, inverse = np.unique(np.column_stack([xs, ys]), axis=0, return_inverse=True)
         ws = np.bincount(inverse.reshape(-1), weights=ws, minlength=keys.shape[0])
         xs, ys = keys[:, :-1], keys[:, -1]
-        model.fit(xs, ys.astype(np.int64), sample_weight=ws)
+        model, note = _fit_logistic(xs, ys, ws, regularization, c)
         uniq, back = np.unique(both, axis=0, return_inverse=True)
         pred = model.predict_proba(uniq)[:, 1][back.reshape(-1)]
-    else:
-        model.fit(xs, ys.astype(np.int64), sample_weight=ws)
+    elif kind == "gradient_boosting":
+        _class_counts_check(ys, kind)
+        model = _gradient_boosting()
+        _fit(model, xs, ys, ws)
         pred = model.predict_proba(both)[:, 1]
-    return pred[: x.shape[0]], pred[x.shape[0] :]
+    else:
+        raise ValueError(f"unknown model {kind!r}")
+    return ModelFit(pred[: x.shape[0]], pred[x.shape[0] :], note)
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,6 +272,7 @@ class CbsEstimate:
     fitted: np.ndarray | None = None  # outcome model on the comparison rows (event applied)
     training_label: np.ndarray | None = None  # I on the comparison rows (event applied)
     max_weight_ratio: float | None = None  # largest weight / median weight
+    notes: tuple[str, ...] = ()  # fits that departed from the requested model (ridge fallback)
 
     def problem(self, codes: np.ndarray, settings: CbsSettings) -> ScanProblem:
         assert self.observed is not None and self.expected is not None
@@ -175,8 +286,32 @@ def _not_auditable(
     return CbsEstimate(False, reason, rows, protected, comparison)
 
 
+def model_name(kind: str, settings: CbsSettings) -> str:
+    """The model in words, e.g. 'unregularised logistic regression'."""
+    if kind == "gradient_boosting":
+        return f"gradient boosting + Platt scaling, cv = {CALIBRATION_FOLDS}"
+    if settings.regularization == "l2":
+        return f"logistic regression (L2, C = {settings.l2_c:g})"
+    return "unregularised logistic regression"
+
+
+def gaussian_sigma(delta: np.ndarray, rule: float | str) -> float | None:
+    """sigma of the Gaussian score (methods.md §3.5): a fixed number, or the sample SD (ddof 1)
+    of Delta floored at ``SIGMA_FLOOR``; None when the SD rule is degenerate (fewer than two
+    rows or all Delta equal)."""
+    if rule != SIGMA_SD:
+        return float(rule)
+    if len(delta) < 2 or np.ptp(delta) == 0.0:
+        return None
+    return max(float(np.std(delta, ddof=1)), SIGMA_FLOOR)
+
+
 def estimate(data: CbsData, settings: CbsSettings, a: np.ndarray) -> CbsEstimate:
-    """Steps 1-5 of methods.md §3.3 plus Delta and sigma (§3.4-3.5) for protected indicator ``a``."""
+    """Steps 1-5 of methods.md §3.3 plus Delta and sigma (§3.4-3.5) for protected indicator ``a``.
+
+    A model that cannot be fitted on its training set (:class:`ModelDegenerate`, e.g. gradient
+    boosting + Platt scaling with fewer than 3 rows of a class) makes the run not auditable.
+    """
     cond = data.conditioning(settings)
     rows = np.ones(len(a), bool) if settings.condition is None else cond == settings.condition
     protected = rows & a
@@ -205,31 +340,57 @@ def estimate(data: CbsData, settings: CbsSettings, a: np.ndarray) -> CbsEstimate
 
     propensity = weights = fitted = None
     ratio = None
+    notes: list[str] = []
     if data.expectations is not None:
         ihat = np.asarray(data.expectations[protected], dtype=np.float64)
     else:
-        propensity, _ = fit_predict(
-            settings.propensity_model,
-            data.features,
-            a.astype(np.float64),
-            np.ones(len(a)),
-            np.empty((0, data.features.shape[1])),
-        )
-        pa = np.clip(propensity, EPS, 1.0 - EPS)
-        weights = pa[comparison] / (1.0 - pa[comparison])
-        ratio = float(weights.max() / np.median(weights))
-        x = data.features[rows]
-        if settings.condition is None:  # C enters the outcome model as a feature
-            x = np.column_stack([x, cond[rows]])
-        in_rows_comparison = comparison[rows]
-        fitted, ihat = fit_predict(
-            settings.outcome_model,
-            x[in_rows_comparison],
-            train_label,
-            weights,
-            x[~in_rows_comparison],
-            soft=settings.gaussian,
-        )
+        which = "propensity"
+        try:
+            fit = fit_predict(
+                settings.propensity_model,
+                data.features,
+                a.astype(np.float64),
+                np.ones(len(a)),
+                np.empty((0, data.features.shape[1])),
+                regularization=settings.regularization,
+                c=settings.l2_c,
+            )
+            if fit.note:
+                notes.append(f"propensity model: {fit.note}")
+            propensity = fit.fitted
+            pa = np.clip(propensity, EPS, 1.0 - EPS)
+            weights = pa[comparison] / (1.0 - pa[comparison])
+            ratio = float(weights.max() / np.median(weights))
+            x = data.features[rows]
+            if settings.condition is None:  # C enters the outcome model as a feature
+                x = np.column_stack([x, cond[rows]])
+            in_rows_comparison = comparison[rows]
+            which = "outcome"
+            fit = fit_predict(
+                settings.outcome_model,
+                x[in_rows_comparison],
+                train_label,
+                weights,
+                x[~in_rows_comparison],
+                soft=settings.gaussian,
+                regularization=settings.regularization,
+                c=settings.l2_c,
+            )
+        except ModelDegenerate as exc:
+            if which == "propensity":
+                kind, rows_text = settings.propensity_model, "all rows, label: protected"
+            else:
+                kind, rows_text = settings.outcome_model, "the non-protected rows after the filter"
+            return _not_auditable(
+                f"the {which} model ({model_name(kind, settings)}; trained on {rows_text}) "
+                f"cannot be fitted: {exc}",
+                rows,
+                protected,
+                comparison,
+            )
+        if fit.note:
+            notes.append(f"outcome model: {fit.note}")
+        fitted, ihat = fit.fitted, fit.predicted
     ihat = np.clip(ihat, 0.0, 1.0)
     observed = event[protected]
     flip = settings.event == 0
@@ -238,14 +399,15 @@ def estimate(data: CbsData, settings: CbsSettings, a: np.ndarray) -> CbsEstimate
         observed_out = logit(observed) - logit(ihat)
         if flip:
             observed_out = -observed_out  # logit(1 - P) - logit(1 - I-hat)
-        if len(observed_out) < 2 or np.ptp(observed_out) == 0.0:
+        sigma = gaussian_sigma(observed_out, settings.sigma)
+        if sigma is None:
             return _not_auditable(
-                "Delta is constant over the scanned rows: sigma is undefined (degenerate)",
+                "Delta is constant over the scanned rows: the SD rule of sigma is degenerate "
+                "(F = 0)",
                 rows,
                 protected,
                 comparison,
             )
-        sigma = max(float(np.std(observed_out, ddof=1)), SIGMA_FLOOR)
     else:
         observed_out = 1.0 - observed if flip else observed
     expected_out = 1.0 - ihat if flip else ihat
@@ -266,6 +428,7 @@ def estimate(data: CbsData, settings: CbsSettings, a: np.ndarray) -> CbsEstimate
         fitted=fitted,
         training_label=label,
         max_weight_ratio=ratio,
+        notes=tuple(notes),
     )
 
 
@@ -340,7 +503,18 @@ def run(data: CbsData, settings: CbsSettings, a: np.ndarray, seed: int) -> CbsOu
 
 @dataclass(frozen=True)
 class CbsPermutation:
-    """Permutation replicate (methods.md §3.7): permute A over all rows and redo everything."""
+    """Permutation replicate (methods.md §3.7): permute A over all rows and redo everything.
+
+    The replicate applies the same rules as the observed run: the same sigma rule (the SD rule
+    recomputed on the replicate's Delta), the same model fitting rule (unregularised with the
+    ridge fallback, decided per fit), and the same not-auditable rule. A replicate whose
+    training set degenerates (a constant event, gradient boosting + Platt scaling with fewer
+    than 3 rows of a class, a degenerate SD rule) scores 0 and is counted: the statistic is
+    J(S*) with "0 when the cell cannot be audited" as part of its definition, which is what
+    the observed run reports for such data (no subgroup, F = 0), so the observed and permuted
+    statistics stay one function of exchangeable data and the test stays valid. Dropping such
+    replicates would instead condition the null on the permuted data being auditable.
+    """
 
     data: CbsData
     protected: np.ndarray  # (n,) bool, the real A

@@ -113,9 +113,21 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def evaluate_once(
-    dataset: SyntheticDataset, scans: list[str], restarts: int, penalty: float, seed: int
+    dataset: SyntheticDataset,
+    scans: list[str],
+    restarts: int,
+    penalty: float,
+    seed: int,
+    *,
+    sigma: float | str = 1.0,
+    regularization: str = "none",
+    l2_c: float = 1.0,
 ) -> dict[str, float]:
-    """Jaccard accuracy of each simulation scan on one dataset (protected rows)."""
+    """Jaccard accuracy of each simulation scan on one dataset (protected rows).
+
+    ``sigma`` (Gaussian scans) and ``regularization`` / ``l2_c`` (logistic models) as in
+    :class:`fairscan.engine.cbs.CbsSettings`; the defaults are the scan's.
+    """
     out = {}
     for name in scans:
         family, on, direction = SIM_SCANS[name]
@@ -127,6 +139,9 @@ def evaluate_once(
             direction=direction,
             penalty=penalty,
             restarts=restarts,
+            sigma=sigma,
+            regularization=regularization,
+            l2_c=l2_c,
         )
         res = cbs.run(dataset.data, settings, dataset.protected, seed)
         if res.best is None or res.best.llr <= 0.0:

@@ -13,10 +13,15 @@ Search layout (level-wise, exact):
   was pruned with ``OE < threshold``; in each case the child is invalid, too small or cannot
   reach the top-k' either. Because of that rule, every generalisation of a candidate has been
   scored, which gives the generalisation-aware score exactly;
-* pruning: once k' patterns are held, a pattern whose optimistic estimate is below the k'-th
-  best score (strictly, with a 1e-12 relative slack for rounding) is not expanded. Patterns that
-  tie with the k'-th score are never pruned, so the pruned search returns exactly the unpruned
-  top-k' (ties broken by pattern key).
+* candidates (methods.md §6.6 step 1): only patterns with a positive score are candidates; the
+  top-k' holds at most k' of them (fewer when fewer patterns score > 0), and only they go on to
+  the significance test and its multiple-testing correction;
+* pruning: a pattern is not expanded when no specialisation can become a candidate: its
+  optimistic estimate is below the k'-th best score once k' candidates are held, and below 0
+  before that (strictly, with a 1e-12 relative slack for rounding); or every specialisation's
+  weighted score is <= 0 for sure (the raw estimate is negative, or the weight bound is 0).
+  Patterns that tie with the k'-th score are never pruned, so the pruned search returns exactly
+  the unpruned top-k' (ties broken by pattern key).
 """
 
 from __future__ import annotations
@@ -154,7 +159,7 @@ class Pattern:
 
 @dataclass
 class SearchResult:
-    patterns: list[Pattern]  # the top-k', best first
+    patterns: list[Pattern]  # the top-k' with a positive score, best first (at most k')
     overall: float  # the measure on the whole search set
     positives: int
     negatives: int
@@ -241,8 +246,7 @@ def search(
     # held top-k' (arrays, best first)
     top_score = np.empty(0)
     top_key = np.empty(0, dtype=np.int64)
-    top_rows: list[dict[str, np.ndarray]] = []  # per level, arrays of valid patterns
-    theta = -np.inf
+    top_rows: list[dict[str, np.ndarray]] = []  # per level, arrays of the level's candidates
 
     # previous level's table (sorted by key): key, live flag, G = max phi' over subsets
     prev_keys = np.zeros(1, dtype=np.int64)  # the empty pattern has key 0
@@ -334,7 +338,8 @@ def search(
                     oe_raw = _bound("ranking_loss", above, nt) - overall
             w = weight(size, pos, neg, alpha_s, beta)
             weighted = w * relative
-            oe = weight_bound(size, pos, neg, alpha_s, beta) * np.maximum(oe_raw, 0.0)
+            bw = weight_bound(size, pos, neg, alpha_s, beta)
+            oe = bw * np.maximum(oe_raw, 0.0)
             g = np.maximum(gen, weighted)
             if ga:
                 ranking = weighted - gen
@@ -345,32 +350,34 @@ def search(
             keys = _keys(children, base)
             v_idx = np.flatnonzero(valid)
             valid_total += len(v_idx)
-            # update the held top-k'
-            all_score = np.concatenate([top_score, ranking[v_idx]])
-            all_key = np.concatenate([top_key, keys[v_idx]])
+            # update the held top-k': candidates are the valid patterns with a positive score
+            c_idx = v_idx[ranking[v_idx] > 0]
+            all_score = np.concatenate([top_score, ranking[c_idx]])
+            all_key = np.concatenate([top_key, keys[c_idx]])
             best = np.lexsort((all_key, -all_score))[:k_prime]
             top_score, top_key = all_score[best], all_key[best]
-            if len(top_score) >= k_prime and config.prune:
-                theta = float(top_score[-1])
             top_rows.append(
                 {
-                    "key": keys[v_idx],
-                    "children": children[v_idx],
-                    "score": ranking[v_idx],
-                    "weighted": weighted[v_idx],
-                    "relative": relative[v_idx],
-                    "value": value[v_idx],
-                    "size": size[v_idx],
-                    "pos": pos[v_idx],
-                    "neg": neg[v_idx],
-                    "oe": oe_used[v_idx],
+                    "key": keys[c_idx],
+                    "children": children[c_idx],
+                    "score": ranking[c_idx],
+                    "weighted": weighted[c_idx],
+                    "relative": relative[c_idx],
+                    "value": value[c_idx],
+                    "size": size[c_idx],
+                    "pos": pos[c_idx],
+                    "neg": neg[c_idx],
+                    "oe": oe_used[c_idx],
                 }
             )
-            # live patterns for the next level
+            # live patterns for the next level: those with a specialisation that can still
+            # enter the top-k' (score > 0, and >= the k'-th score once k' candidates are held)
             live = valid.copy()
-            if np.isfinite(theta):
+            if config.prune:
+                theta = float(top_score[-1]) if len(top_score) >= k_prime else 0.0
                 slack = PRUNE_SLACK * max(1.0, abs(theta))
-                cut = valid & (oe_used < theta - slack)
+                raw_slack = PRUNE_SLACK * max(1.0, abs(overall))
+                cut = valid & ((oe_used < theta - slack) | (oe_raw < -raw_slack) | (bw == 0))
                 if level < config.max_length:
                     pruned_total += int(cut.sum())
                 live &= ~cut

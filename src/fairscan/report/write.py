@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from fairscan.report.hooks import NO_HOOKS, HookMap
+from fairscan.report.hooks import HookMap, resolve_hooks
 from fairscan.report.models import AuditReport
 
 EXTENSIONS = {"json": ".json", "markdown": ".md", "junit": ".junit.xml", "html": ".html"}
@@ -47,8 +47,10 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def render(report: AuditReport, fmt: str, hooks: HookMap = NO_HOOKS) -> str:
-    """One report format as text; ``hooks`` are the scan types' render hooks (Markdown, HTML)."""
+def render(report: AuditReport, fmt: str, hooks: HookMap | None = None) -> str:
+    """One report format as text; ``hooks`` are the scan types' render hooks (Markdown, HTML),
+    by default those of the registered scan types (:func:`fairscan.report.hooks.default_hooks`)."""
+    hooks = resolve_hooks(hooks)
     if fmt == "json":
         return report_json(report)
     if fmt == "markdown":
@@ -66,10 +68,23 @@ def render(report: AuditReport, fmt: str, hooks: HookMap = NO_HOOKS) -> str:
     raise ValueError(f"unknown report format {fmt!r}")
 
 
+def check_formats(formats: Sequence[str]) -> None:
+    """``ValueError`` naming the first format that is neither a file format nor ``github``."""
+    for fmt in formats:
+        if fmt not in EXTENSIONS and fmt not in NOT_FILES:
+            known = ", ".join([*EXTENSIONS, *sorted(NOT_FILES)])
+            raise ValueError(f"unknown report format {fmt!r}; the formats are: {known}")
+
+
 def write_reports(
-    report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap = NO_HOOKS
+    report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap | None = None
 ) -> list[Path]:
-    """Write each file format to ``out_dir/<name><extension>`` atomically; the paths written."""
+    """Write each file format to ``out_dir/<name><extension>`` atomically; the paths written.
+
+    ``hooks`` default to the registered scan types' (:func:`fairscan.report.hooks.default_hooks`).
+    """
+    check_formats(formats)
+    hooks = resolve_hooks(hooks)
     written = []
     for fmt in formats:
         if fmt in NOT_FILES:

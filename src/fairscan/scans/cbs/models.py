@@ -63,7 +63,10 @@ class CbsRun(ReportModel):
     llr: float | None = None
     p_value: float | None = None
     significant: bool | None = None
-    sigma: float | None = Field(default=None, description="Gaussian: SD of Delta (ddof 1).")
+    sigma: float | None = Field(
+        default=None,
+        description="Gaussian: the sigma of the score (fixed, or the SD of Delta with `sd`).",
+    )
     mean_delta: float | None = Field(default=None, description="Gaussian: mean Delta (§3.5).")
     max_weight_ratio: float | None = Field(
         default=None, description="Largest ATT weight / median weight."
@@ -84,4 +87,12 @@ class CbsScanDetail(ReportModel):
     direction: str
     likelihood: Literal["bernoulli", "gaussian"]
     expectations: str = Field(description="How I-hat was obtained.")
+    sigma_rule: str | None = Field(
+        default=None, description="Gaussian: the sigma rule (fixed at a number, or sd), in words."
+    )
+    regularization: Literal["none", "l2"] | None = Field(
+        default=None,
+        description="Logistic models: none (unregularised, ridge fallback under separation, "
+        "see the warnings) or l2; null when I-hat is supplied.",
+    )
     runs: list[CbsRun]

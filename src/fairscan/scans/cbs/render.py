@@ -36,8 +36,9 @@ def render_markdown(scan: ScanResult) -> list[str]:
     info = _detail(scan)
     if info is None:
         return []
+    sigma = f", sigma {info.sigma_rule}" if info.sigma_rule else ""
     lines = [
-        f"CBS cell: {info.cell}; direction {info.direction}; {info.likelihood} score; "
+        f"CBS cell: {info.cell}; direction {info.direction}; {info.likelihood} score{sigma}; "
         f"I-hat from {info.expectations}.",
         "",
         "| protected class | status | scanned | comparison | J(S*) | F(S*) | p-value | alpha |",
@@ -55,7 +56,7 @@ def render_markdown(scan: ScanResult) -> list[str]:
             lines += [f"{run.protected}: not auditable: {run.reason}.", ""]
         if run.sigma is not None:
             lines += [
-                f"{run.protected}: sigma = {run.sigma:.4f}, mean Delta = "
+                f"{run.protected}: sigma = {run.sigma:.4g}, mean Delta = "
                 f"{fmt_number(run.mean_delta, 4)} (a non-zero mean can be a Jensen gap, not "
                 "bias; the permutation test calibrates it).",
                 "",

@@ -38,7 +38,7 @@ from fairscan.scans.cbs.models import (
     CbsRun,
     CbsScanDetail,
 )
-from fairscan.scans.cbs.spec import CbsSpec, Scalar, metric_name
+from fairscan.scans.cbs.spec import CbsModels, CbsSpec, Scalar, metric_name
 from fairscan.scans.features import design_matrix
 from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
@@ -61,6 +61,7 @@ class CbsInputs:
 
 def _settings(spec: CbsSpec) -> engine.CbsSettings:
     fairness, on, condition, event = spec.cell
+    models = spec.models or CbsModels()
     return engine.CbsSettings(
         family=fairness,
         on=on,
@@ -69,8 +70,11 @@ def _settings(spec: CbsSpec) -> engine.CbsSettings:
         direction=spec.direction_code,
         penalty=spec.penalty,
         restarts=spec.restarts,
-        propensity_model=spec.models.propensity if spec.models else "logistic",
-        outcome_model=spec.models.outcome if spec.models else "logistic",
+        propensity_model=models.propensity,
+        outcome_model=models.outcome,
+        sigma=spec.sigma,
+        regularization=models.regularization,
+        l2_c=models.l2_c,
     )
 
 
@@ -402,7 +406,9 @@ def _run_class(
     mark = time.perf_counter()
     null = _permutation_test(spec, ctx, inputs, index, label, a, outcome.best.score)
     timer.significance += time.perf_counter() - mark
-    warnings = []
+    warnings = [
+        f"{label}: {note} (every permutation replicate applies the same rule)" for note in est.notes
+    ]
     if est.max_weight_ratio is not None and est.max_weight_ratio > 100:
         warnings.append(
             f"{label}: the largest propensity weight is {est.max_weight_ratio:.0f}x the median"
@@ -427,6 +433,18 @@ def _order(finding: Finding) -> tuple[bool, float, float]:
     return (finding.significant is not True, p, -(finding.statistic.value or 0.0))
 
 
+def _sigma_rule(settings: engine.CbsSettings) -> str:
+    """The sigma rule of the Gaussian score in words (methods.md §3.5)."""
+    if settings.sigma == engine.SIGMA_SD:
+        return (
+            "sd (the sample SD, ddof 1, of Delta over the scanned rows, recomputed in every "
+            "permutation replicate)"
+        )
+    if float(settings.sigma) == 1.0:
+        return "fixed at 1 (the default: the paper's reported scores)"
+    return f"fixed at {float(settings.sigma):g}"
+
+
 def _scan_detail(spec: CbsSpec, inputs: CbsInputs, runs: list[CbsRun]) -> CbsScanDetail:
     settings = inputs.settings
     direction = "positive" if settings.direction > 0 else "negative"
@@ -435,8 +453,10 @@ def _scan_detail(spec: CbsSpec, inputs: CbsInputs, runs: list[CbsRun]) -> CbsSca
         expectations = f"column {spec.expectations}"
     else:
         expectations = (
-            f"{settings.outcome_model} outcome model weighted by a {settings.propensity_model} "
-            f"propensity model on {', '.join(inputs.model_names) or '(none)'}"
+            f"an outcome model ({engine.model_name(settings.outcome_model, settings)}) "
+            f"weighted by a propensity model "
+            f"({engine.model_name(settings.propensity_model, settings)}) on "
+            f"{', '.join(inputs.model_names) or '(none)'}"
         )
     return CbsScanDetail(
         cell=f"{settings.family} for {settings.on}, {cond_text}, event {settings.event}: "
@@ -448,6 +468,10 @@ def _scan_detail(spec: CbsSpec, inputs: CbsInputs, runs: list[CbsRun]) -> CbsSca
         direction=direction,
         likelihood="gaussian" if settings.gaussian else "bernoulli",
         expectations=expectations,
+        sigma_rule=_sigma_rule(settings) if settings.gaussian else None,
+        regularization=None
+        if spec.expectations is not None
+        else ("l2" if settings.regularization == "l2" else "none"),
         runs=runs,
     )
 

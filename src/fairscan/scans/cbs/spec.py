@@ -4,7 +4,7 @@ models, and the spec-level helpers (harm direction, metric wording, columns, dat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -55,13 +55,59 @@ class ProtectedSpec(StrictModel):
         return self
 
 
+MODELS_DOC = (
+    "Models of I-hat (methods.md §3.3), keys below. Default: logistic regression for both, "
+    "unregularised (the paper's fits), with a tiny ridge refitted only when separation makes "
+    "the unregularised fit diverge (said in the scan's warnings). gradient_boosting (+ Platt "
+    "scaling, cv = 3): a training set with fewer than 3 rows of a class makes the run not "
+    "auditable with the reason (the paper's '–'). The same rules apply in every permutation "
+    "replicate; a replicate whose models cannot be fitted scores 0."
+)
+
+SIGMA_DOC = (
+    "Gaussian score only (separation for predictions, metrics bpc / bnc / fpe): sigma of "
+    "F(S) = (sum of Delta)^2 / (2 sigma^2 |S|), Delta = logit P - logit I-hat. Default 1: the "
+    "paper's reported scores (methods.md §3.5). `sd`: the sample SD (ddof 1) of Delta over the "
+    "scanned protected rows, recomputed in every permutation replicate and floored at 1e-6; "
+    "when all Delta are equal the run is not auditable (degenerate, F = 0). Or a positive "
+    "number. F scales as 1/sigma^2 and the penalty does not, so the same penalty weighs more "
+    "under a larger sigma (and penalty 1 is not comparable between Gaussian and Bernoulli "
+    "scans); with `sd` and a P taking few values Delta is nearly constant and F explodes."
+)
+
+
 class CbsModels(StrictModel):
     propensity: Literal["logistic", "gradient_boosting"] = Field(
-        default="logistic", description="Model of Pr(A = 1 | X) (gradient boosting + Platt)."
+        default="logistic",
+        description="Model of Pr(A = 1 | X) on all rows (gradient_boosting: gradient boosting + "
+        "Platt scaling, CalibratedClassifierCV with cv = 3).",
     )
     outcome: Literal["logistic", "gradient_boosting"] = Field(
-        default="logistic", description="Model of E[I | C, X] on weighted non-protected rows."
+        default="logistic",
+        description="Model of E[I | C, X] on the ATT-weighted non-protected rows.",
     )
+    regularization: Literal["none", "l2"] = Field(
+        default="none",
+        description="Logistic models: none = unregularised (the paper's fits; a tiny ridge, "
+        "C = 1e4, only when separation makes the fit diverge, said in the warnings); l2 = "
+        "scikit-learn's L2 penalty with `C`.",
+    )
+    C: float | None = Field(
+        default=None,
+        gt=0,
+        description="Inverse L2 strength of the logistic models (scikit-learn's C); only with "
+        "`regularization: l2` (default 1 there).",
+    )
+
+    @model_validator(mode="after")
+    def _c_only_with_l2(self) -> CbsModels:
+        if self.C is not None and self.regularization != "l2":
+            raise rule_error("`C` applies to `regularization: l2` only", "C")
+        return self
+
+    @property
+    def l2_c(self) -> float:
+        return 1.0 if self.C is None else self.C
 
 
 class CbsSpec(MdssScanSpecBase, DecisionOverrides):
@@ -103,7 +149,8 @@ class CbsSpec(MdssScanSpecBase, DecisionOverrides):
         description="Columns of both models (numeric standardised, others one-hot); default: all "
         "attributes except the protected column.",
     )
-    models: CbsModels | None = Field(default=None, description="Model types.")
+    models: CbsModels | None = Field(default=None, description=MODELS_DOC)
+    sigma: Literal["sd"] | Annotated[float, Field(gt=0)] = Field(default=1.0, description=SIGMA_DOC)
     expectations: str | None = Field(
         default=None, description="Column supplying I-hat directly (skips both models)."
     )
@@ -134,6 +181,12 @@ class CbsSpec(MdssScanSpecBase, DecisionOverrides):
         elif self.fairness is None or self.on is None:
             raise rule_error("give `metric`, or both `fairness` and `on`", "fairness")
         fairness, on, condition, _ = self.cell
+        if "sigma" in self.model_fields_set and not (
+            fairness == "separation" and on == "predictions"
+        ):
+            raise rule_error(
+                "`sigma` applies to the Gaussian score only (separation for predictions)", "sigma"
+            )
         if fairness == "sufficiency" and on == "predictions" and condition is not None:
             raise rule_error(
                 "sufficiency for predictions is never value-conditional (C = P is continuous); "

@@ -11,9 +11,12 @@ Choices (documented in the scan's parameters and the report):
   validation together). The paper bins on the search set; the bins depend on the attribute
   values only (never on outcomes or scores), so pooling leaks nothing the test relies on, and
   the same selector definitions apply to both splits as §6.6 requires.
-* Patterns are reported only if their (GA) score is > 0: a pattern with score <= 0 does not
-  under-perform (or is explained by a generalisation). The reported patterns are the findings;
-  every tested candidate stays in ``scans[].detail["subroc"]``.
+* Only patterns with a (GA) score > 0 are candidates (methods.md §6.6 step 1): a pattern with
+  score <= 0 does not under-perform (or is explained by a generalisation), so it is neither
+  tested nor counted in the multiple-testing correction; the search keeps the top-k' of them
+  (fewer when fewer score > 0; ``candidates_tested`` in the detail says how many). The
+  reported patterns are the findings; every tested candidate stays in
+  ``scans[].detail["subroc"]``.
 * ``--replicates 0`` (top-level ``significance.replicates: 0``) also switches this scan's test off.
 
 Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> engine -> result),

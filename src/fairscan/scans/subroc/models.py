@@ -56,7 +56,7 @@ class SubrocFindingDetail(DetailModel):
 
 
 class SubrocPattern(SubrocFindingDetail):
-    """One of the top-k' patterns of a SubROC search, in search-score order."""
+    """One of the top-k' positive-score patterns of a SubROC search, in search-score order."""
 
     subgroup: dict[str, list[str]] = Field(description="Attribute -> the one selected value.")
     label: str = Field(description="Readable subgroup.")
@@ -83,6 +83,14 @@ class SubrocResult(DetailModel):
         description="Candidates not evaluated: a generalisation was pruned, too small or invalid."
     )
     per_level: list[dict[str, int]]
+    candidates_tested: int | None = Field(
+        default=None,
+        description=(
+            "Candidates tested: the top-k' patterns with a positive score (fewer than k' when "
+            "fewer score > 0); only they enter the multiple-testing correction. Null in reports "
+            "written before it was recorded."
+        ),
+    )
     subsets: int
     correction: str
     alpha: float

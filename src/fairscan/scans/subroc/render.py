@@ -36,9 +36,16 @@ def _search_summary(result: SubrocResult) -> str:
         f"Search: {result.candidates_evaluated} candidate patterns evaluated "
         f"({result.candidates_valid} met the cover and class constraints), {result.pruned} pruned "
         f"by optimistic estimates, {result.skipped} skipped as specialisations of pruned or too "
-        f"small patterns; {len(result.patterns)} top candidates tested ({tested}); "
-        f"{result.reported} reported."
+        f"small patterns; {_tested(result)} top candidates with a positive score tested "
+        f"({tested}); {result.reported} reported."
     )
+
+
+def _tested(result: SubrocResult) -> int:
+    """Candidates tested (reports written before ``candidates_tested``: the patterns listed)."""
+    if result.candidates_tested is not None:
+        return result.candidates_tested
+    return len(result.patterns)
 
 
 def subroc_markdown(scan: ScanResult) -> list[str]:
@@ -110,7 +117,7 @@ def subroc_html(scan: ScanResult) -> str:
     parts = [
         f"<p>{escape(name)} overall: {escape(_f(result.overall_search))} on the search set "
         f"({result.search_rows} rows){escape(over_val)}. {result.reported} pattern(s) reported "
-        f"of {len(result.patterns)} candidates tested ({escape(result.correction.upper())}, "
+        f"of {_tested(result)} candidates tested ({escape(result.correction.upper())}, "
         f"alpha {result.alpha:g}).</p>",
         f'<p class="muted">{escape(_search_summary(result))}</p>',
     ]

@@ -1,8 +1,10 @@
 """The SubROC runner: validate -> inputs (split) -> engine (search, test) -> result.
 
-Which patterns are reported has one home, :func:`reported_mask`: the top-k of the tested
-candidates (search-score order) with a positive score and not rejected by the significance
-test. They are the scan's findings; the status follows from them.
+The candidates are the search's top-k' patterns with a positive score (methods.md §6.6 step 1:
+a pattern with score <= 0 is not a candidate, and is neither tested nor counted in the
+multiple-testing correction). Which patterns are reported has one home, :func:`reported_mask`:
+the top-k of the tested candidates (search-score order) not rejected by the significance test.
+They are the scan's findings; the status follows from them.
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ def run_search(spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs) -> Sear
 def run_test(
     spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs, patterns: list[Pattern]
 ) -> Tested:
-    """The holdout random-subset test of the candidates (``--replicates 0`` switches it off)."""
+    """The holdout random-subset test of the candidates (``--replicates 0`` switches it off);
+    the correction runs over exactly these (positive-score) candidates."""
     subsets = spec.significance.subsets if ctx.replicates > 0 else 0
     alpha = spec.significance.alpha if spec.significance.alpha is not None else ctx.alpha
     if not patterns:
@@ -393,6 +396,7 @@ def _summary(
         pruned=found.pruned,
         skipped=found.skipped,
         per_level=found.per_level,
+        candidates_tested=len(found.patterns),
         subsets=tested.subsets,
         correction=spec.significance.correction,
         alpha=tested.alpha,
@@ -431,7 +435,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
         status=scan_status(
             findings,
             tested=tested.subsets > 0,
-            found=any(p.score > 0 for p in found.patterns),
+            found=bool(found.patterns),  # every candidate has a positive score
         ),
         parameters={
             **spec.model_dump(mode="json"),

@@ -92,7 +92,8 @@ class SubrocSpec(ScanSpecBase):
         default=100,
         ge=1,
         le=100_000,
-        description="Top patterns kept by the search and tested (k').",
+        description="At most this many top patterns with a positive score are kept by the "
+        "search and tested (k'); patterns scoring <= 0 are never candidates.",
     )
     split: SubrocSplitSpec = Field(
         default_factory=lambda: SubrocSplitSpec(fraction=0.5),

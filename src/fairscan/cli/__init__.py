@@ -1,0 +1,193 @@
+"""The ``audit`` command line: a thin adapter over :mod:`fairscan.api`.
+
+This package is the only place that reads the environment, prints, or exits. Results go to
+files (and a summary to stderr); logs and progress go to stderr; progress only on a TTY.
+
+Exit codes: 0 no significant finding, 1 significant finding, 2 spec/data/usage/internal
+error (the worst code wins across specs), 130 interrupted.
+
+Layout: this module holds the typer ``app``, the entry point and the helpers every command
+shares; the commands live in :mod:`.run` (``run``, ``validate``), :mod:`.scan` (``scan``) and
+:mod:`.tools` (``diff``, ``explain``, ``schema``, ``init``, ``lambda``, ``power``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from fairscan import __version__
+from fairscan.errors import ExitCode, FairscanError
+
+if TYPE_CHECKING:
+    from fairscan.report.models import AuditReport
+
+app = typer.Typer(
+    name="audit",
+    help="fairscan: audit classifiers for intersectional bias with statistical guarantees.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+    epilog="Exit codes: 0 = no significant finding, 1 = significant finding, 2 = error, 130 = interrupted.",
+)
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+class RichProgress:
+    """Progress observer drawing a transient rich bar on stderr (one bar per task)."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, task: str, total: int | None) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from rich.text import Text
+
+        self.done()
+        # a fresh Progress per task: transient bars vanish when their task is done
+        self._progress = Progress(
+            "{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._console,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(Text(task).plain, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+
+    def done(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
+        self._task = None
+
+
+def show_progress(enabled: bool) -> bool:
+    return enabled and err.is_terminal and not os.environ.get("CI")
+
+
+def print_error(error: FairscanError) -> None:
+    # soft_wrap: never hard-wrap a message at the console width, so that `file:line:col: ...`
+    # stays on one line in CI logs and editors (the console is 80 columns when not a TTY).
+    label = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(
+        error.kind, "error"
+    )
+    for issue in error.issues:
+        err.print(f"[bold red]{label}[/]: {escape(issue.render())}", soft_wrap=True)
+
+
+def internal_error(exc: BaseException, debug: bool) -> int:
+    # The exception text is printed without markup: a message such as "bad [/x]" must not
+    # turn into a rich MarkupError (and a traceback) while reporting the original error.
+    err.print(
+        f"[bold red]internal error[/]: {escape(f'{type(exc).__name__}: {exc}')}\n"
+        "This is a bug in fairscan; please report it with the command you ran. "
+        "Re-run with --debug for the traceback.",
+        soft_wrap=True,
+    )
+    if debug:
+        err.print("".join(traceback.format_exception(exc)), markup=False, soft_wrap=True)
+    return int(ExitCode.ERROR)
+
+
+def interrupted() -> typer.Exit:
+    err.print("interrupted", markup=False)
+    return typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def append_step_summary(report: AuditReport) -> None:
+    """Output format `github`: append the Markdown report to $GITHUB_STEP_SUMMARY if set."""
+    from fairscan.report.markdown import render_markdown
+    from fairscan.scans import render_hooks
+
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(render_markdown(report, render_hooks()) + "\n")
+    except OSError as exc:
+        err.print(
+            f"[yellow]warning[/]: cannot append to GITHUB_STEP_SUMMARY: "
+            f"{escape(str(exc.strerror or exc))}",
+            soft_wrap=True,
+        )
+
+
+def print_summary(
+    report: AuditReport, written: list[str], formats: tuple[str, ...], quiet: bool
+) -> None:
+    """The console summary of one audit (``audit run`` per spec, ``audit scan``): the table
+    and the significant findings (unless ``quiet``), scan errors, the verdict line."""
+    from fairscan.report.console import findings_text, summary_table, verdict_text
+
+    if not quiet:
+        # markup=False reaches the table cells: data values such as "[/x]" are shown
+        # verbatim instead of being parsed as rich markup (a MarkupError crash).
+        err.print(summary_table(report), markup=False)
+        for line in findings_text(report):
+            err.print(line)
+    for result in report.scans:
+        if result.error:  # the other scans' results are kept; say why this one failed
+            err.print(f"scan error: {result.id}: {result.error}", markup=False, soft_wrap=True)
+    if "github" in formats:
+        append_step_summary(report)
+    err.print(verdict_text(report, written), soft_wrap=True)
+    if report.baseline is not None:
+        b = report.baseline
+        counts = ", ".join(f"{n} {label}" for label, n in b.counts.items())
+        err.print(
+            f"baseline {b.baseline_path}: {counts}; gate fail_on {b.fail_on}: "
+            f"exit {report.verdict.exit_code}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        out.print(f"fairscan {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        sys.exit(int(ExitCode.INTERRUPTED))
+
+
+# The commands register themselves on `app` when imported (in `audit --help` order).
+from fairscan.cli import run, scan, tools  # noqa: E402, F401

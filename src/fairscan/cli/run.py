@@ -1,0 +1,281 @@
+"""``audit run`` and ``audit validate``: the commands that take spec files."""
+
+from __future__ import annotations
+
+import glob
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from fairscan.cli import (
+    RichProgress,
+    app,
+    err,
+    internal_error,
+    interrupted,
+    print_error,
+    print_summary,
+    show_progress,
+)
+from fairscan.errors import ExitCode, FairscanError, UsageError
+
+
+def expand_specs(paths: list[Path]) -> list[Path]:
+    specs: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted([*path.rglob("*.audit.yaml"), *path.rglob("*.audit.yml")])
+            if not found:
+                raise UsageError(
+                    f"no *.audit.yaml files in directory {str(path)!r}",
+                    hint="pass spec files, or a directory containing *.audit.yaml specs",
+                )
+            specs.extend(found)
+        elif not path.exists() and glob.has_magic(str(path)):
+            # a quoted glob (CI YAML, Windows shells): expanded here, sorted
+            found = sorted(Path(p) for p in glob.glob(str(path), recursive=True))
+            if not found:
+                raise UsageError(
+                    f"no files match {str(path)!r}",
+                    hint="check the pattern, e.g. 'audits/**/*.audit.yaml'",
+                )
+            specs.extend(found)
+        else:
+            specs.append(path)
+    return specs
+
+
+# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
+SeedOption = Annotated[
+    int | None,
+    typer.Option(help="Seed (overrides significance.seed).", min=0, envvar="FAIRSCAN_SEED"),
+]
+ReplicatesOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Null replicates (overrides significance.replicates; 0 = no test).",
+        min=0,
+        envvar="FAIRSCAN_REPLICATES",
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"),
+]
+OVERRIDES = {
+    "seed": ("significance.seed", "--seed", "FAIRSCAN_SEED"),
+    "replicates": ("significance.replicates", "--replicates", "FAIRSCAN_REPLICATES"),
+    "workers": ("significance.workers", "--workers", "FAIRSCAN_WORKERS"),
+}
+
+
+def _override_sources(ctx: typer.Context, values: dict[str, int | None]) -> list[str]:
+    """``significance.seed = 5  (from --seed)`` for each override given by a flag or env."""
+    lines = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        field, flag, env = OVERRIDES[name]
+        source = ctx.get_parameter_source(name)
+        origin = env if getattr(source, "name", "") == "ENVIRONMENT" else flag
+        lines.append(f"{field} = {value}  (from {origin})")
+    return lines
+
+
+def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
+    import yaml
+
+    header = [f"# resolved spec of {' <- '.join(loaded.chain or (str(loaded.path),))}"]
+    header += [f"# {line}" for line in sources]
+    header.append("# precedence: flag > FAIRSCAN_* env > spec (child over parent) > defaults")
+    body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
+    text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return "\n".join(header) + "\n" + text
+
+
+@app.command()
+def run(
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
+    ],
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
+    ] = None,
+    seed: SeedOption = None,
+    replicates: ReplicatesOption = None,
+    workers: WorkersOption = None,
+    exit_zero: Annotated[
+        bool,
+        typer.Option(
+            "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")
+    ] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")
+    ] = True,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Previous JSON report: label findings new/persisting/resolved/changed "
+            "(gate.fail_on: new_significant fails only on new ones).",
+        ),
+    ] = None,
+) -> None:
+    """Run the audits in SPECS, write their reports and exit 0/1/2."""
+    from fairscan.api import RunOptions, run_audit
+    from fairscan.progress import NullProgress
+
+    worst = int(ExitCode.OK)
+    try:
+        spec_paths = expand_specs(specs)
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    observer = RichProgress(err) if show_progress(progress and not quiet) else NullProgress()
+    options = RunOptions(
+        out_dir=out_dir,
+        seed=seed,
+        replicates=replicates,
+        workers=workers,
+        progress=observer,
+        baseline=baseline,
+        debug=debug,
+    )
+    # one row per spec for the closing summary of a multi-spec run: (spec, verdict, findings, code)
+    rows: list[tuple[str, str, str, int]] = []
+    try:
+        for spec_path in spec_paths:
+            try:
+                outcome = run_audit(spec_path, options)
+            except FairscanError as error:
+                print_error(error)
+                worst = max(worst, int(ExitCode.ERROR))
+                rows.append((str(spec_path), "error", "-", int(ExitCode.ERROR)))
+                continue
+            except Exception as exc:  # internal error: a bug, reported as such
+                worst = max(worst, internal_error(exc, debug))
+                rows.append((str(spec_path), "internal error", "-", int(ExitCode.ERROR)))
+                continue
+            report = outcome.report
+            print_summary(report, [str(p) for p in outcome.written], outcome.formats, quiet)
+            code = int(outcome.exit_code)
+            if exit_zero and code == int(ExitCode.FINDINGS):
+                code = int(ExitCode.OK)
+            worst = max(worst, code)
+            rows.append(
+                (
+                    str(spec_path),
+                    report.verdict.status,
+                    str(report.verdict.significant_findings),
+                    code,
+                )
+            )
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    if len(spec_paths) > 1:
+        err.print(_specs_table(rows, worst), markup=False)
+    raise typer.Exit(worst)
+
+
+def _specs_table(rows: list[tuple[str, str, str, int]], worst: int) -> Any:
+    """Closing summary of a multi-spec run: one row per spec, the worst exit code last."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="fairscan: all specs", title_justify="left")
+    for name, justify in (
+        ("spec", "left"),
+        ("verdict", "left"),
+        ("significant", "right"),
+        ("exit", "right"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for spec, verdict, significant, code in rows:
+        table.add_row(Text(spec), Text(verdict), Text(significant), Text(str(code)))
+    table.add_row(Text("worst"), Text(""), Text(""), Text(str(worst)), style="bold")
+    return table
+
+
+@app.command()
+def validate(
+    ctx: typer.Context,
+    specs: Annotated[
+        list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
+    ],
+    no_data: Annotated[
+        bool, typer.Option("--no-data", help="Check the spec only, not its data.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+    show_resolved: Annotated[
+        bool,
+        typer.Option(
+            "--show-resolved",
+            help="Print the resolved spec (extends, defaults and overrides applied) as YAML.",
+        ),
+    ] = False,
+    seed: SeedOption = None,
+    replicates: ReplicatesOption = None,
+    workers: WorkersOption = None,
+) -> None:
+    """Check specs (and their data) without scanning. Exit 0 if valid, 2 if not."""
+    from fairscan.api import RunOptions, apply_overrides, check_spec, load_spec, prepare_audit
+    from fairscan.errors import SpecError
+
+    worst = 0
+    try:
+        spec_paths = expand_specs(specs)
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    options = RunOptions(seed=seed, replicates=replicates, workers=workers)
+    sources = _override_sources(ctx, {"seed": seed, "replicates": replicates, "workers": workers})
+    for spec_path in spec_paths:
+        try:
+            if no_data:
+                loaded = load_spec(spec_path)
+                issues = check_spec(loaded.spec)
+                if issues:
+                    raise SpecError(
+                        issues=[
+                            i.located(
+                                loaded.file_of(i.field or ""), *loaded.locate_field(i.field or "")
+                            )
+                            for i in issues
+                        ]
+                    )
+                err.print(f"[green]ok[/] {escape(str(spec_path))} (spec only)", soft_wrap=True)
+            else:
+                prepared = prepare_audit(spec_path)
+                data = prepared.data
+                err.print(
+                    f"[green]ok[/] {escape(str(spec_path))}: {len(prepared.spec.scans)} scan(s), "
+                    f"{data.n_rows} rows after filter, "
+                    f"{len(data.attributes)} attributes",
+                    soft_wrap=True,
+                )
+                for warning in data.warnings:
+                    err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+                loaded = prepared.loaded
+            if show_resolved:
+                resolved = apply_overrides(loaded.spec, options)
+                sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
+        except FairscanError as error:
+            print_error(error)
+            worst = int(ExitCode.ERROR)
+        except KeyboardInterrupt:
+            raise interrupted() from None
+        except Exception as exc:
+            worst = internal_error(exc, debug)
+    raise typer.Exit(worst)

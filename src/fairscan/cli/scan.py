@@ -1,0 +1,335 @@
+"""``audit scan DATA --type T ...``: one scan from flags, without a spec file.
+
+The flags become a spec (:mod:`.scan_spec`) that goes through exactly the validation, data
+checks, statistics and reports of ``audit run``: the spec is written to a temporary file and
+run with :func:`fairscan.api.prepare_audit` / :func:`fairscan.api.run_prepared`. Errors name
+the flag that set the offending value; ``--save-spec`` keeps the spec for ``audit run``.
+Reports are written only with ``--out``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from fairscan.cli import (
+    RichProgress,
+    app,
+    err,
+    internal_error,
+    interrupted,
+    print_error,
+    print_summary,
+    show_progress,
+)
+from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
+from fairscan.errors import ExitCode, FairscanError, UsageError
+
+if TYPE_CHECKING:
+    from fairscan.api import PreparedAudit
+    from fairscan.report.models import AuditReport
+
+# provenance.spec_path of a scan run without --save-spec (as "<spec>" for load_spec_from_text)
+NO_SPEC_FILE = "<audit scan>"
+
+
+def _save(target: Path, text: str) -> None:
+    from fairscan.report.write import atomic_write_text
+
+    try:
+        atomic_write_text(target, text)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {target}: {exc.strerror or exc}",
+            field="--save-spec",
+            hint="check that its folder is writable",
+        ) from exc
+
+
+def _check_save_target(target: Path, force: bool) -> None:
+    """Fail before scanning (and before any data is read) if the spec cannot be saved."""
+    if target.is_dir():
+        raise UsageError(
+            f"{target} is a directory",
+            field="--save-spec",
+            hint="give the spec file to write, e.g. --save-spec audits/NAME.audit.yaml",
+        )
+    if target.exists() and not force:
+        raise UsageError(
+            f"{target} exists", field="--save-spec", hint="pass --force to overwrite it"
+        )
+
+
+def _finish(report: AuditReport, flags: FlagMap, spec_path: str, spec_sha256: str) -> AuditReport:
+    """Provenance names the saved spec (or none); scan errors name flags, not spec lines."""
+    provenance = report.provenance.model_copy(
+        update={"spec_path": spec_path, "spec_sha256": spec_sha256}
+    )
+    scans = [
+        s.model_copy(update={"error": flags.text(s.error)}) if s.error else s for s in report.scans
+    ]
+    return report.model_copy(update={"provenance": provenance, "scans": scans})
+
+
+def _write(report: AuditReport, out_dir: Path, formats: list[str]) -> list[Path]:
+    from fairscan.report.write import write_reports
+    from fairscan.scans import render_hooks
+
+    try:
+        return write_reports(report, out_dir, formats, render_hooks())
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if out_dir.exists() and not out_dir.is_dir():
+            reason = "it is a file, not a folder"
+        raise UsageError(
+            f"cannot write the reports to {str(out_dir)!r}: {reason}",
+            field="--out",
+            hint="pass --out a folder you can write to",
+        ) from exc
+
+
+@app.command(
+    epilog="Example: audit scan compas.csv --type fpr_scan --outcome two_year_recid "
+    "--recommendation high_risk --attributes sex,race,age_group,priors --set penalty=1"
+)
+def scan(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Data file (.csv, .parquet, .ndjson/.jsonl, .arrow/.ipc/.feather).",
+            show_default=False,
+        ),
+    ],
+    scan_type: Annotated[
+        str,
+        typer.Option(
+            "--type", help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it)."
+        ),
+    ],
+    attributes: Annotated[
+        list[str],
+        typer.Option(
+            "--attributes",
+            metavar="A,B,C",
+            help="Comma-separated columns whose value combinations form the subgroups "
+            "(repeat to add more).",
+        ),
+    ],
+    outcome: Annotated[str | None, typer.Option("--outcome", help="Binary outcome column.")] = None,
+    prediction: Annotated[
+        str | None, typer.Option("--prediction", help="Prediction (probability or score) column.")
+    ] = None,
+    recommendation: Annotated[
+        str | None,
+        typer.Option("--recommendation", help="Binary recommendation (decision) column."),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Derive the recommendation as prediction >= THRESHOLD (instead of "
+            "--recommendation).",
+        ),
+    ] = None,
+    positive: Annotated[
+        str | None,
+        typer.Option("--positive", help="The outcome's positive label when it is not 1/true."),
+    ] = None,
+    protected: Annotated[
+        str | None,
+        typer.Option(
+            "--protected",
+            metavar="COLUMN=VALUE",
+            help="The protected class of cbs, e.g. race=African-American.",
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="A scan setting, e.g. penalty=1 (read as a YAML value; nested keys with dots, "
+            "e.g. models.propensity=gradient_boosting); repeat for more.",
+        ),
+    ] = None,
+    discretize: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--discretize",
+            metavar="COLUMN=BINS",
+            help="Bin a numeric attribute: COLUMN=5 (5 equal-frequency bins) or "
+            "COLUMN=25,45 (inner bin edges; one edge: COLUMN=25,); repeat for more.",
+        ),
+    ] = None,
+    filter_: Annotated[
+        str | None,
+        typer.Option("--filter", help='Row filter in SQL WHERE syntax, e.g. "age >= 18".'),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="Audit name for reports (default: DATA's file name and the scan)."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option("--alpha", help="Significance level (default 0.05).")
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Seed of every random choice. Default 0, so that the same command gives "
+            "the same result.",
+            min=0,
+            envvar="FAIRSCAN_SEED",
+        ),
+    ] = 0,
+    replicates: Annotated[
+        int | None,
+        typer.Option(
+            help="Null replicates of the randomization test (default 999; 0 = no test).",
+            min=0,
+            envvar="FAIRSCAN_REPLICATES",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Worker processes for null replicates (results do not depend on it).",
+            min=1,
+            envvar="FAIRSCAN_WORKERS",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the reports to this folder (default: none are written).",
+        ),
+    ] = None,
+    formats: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="Report format for --out: json, markdown, junit, github, html; repeat for "
+            "more (default: json and markdown).",
+        ),
+    ] = None,
+    save_spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-spec",
+            help="Also write the equivalent spec file (e.g. NAME.audit.yaml) for `audit run`.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing --save-spec file.")
+    ] = False,
+    exit_zero: Annotated[
+        bool,
+        typer.Option(
+            "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
+        ),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")
+    ] = True,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Run one scan of DATA from flags, without a spec file; exit 0/1/2 like `audit run`.
+
+    Prints the summary of `audit run`; writes reports only with --out.
+
+    --save-spec FILE writes the equivalent spec: `audit run FILE` reproduces the scan.
+    """
+    from fairscan.api import RunOptions, run_prepared
+    from fairscan.progress import NullProgress
+
+    flags = ScanFlags(
+        data=data,
+        scan_type=scan_type,
+        attributes=attributes,
+        outcome=outcome,
+        prediction=prediction,
+        recommendation=recommendation,
+        threshold=threshold,
+        positive=positive,
+        protected=protected,
+        settings=settings or [],
+        discretize=discretize or [],
+        filter=filter_,
+        name=name,
+        alpha=alpha,
+        seed=seed,
+        replicates=replicates,
+        workers=workers,
+        formats=formats or [],
+    )
+    try:
+        if formats and out_dir is None and save_spec is None:
+            raise UsageError(
+                "--format chooses the reports written to --out",
+                field="--format",
+                hint="add --out DIR (without it no report is written)",
+            )
+        if save_spec is not None:
+            _check_save_target(save_spec, force)
+        plan = build_spec(flags)
+        prepared = _prepare(plan.spec, plan.flags)
+        spec_path, spec_sha = NO_SPEC_FILE, prepared.loaded.sha256
+        if save_spec is not None:
+            saved = saved_spec_text(plan, save_spec, out_dir)
+            _save(save_spec, saved)
+            spec_path = str(save_spec)
+            spec_sha = hashlib.sha256(saved.encode("utf-8")).hexdigest()
+            err.print(
+                f"wrote {escape(str(save_spec))}; `audit run {escape(str(save_spec))}` "
+                "reproduces this scan",
+                soft_wrap=True,
+            )
+        observer = RichProgress(err) if show_progress(progress and not quiet) else NullProgress()
+        result = run_prepared(prepared, RunOptions(write=False, progress=observer, debug=debug))
+        report = _finish(result.report, plan.flags, spec_path, spec_sha)
+        written: list[Path] = []
+        report_formats: tuple[str, ...] = ()
+        if out_dir is not None:
+            report_formats = tuple(prepared.spec.output.formats)
+            written = _write(report, out_dir, list(report_formats))
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:  # internal error: a bug, reported as such
+        raise typer.Exit(internal_error(exc, debug)) from None
+    print_summary(report, [str(p) for p in written], report_formats, quiet)
+    if out_dir is None and not quiet:
+        err.print("no reports written (pass --out DIR to write them)", markup=False)
+    code = int(report.verdict.exit_code)
+    if exit_zero and code == int(ExitCode.FINDINGS):
+        code = int(ExitCode.OK)
+    raise typer.Exit(code)
+
+
+def _prepare(spec: dict[str, object], flags: FlagMap) -> PreparedAudit:
+    """Validate the spec and load its data as `audit run` does, from a temporary spec file
+    (its data path is absolute); errors are reworded to name the flags."""
+    from fairscan.api import prepare_audit
+
+    with tempfile.TemporaryDirectory(prefix="fairscan-scan-") as folder:
+        spec_file = Path(folder) / "scan.audit.yaml"
+        spec_file.write_text(spec_text(dict(spec)), encoding="utf-8")
+        flags.spec_file = str(spec_file)
+        try:
+            return prepare_audit(spec_file)
+        except FairscanError as error:
+            raise flags.error(error) from None

@@ -1,0 +1,234 @@
+"""The smaller commands: ``diff``, ``explain``, ``schema``, ``init``, ``lambda``, ``power``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from fairscan.cli import app, err, internal_error, interrupted, print_error
+from fairscan.errors import ExitCode, FairscanError, UsageError
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
+    new: Annotated[Path, typer.Argument(help="The current JSON report.")],
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Compare two JSON reports: print what changed (Markdown) and exit 1 on new significant
+    findings, else 0."""
+    from fairscan.api import diff_reports
+    from fairscan.report.baseline import render_diff
+
+    try:
+        current, comparison = diff_reports(old, new)
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:
+        raise typer.Exit(internal_error(exc, debug)) from None
+    sys.stdout.write(render_diff(comparison, current))
+    code = ExitCode.FINDINGS if comparison.new_significant else ExitCode.OK
+    raise typer.Exit(int(code))
+
+
+@app.command()
+def explain(
+    scan_type: Annotated[str, typer.Argument(help="A scan type, e.g. fpr_scan.")],
+) -> None:
+    """Explain a scan type: what it tests, its null hypothesis, parameters and how to read it."""
+    from fairscan.explain import explain as explain_text
+    from fairscan.scans import SCAN_TYPES
+
+    if scan_type not in SCAN_TYPES:
+        print_error(
+            UsageError(
+                f"unknown scan type {scan_type!r}",
+                hint=f"valid types: {', '.join(SCAN_TYPES)}",
+            )
+        )
+        raise typer.Exit(int(ExitCode.ERROR))
+    sys.stdout.write(explain_text(scan_type))
+
+
+@app.command()
+def schema(
+    report: Annotated[
+        bool, typer.Option("--report", help="Print the report schema instead of the spec schema.")
+    ] = False,
+) -> None:
+    """Print the JSON Schema of the audit spec (or of the JSON report)."""
+    from fairscan.schemas import render_schema, report_json_schema, spec_json_schema
+
+    sys.stdout.write(render_schema(report_json_schema() if report else spec_json_schema()))
+
+
+@app.command()
+def init(
+    data: Annotated[Path, typer.Argument(help="Data file to base the starter spec on.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Spec file to write (default: stdout).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing spec file.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
+    from fairscan.report.write import atomic_write_text
+    from fairscan.starter import starter_spec
+
+    try:
+        if output is not None and output.is_dir():
+            raise UsageError(
+                f"{output} is a directory",
+                hint="give the spec file to write, e.g. -o audits/NAME.audit.yaml",
+            )
+        if output is not None and output.exists() and not force:
+            raise UsageError(f"{output} exists", hint="pass --force to overwrite it")
+        spec_dir = output.parent if output is not None else Path.cwd()
+        text = starter_spec(data, spec_dir=spec_dir)
+        if output is None:
+            sys.stdout.write(text)
+            return
+        try:
+            atomic_write_text(output, text)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {output}: {exc.strerror or exc}",
+                hint="check that the folder of --output is writable",
+            ) from exc
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:  # internal error: a bug, reported as such
+        raise typer.Exit(internal_error(exc, debug)) from None
+    err.print(
+        f"wrote {escape(str(output))}; next: audit validate {escape(str(output))} "
+        f"&& audit run {escape(str(output))}",
+        soft_wrap=True,
+    )
+
+
+@app.command("lambda")
+def lambda_command(
+    cfn_over_cfp: Annotated[
+        float,
+        typer.Option(
+            "--cfn-over-cfp", help="Cost of a false negative relative to a false positive."
+        ),
+    ],
+    answers: Annotated[
+        list[str],
+        typer.Option(
+            "--answers", help="One elicitation answer z1,z2,z3 (percentages); repeat for more."
+        ),
+    ],
+    side: Annotated[
+        str, typer.Option(help="negatives (lambda_N, FPR) or positives (lambda_P, TPR).")
+    ] = "negatives",
+    more_answers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Further answers z1,z2,z3 after --answers (e.g. --answers 40,60,55 20,30,27).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Elicit lambda for ijdi_scan from cost answers (IJDI paper, App. C).
+
+    Each answer compares an unequal system with false positive rates z1 and z2 (z1 + z2 even)
+    against an equal one: z3 is the equal rate at which you would rather have the unequal one.
+    """
+    from fairscan.engine.elicitation import ElicitationError, elicit_lambda
+
+    try:
+        if side not in ("negatives", "positives"):
+            raise UsageError(f"--side must be negatives or positives, not {side!r}")
+        parsed = []
+        for text in [*answers, *(more_answers or [])]:
+            parts = [x.strip() for x in text.split(",")]
+            if len(parts) != 3 or not all(x.lstrip("-").isdigit() for x in parts):
+                raise UsageError(
+                    f"answer {text!r} is not three whole numbers z1,z2,z3",
+                    hint="e.g. --answers 40,60,55",
+                )
+            parsed.append((int(parts[0]), int(parts[1]), int(parts[2])))
+        estimate = elicit_lambda(cfn_over_cfp, parsed, side)
+    except ElicitationError as error:
+        print_error(UsageError(str(error)))
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    cost = "c_dFPR / c_FP" if side == "negatives" else "c_dTPR / c_FN"
+    err.print(
+        f"{cost} = {estimate.disparity_cost_ratio:.6g} from {len(parsed)} answer(s)", markup=False
+    )
+    sys.stdout.write(f"lambda: {estimate.lam:.6g}\n")
+
+
+@app.command()
+def power(
+    spec: Annotated[Path, typer.Argument(help="Spec whose data, outcome and prediction to use.")],
+    where: Annotated[
+        list[str],
+        typer.Option(
+            "--where", help="Subgroup condition attribute=value[|value...]; repeat to intersect."
+        ),
+    ],
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="Significance level (default: the spec's alpha).", min=0.0, max=1.0),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
+    ] = False,
+) -> None:
+    """How strong a miscalibration in a subgroup must be for the Bias Scan to detect it.
+
+    Reports the analytic critical value h(alpha) and Delta_thresh (methods.md §2.5): the factor by
+    which the predicted odds in the subgroup must be inflated for its score to exceed h(alpha).
+    """
+    from fairscan.api import power_analysis
+
+    try:
+        subgroup: dict[str, list[str]] = {}
+        for cond in where:
+            name, sep, values = cond.partition("=")
+            if not sep or not name.strip() or not values.strip():
+                raise UsageError(f"--where {cond!r} is not attribute=value[|value...]")
+            subgroup.setdefault(name.strip(), []).extend(v.strip() for v in values.split("|"))
+        result = power_analysis(spec, subgroup, alpha)
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except Exception as exc:
+        raise typer.Exit(internal_error(exc, debug)) from None
+    from fairscan.report.text import describe_subgroup
+
+    d = result.detectability
+    example = 0.3 * d.delta_thresh / (0.3 * d.delta_thresh + 0.7)
+    lines = [
+        f"subgroup: {describe_subgroup(result.subgroup)} ({result.size} rows; observed rate "
+        f"{100 * result.observed_rate:.1f}%, mean prediction {100 * result.predicted_rate:.1f}%)",
+        f"h({d.alpha:g}) = {d.h:.4f} for M = {d.profiles} covariate profiles",
+        f"F_old = {d.f_old:.4f} (unconstrained score with the current predictions; q_MLE = {d.q_mle:.4f})",
+        f"Delta_thresh = {d.delta_thresh:.4f}: predicted odds inflated by this factor in the subgroup "
+        f"(a 30% prediction becoming {100 * example:.1f}%) would be detected at alpha = {d.alpha:g}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")

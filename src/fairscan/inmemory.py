@@ -1,0 +1,373 @@
+"""``fairscan.audit``: audit a table in memory (or a data file) from Python.
+
+Keyword arguments are the spec's fields, validated by the same models as a ``*.audit.yaml``
+file, with the same defaults and messages (issues name the field path, e.g.
+``scans[0].penalty``, instead of a file line). The run is :func:`fairscan.api.run_prepared`'s:
+the same statistics, seeds and report as ``audit run``. Nothing is written unless asked
+(``report.write(dir)``).
+
+pandas is not a dependency: a pandas DataFrame is recognised by its type's module and converted
+through Arrow (``polars.from_pandas``, which needs pyarrow).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fairscan.errors import DataError, Issue, SpecError, UsageError
+from fairscan.report.models import AuditReport
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from fairscan.spec.load import LoadedSpec
+    from fairscan.spec.models import AuditSpec
+
+__all__ = ["ARGUMENTS", "COLUMN_KEYWORDS", "KEYWORDS", "audit"]
+
+ARGUMENTS = "<fairscan.audit arguments>"  # the provenance's spec_path without a spec file
+DEFAULT_NAME = "audit"
+DEFAULT_PREDICTION = "prediction"  # the column of model= predictions unless prediction= names it
+
+# keyword -> its place in the spec
+COLUMN_KEYWORDS = (
+    "outcome",
+    "prediction",
+    "recommendation",
+    "threshold",
+    "threshold_rule",
+    "positive",
+)
+SPEC_KEYWORDS = (
+    "name",
+    "description",
+    "columns",
+    "attributes",
+    "discretize",
+    "max_categories",
+    "scans",
+    "defaults",
+    "significance",
+    "gate",
+    "output",
+)
+KEYWORDS = (*COLUMN_KEYWORDS, "filter", *SPEC_KEYWORDS)
+
+_REMOVE: Any = object()  # a keyword given as None: the field takes its default
+
+
+def audit(
+    data: Any = None,
+    *,
+    spec: str | os.PathLike[str] | None = None,
+    model: Any = None,
+    features: Sequence[str] | None = None,
+    **fields: Any,
+) -> AuditReport:
+    """Audit ``data`` and return the report (nothing is written unless you call ``.write``).
+
+    ``data``: a polars or pandas DataFrame, a pyarrow Table, or the path of a data file (read
+    as ``audit run`` reads ``data.path``; relative to the working directory); with ``spec=``
+    and no ``data``, the spec's data file.
+
+    ``fields``: the spec's fields as keyword arguments. ``outcome``, ``prediction``,
+    ``recommendation``, ``threshold``, ``threshold_rule`` and ``positive`` are the ``columns``
+    (or pass ``columns={...}``); ``filter`` is ``data.filter``; ``attributes``, ``discretize``,
+    ``max_categories``, ``scans``, ``defaults``, ``significance``, ``gate``, ``output``,
+    ``name`` (default ``"audit"``) and ``description`` are as in a spec file. A field given
+    as ``None`` takes its default.
+
+    ``spec``: a ``*.audit.yaml`` whose settings are used (``extends`` and ``defaults`` applied);
+    keyword fields override them (mappings merge, lists and scalars replace, as ``extends``
+    does). Problems in the file are reported at its lines, as ``audit validate`` does.
+
+    ``model`` and ``features``: the prediction is ``model.predict_proba(data[features])[:, 1]``
+    (the probability of ``model.classes_[1]``), added as the column named by ``prediction=``
+    (default ``"prediction"``). The report's ``data_sha256`` is then of the table with it.
+
+    Raises :class:`~fairscan.SpecError` (invalid fields), :class:`~fairscan.DataError` (the data
+    does not fit the spec) or :class:`~fairscan.UsageError` (the arguments do not fit together),
+    with the messages ``audit run`` prints.
+    """
+    from fairscan import api
+
+    api.register_render_hooks()
+    _check_keywords(fields)
+    overrides = _overrides(fields)
+    prediction_column: str | None = None
+    if model is not None or features is not None:
+        named = fields.get("prediction")
+        if named is None and isinstance(fields.get("columns"), Mapping):
+            named = fields["columns"].get("prediction")
+        prediction_column = _check_model(model, features, named)
+        overrides.setdefault("columns", {})["prediction"] = prediction_column
+    loaded = api.load_spec(Path(spec)) if spec is not None else None
+    spec_model, located = _spec(loaded, overrides, data is not None)
+    # the checks that need no data come before reading it (and before running the model)
+    issues = api.check_spec(spec_model)
+    if issues and loaded is not None:
+        raise api._locate(loaded, SpecError(issues=issues), located)
+    if issues:
+        raise SpecError(issues=issues)
+    frame, data_path, data_sha256, label = _table(data, loaded)
+    if model is not None and features is not None and prediction_column is not None:
+        from fairscan.data.load import frame_sha256
+
+        frame = _with_predictions(frame, data, model, features, prediction_column)
+        data_sha256 = frame_sha256(frame)
+    if label is not None:
+        spec_model = spec_model.model_copy(
+            update={"data": spec_model.data.model_copy(update={"path": label})}
+        )
+    if located and loaded is not None:
+        run_loaded = loaded
+    else:
+        run_loaded = api.resolved_spec(spec_model, loaded.path if loaded is not None else ARGUMENTS)
+    prepared = api.prepare_frame(
+        run_loaded,
+        frame,
+        spec=spec_model,
+        data_path=data_path,
+        data_sha256=data_sha256,
+        located=located,
+    )
+    return api.run_prepared(prepared, api.RunOptions(write=False)).report
+
+
+# --- keyword arguments -> spec --------------------------------------------------------------
+
+
+def _check_keywords(fields: Mapping[str, Any]) -> None:
+    issues = [
+        Issue(f"unknown keyword argument {key!r}", hint=_keyword_hint(key))
+        for key in fields
+        if key not in KEYWORDS
+    ]
+    if issues:
+        raise SpecError(issues=issues)
+
+
+def _keyword_hint(key: str) -> str:
+    from fairscan.scans import AUDIT_SPEC
+    from fairscan.spec.models import GateSpec, OutputSpec, ScanDefaults, SignificanceSpec
+
+    choices = [*KEYWORDS, "spec", "model", "features"]
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        close = [lowered[key.lower()]] if key.lower() in lowered else []
+    if close:
+        return f"did you mean {close[0]!r}?"
+    for name, section in (
+        ("significance", SignificanceSpec),
+        ("gate", GateSpec),
+        ("output", OutputSpec),
+    ):
+        if key in section.model_fields:
+            return f"{key!r} belongs under `{name}`: {name}={{{key!r}: ...}}"
+    if key in ScanDefaults.model_fields:
+        return (
+            f"{key!r} is a scan setting: put it in a scan, scans=[{{'id': ..., 'type': ..., "
+            f"{key!r}: ...}}], or give it to every scan with defaults={{{key!r}: ...}}"
+        )
+    from fairscan.spec.models import scan_models_of
+
+    if any(key in m.model_fields for m in scan_models_of(AUDIT_SPEC).values()):
+        return f"{key!r} is a scan setting: put it in a scan, scans=[{{'id': ..., 'type': ..., {key!r}: ...}}]"
+    if key == "path":
+        return "give the data file (or a DataFrame) as the first argument"
+    return f"the keyword arguments are the spec's fields: {', '.join(KEYWORDS)}"
+
+
+def _plain(value: Any) -> Any:
+    """A Python value as YAML would have read it: dicts, lists, str, int, float, bool, None.
+
+    Tuples and numpy arrays become lists and numpy scalars Python numbers, so that the strict
+    spec models judge them as they judge the YAML.
+    """
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if type(value).__module__ == "numpy":
+        tolist = getattr(value, "tolist", None)
+        if callable(tolist):
+            return _plain(tolist())
+    return value
+
+
+def _overrides(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword fields as a (partial) spec mapping; ``None`` marks a field to default."""
+    out: dict[str, Any] = {}
+
+    def value(v: Any) -> Any:
+        return _REMOVE if v is None else _plain(v)
+
+    for key, v in fields.items():
+        if key in COLUMN_KEYWORDS or key == "filter":
+            continue
+        out[key] = value(v)
+    columns = {k: value(fields[k]) for k in COLUMN_KEYWORDS if k in fields}
+    if columns:
+        base = out.get("columns")
+        out["columns"] = {**base, **columns} if isinstance(base, dict) else columns
+    if "filter" in fields:
+        out["data"] = {"filter": value(fields["filter"])}
+    return out
+
+
+def _merge(base: Any, over: Any) -> Any:
+    """Deep-merge ``over`` into ``base`` as ``extends`` does: mappings merge key by key, lists
+    and scalars replace; ``_REMOVE`` deletes the key."""
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over
+    out = dict(base)
+    for key, value in over.items():
+        if value is _REMOVE:
+            out.pop(key, None)
+        elif key in out:
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = _strip_removed(value)
+    return out
+
+
+def _strip_removed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_removed(v) for k, v in value.items() if v is not _REMOVE}
+    return value
+
+
+def _spec(
+    loaded: LoadedSpec | None, overrides: dict[str, Any], has_data: bool
+) -> tuple[AuditSpec, bool]:
+    """The validated spec, and whether its issues can point at the spec file's lines."""
+    from fairscan import api
+
+    if loaded is not None and not overrides:
+        return loaded.spec, True
+    if loaded is not None:
+        base = api.spec_mapping(loaded)
+    else:
+        # the data file comes from `data`: data.path is set to it once it is read
+        base = {"version": 1, "data": {"path": ARGUMENTS}, "columns": {}}
+    raw = _merge(base, overrides)
+    raw.setdefault("name", DEFAULT_NAME)  # also where name=None asked for the default
+    if has_data or loaded is None:
+        # data.path is not the user's to set here (it is `data`); it is replaced once read
+        data = raw.get("data")
+        raw["data"] = {**data, "path": ARGUMENTS} if isinstance(data, dict) else {"path": ARGUMENTS}
+    try:
+        return api.spec_from_mapping(raw), False
+    except SpecError as error:
+        raise SpecError(issues=[_as_keyword(issue) for issue in error.issues]) from error
+
+
+def _as_keyword(issue: Issue) -> Issue:
+    """A missing top-level field asks for the keyword argument, not a YAML key."""
+    key = issue.field
+    hint = issue.hint
+    if key in KEYWORDS and hint is not None and hint.startswith(f"add `{key}:`"):
+        hint = f"pass {key}=..." + hint[len(f"add `{key}:`") :]
+        return Issue(issue.message, hint=hint, field=issue.field, column=issue.column)
+    return issue
+
+
+# --- the table ------------------------------------------------------------------------------
+
+
+def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str, str | None]:
+    """(frame, the provenance's data_path, data_sha256, the spec's data.path or None to keep)."""
+    from fairscan import api
+    from fairscan.data.load import file_sha256, frame_sha256, read_in_memory, read_table
+
+    if data is None:
+        if loaded is None:
+            raise UsageError(
+                "nothing to audit: give the data",
+                hint="fairscan.audit(df, outcome=..., ...) with a polars or pandas DataFrame, a "
+                "pyarrow Table or a data file path, or spec='NAME.audit.yaml' for its data file",
+            )
+        path = (Path(loaded.file_of("data.path")).parent / loaded.spec.data.path).resolve()
+        try:
+            return read_table(path), str(path), file_sha256(path), None
+        except DataError as error:
+            raise api._locate(loaded, error) from error
+    if isinstance(data, str | os.PathLike):
+        path = Path(data).expanduser().resolve()
+        return read_table(path), str(path), file_sha256(path), os.fspath(data)
+    frame, label = read_in_memory(data)
+    return frame, label, frame_sha256(frame), label
+
+
+def _check_model(model: Any, features: Sequence[str] | None, prediction: Any) -> str:
+    """The column the model's predictions go to; a :class:`UsageError` if model/features misfit."""
+    if model is None:
+        raise UsageError(
+            "features= names the model's input columns, but no model= is given",
+            hint="pass model=<fitted classifier> too, or drop features=",
+        )
+    if not callable(getattr(model, "predict_proba", None)):
+        raise UsageError(
+            f"model has no predict_proba method (got a {type(model).__qualname__})",
+            hint="pass a fitted probabilistic classifier (e.g. scikit-learn's "
+            "LogisticRegression), or add its scores to the data and name that column with "
+            "prediction=",
+        )
+    if features is None or isinstance(features, str) or not list(features):
+        raise UsageError(
+            "model= needs features=[...]: the columns the model predicts from",
+            hint="e.g. features=['age', 'priors_count'] (a list, in the order the model was fitted)",
+        )
+    if not all(isinstance(f, str) for f in features):
+        raise UsageError("features= must list column names (strings)")
+    if prediction is not None and not isinstance(prediction, str):
+        raise SpecError(
+            "expected text (the column for the model's predictions)", field="columns.prediction"
+        )
+    return prediction or DEFAULT_PREDICTION
+
+
+def _with_predictions(
+    frame: pl.DataFrame, data: Any, model: Any, features: Sequence[str], column: str
+) -> pl.DataFrame:
+    """``frame`` with ``model.predict_proba(data[features])[:, 1]`` as ``column``."""
+    import numpy as np
+    import polars as pl
+
+    from fairscan.data.load import _is_pandas_frame
+
+    features = list(features)
+    missing = [f for f in features if f not in frame.columns]
+    if missing:
+        close = difflib.get_close_matches(missing[0], frame.columns, n=1, cutoff=0.6)
+        raise DataError(
+            f"feature column(s) not in the data: {', '.join(map(repr, missing))}",
+            field="features",
+            column=missing[0],
+            hint=f"did you mean {close[0]!r}?"
+            if close
+            else f"the columns are: {', '.join(frame.columns[:30])}",
+        )
+    if column in frame.columns:
+        raise DataError(
+            f"the data already has a column {column!r}; the model's predictions need a new one",
+            field="columns.prediction",
+            hint="name the predictions' column with prediction='...' (or drop the column)",
+        )
+    # the model sees the features as it was most likely fitted on them: a pandas frame stays one
+    x = data[features] if _is_pandas_frame(data) else frame.select(features)
+    proba = np.asarray(model.predict_proba(x), dtype=np.float64)
+    if proba.ndim != 2 or proba.shape != (frame.height, 2):
+        raise UsageError(
+            f"model.predict_proba returned an array of shape {proba.shape}; expected "
+            f"({frame.height}, 2): one row per data row, the probabilities of two classes",
+            hint="pass a binary classifier fitted on the outcome",
+        )
+    return frame.with_columns(pl.Series(column, proba[:, 1]))
