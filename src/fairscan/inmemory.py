@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import DataError, Issue, SpecError, UsageError
 from fairscan.report.models import AuditReport
+from fairscan.spec.models import AuditSpec, ColumnsSpec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,27 +35,9 @@ DEFAULT_NAME = "audit"
 DEFAULT_PREDICTION = "prediction"  # the column of model= predictions unless prediction= names it
 
 # keyword -> its place in the spec
-COLUMN_KEYWORDS = (
-    "outcome",
-    "prediction",
-    "recommendation",
-    "threshold",
-    "threshold_rule",
-    "positive",
-)
-SPEC_KEYWORDS = (
-    "name",
-    "description",
-    "columns",
-    "attributes",
-    "discretize",
-    "max_categories",
-    "scans",
-    "defaults",
-    "significance",
-    "gate",
-    "output",
-)
+COLUMN_KEYWORDS = tuple(ColumnsSpec.model_fields)  # outcome=, prediction=, ... go to `columns`
+# every other spec field is a keyword too; `data` is the first argument, `filter` its filter
+SPEC_KEYWORDS = tuple(k for k in AuditSpec.model_fields if k not in ("version", "extends", "data"))
 KEYWORDS = (*COLUMN_KEYWORDS, "filter", *SPEC_KEYWORDS)
 
 _REMOVE: Any = object()  # a keyword given as None: the field takes its default
