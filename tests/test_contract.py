@@ -58,6 +58,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "direction": "positive",
         "restarts": 20,
     },
+    "shift": {
+        "metric": "fpr",
+        "features": ["income"],
+        "kernel": {"bandwidth": 0.5},
+        "bootstrap": 100,
+        "tilts": [{"name": "low-income", "centers": [{"income": 15000}]}],
+    },
 }
 
 STATISTICS = {"penalised_score", "interestingness", "gap", "lower_bound", "upper_bound"}

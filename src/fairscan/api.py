@@ -451,6 +451,7 @@ def run_scan(
             role_names=dict(roles.names),
             roles=bind_roles(prepared.data, roles),
             threshold_rule=roles.threshold_rule,
+            spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
         )
         return SCAN_TYPES[scan.type].runner(scan, ctx)
     except ScanError as error:

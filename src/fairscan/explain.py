@@ -62,6 +62,11 @@ NULL_HYPOTHESIS = {
     "certify": "the group's metric gap is within the tolerance of the target (per group).",
     "flag": "the group's metric does not exceed the target by more than the tolerance.",
     "subroc": "the subgroup performs like a random subset of the same size and class balance.",
+    "shift": (
+        "none tested: confidence bounds, valid at once for every non-negative shift of the "
+        "features in the kernel's unit ball; a named shift is a significant finding when its "
+        "bound proves a gap (a lower bound above 0, or an upper bound below 0)."
+    ),
 }
 
 SHARED_SETTINGS = (

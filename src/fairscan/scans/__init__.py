@@ -9,7 +9,7 @@ default hooks, used when a renderer is given none).
 from __future__ import annotations
 
 from fairscan.report.hooks import RenderHooks, set_default_hooks
-from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, subroc
+from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, shift, subroc
 from fairscan.scans.base import Role, ScanContext, ScanType
 from fairscan.spec.models import AuditSpec, audit_spec_model
 
@@ -24,6 +24,7 @@ SCAN_TYPES: dict[str, ScanType] = {
         certification.CERTIFY,
         certification.FLAG,
         cbs.CBS,
+        shift.SHIFT,
     )
 }
 

@@ -19,6 +19,7 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -70,6 +71,8 @@ class ScanContext:
     roles: RoleArrays = field(default_factory=RoleArrays)
     # the resolved recommendation rule (scan threshold_rule, else columns.threshold_rule)
     threshold_rule: Literal["ge", "gt"] = "ge"
+    # folder of the spec file that wrote this scan: relative paths in a scan spec start here
+    spec_dir: Path = field(default_factory=Path.cwd)
 
     def _role(self, name: str) -> np.ndarray:
         value = getattr(self.roles, name)

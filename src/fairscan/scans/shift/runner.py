@@ -1,0 +1,377 @@
+"""The ``shift`` runner: validate -> inputs (L, features, tilts) -> engine -> result.
+
+A named tilt is a finding, significant when its simultaneous bound excludes 0 on the harmful
+side (a certified disparity under that shift): lower bound > 0 for ``side: lower``, upper bound
+< 0 for ``side: upper``, either for ``both``. Without named tilts the scan still reports t* and
+the worst-case tilt, with status ``no_finding``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from fairscan.engine import rkhs
+from fairscan.engine.randomization import child_seed
+from fairscan.errors import FairscanError, ScanError
+from fairscan.report.models import (
+    Effect,
+    Finding,
+    Population,
+    ScanResult,
+    ScanTiming,
+    Statistic,
+    finite_or_none,
+    scan_status,
+)
+from fairscan.scans.base import ScanContext
+from fairscan.scans.certification.runner import MetricInputs, metric_inputs
+from fairscan.scans.shift.models import (
+    FeatureRange,
+    ShiftResult,
+    TiltProfile,
+    TiltResult,
+    WorstCase,
+)
+from fairscan.scans.shift.spec import CenterTilt, SampleTilt, ShiftSpec
+
+if TYPE_CHECKING:
+    from fairscan.scans.certification.spec import AuditSpec
+
+PROFILE_BINS = 20
+LEVELS = np.array([0.1, 0.5, 0.9])
+
+
+def _features(spec: ShiftSpec, ctx: ScanContext) -> np.ndarray:
+    cols = []
+    for j, f in enumerate(spec.features):
+        values = ctx.data.extra.get(f)
+        if values is None:
+            raise ScanError(f"feature column {f!r} was not loaded", field=f"features[{j}]")
+        if values.dtype == object:
+            raise ScanError(
+                f"feature column {f!r} is not numeric",
+                field=f"features[{j}]",
+                hint="the kernel needs numeric features; encode the column as numbers",
+            )
+        cols.append(values.astype(np.float64))
+    return np.stack(cols, axis=1)
+
+
+def _sample_centers(
+    spec: ShiftSpec, tilt: SampleTilt, j: int, ctx: ScanContext, warnings: list[str]
+) -> np.ndarray:
+    from fairscan.data.load import read_table
+
+    field = f"tilts[{j}].sample"
+    try:
+        frame = read_table(ctx.spec_dir / tilt.sample)  # relative to the spec file
+    except FairscanError as exc:
+        raise ScanError(f"tilt {tilt.name!r}: {exc.issues[0].message}", field=field) from exc
+    missing = [f for f in spec.features if f not in frame.columns]
+    if missing:
+        raise ScanError(
+            f"tilt {tilt.name!r}: the sample has no column {', '.join(map(repr, missing))}",
+            field=field,
+        )
+    try:
+        Z = np.stack(
+            [frame[f].cast(float).to_numpy().astype(np.float64) for f in spec.features], axis=1
+        )
+    except Exception as exc:  # polars cast errors: a non-numeric column
+        raise ScanError(
+            f"tilt {tilt.name!r}: the sample's features are not all numeric", field=field
+        ) from exc
+    Z = Z[np.isfinite(Z).all(axis=1)]
+    if len(Z) == 0:
+        raise ScanError(f"tilt {tilt.name!r}: the sample has no complete row", field=field)
+    if len(Z) > spec.exact_max_rows:
+        rng = np.random.default_rng(child_seed(ctx.seed, 2, j))
+        Z = Z[np.sort(rng.choice(len(Z), spec.exact_max_rows, replace=False))]
+        warnings.append(
+            f"tilt {tilt.name!r}: the sample's kernel mean uses {spec.exact_max_rows} of its "
+            "rows, drawn at random (exact_max_rows)"
+        )
+    return Z
+
+
+def _target_text(spec: ShiftSpec, metric: MetricInputs) -> str:
+    if spec.target == "overall":
+        return f"overall mean over {metric.population_text}"
+    return f"known value {float(spec.target):g}"
+
+
+def _describe_worst(
+    spec: ShiftSpec,
+    Xraw: np.ndarray,
+    h: np.ndarray,
+    Lc: np.ndarray,
+    eigenvalue: float,
+    replicate: int,
+) -> WorstCase:
+    if h.sum() < 0:
+        h = -h
+    hp = np.maximum(h, 0.0)
+    ranges = []
+    parts = []
+    for k, f in enumerate(spec.features):
+        x = Xraw[:, k]
+        lo, med, hi = rkhs.weighted_quantiles(x, hp, LEVELS)
+        dlo, dmed, dhi = np.quantile(x, LEVELS)
+        ranges.append(
+            FeatureRange(
+                feature=f,
+                low=float(lo),
+                median=float(med),
+                high=float(hi),
+                data_low=float(dlo),
+                data_median=float(dmed),
+                data_high=float(dhi),
+            )
+        )
+        parts.append(f"{f} {lo:.4g} to {hi:.4g} (all rows: {dlo:.4g} to {dhi:.4g})")
+    est = float((hp * Lc).sum() / hp.sum()) if hp.sum() > 0 else None
+    ess = float(hp.sum() ** 2 / (hp * hp).sum()) if hp.sum() > 0 else 0.0
+    description = (
+        "The least favourable direction of the median bootstrap replicate puts 80% of its "
+        "weight (10th to 90th percentile) at " + "; ".join(parts) + "."
+    )
+    x = Xraw[:, 0]
+    lo_x, hi_x = (float(v) for v in np.quantile(x, [0.01, 0.99]))
+    edges = np.linspace(lo_x, hi_x, PROFILE_BINS + 1)
+    profile = None
+    if edges[-1] > edges[0] and h.mean() != 0:
+        which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, PROFILE_BINS - 1)
+        sums = np.bincount(which, weights=h, minlength=PROFILE_BINS)
+        counts = np.bincount(which, minlength=PROFILE_BINS)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = sums / counts / h.mean()
+        profile = TiltProfile(
+            feature=spec.features[0],
+            x=[float(v) for v in (edges[:-1] + edges[1:]) / 2],
+            ratio=[finite_or_none(float(r)) for r in ratio],
+        )
+    return WorstCase(
+        description=description,
+        eigenvalue=eigenvalue,
+        replicate=replicate,
+        estimate=est,
+        effective_sample_size=ess,
+        ranges=ranges,
+        profile=profile,
+    )
+
+
+def _tilt_result(
+    spec: ShiftSpec,
+    tilt: CenterTilt | SampleTilt,
+    Z: np.ndarray,
+    a: np.ndarray,
+    X: np.ndarray,
+    boot: rkhs.ShiftBootstrap,
+) -> TiltResult:
+    bw = spec.kernel.bandwidth
+    h = rkhs.kernel_apply(X, Z, a, bw)
+    norm2 = rkhs.tilt_norm2(Z, a, bw)
+    tb = rkhs.tilt_bound(h, boot.L, norm2, boot.t_star, boot.t_star)
+    lower = tb.lower if spec.side in ("lower", "both") else None
+    upper = tb.upper if spec.side in ("upper", "both") else None
+    no_mass = not (tb.mean_h > 0 and np.isfinite(tb.estimate))
+    certified = not no_mass and (
+        (lower is not None and lower > 0) or (upper is not None and upper < 0)
+    )
+    status = "no_mass" if no_mass else ("degenerate" if boot.degenerate else "ok")
+    return TiltResult(
+        name=tilt.name,
+        kind="centers" if isinstance(tilt, CenterTilt) else "sample",
+        centers=len(Z),
+        estimate=finite_or_none(tb.estimate),
+        metric_under_tilt=finite_or_none(boot.theta + tb.estimate),
+        lower=None if no_mass else finite_or_none(lower),
+        upper=None if no_mass else finite_or_none(upper),
+        norm2=norm2,
+        mean_h=tb.mean_h,
+        effective_sample_size=tb.effective_sample_size,
+        certified=certified,
+        status=status,
+    )
+
+
+def _statistic(spec: ShiftSpec, t: TiltResult) -> Statistic:
+    if spec.side == "lower":
+        return Statistic(name="lower_bound", value=t.lower)
+    if spec.side == "upper":
+        return Statistic(name="upper_bound", value=t.upper)
+    return Statistic(name="gap", value=t.estimate)  # two-sided: the estimate, bounds in detail
+
+
+def _description(t: TiltResult, result: ShiftResult) -> str:
+    level = f"{100 * (1 - result.alpha):g}%"
+    head = f"Shifted toward {t.name!r} (effective sample size {t.effective_sample_size:.0f} of {result.rows})"
+    if t.estimate is None or t.metric_under_tilt is None:
+        return f"{head}, the tilt has no weight on the audited rows, so it cannot be bounded."
+    bounds = []
+    if t.lower is not None:
+        bounds.append(f"lower bound {t.lower:+.3f}")
+    if t.upper is not None:
+        bounds.append(f"upper bound {t.upper:+.3f}")
+    verdict = (
+        "a certified disparity under this shift"
+        if t.certified
+        else "no disparity can be certified under this shift"
+    )
+    return (
+        f"{head}, the {result.metric_words} would be {t.metric_under_tilt:.3f} vs "
+        f"{result.theta:.3f} ({result.target}), a gap of {t.estimate:+.3f} with simultaneous "
+        f"{level} {' and '.join(bounds)}: {verdict}."
+    )
+
+
+def _finding(spec: ShiftSpec, t: TiltResult, result: ShiftResult) -> Finding:
+    detail: dict[str, float | None] = {"estimate": t.estimate}
+    if spec.side in ("lower", "both"):
+        detail["lower"] = t.lower
+    if spec.side in ("upper", "both"):
+        detail["upper"] = t.upper
+    detail["effective_sample_size"] = t.effective_sample_size
+    ess = round(t.effective_sample_size)
+    return Finding(
+        subgroup=None,
+        group=t.name,
+        label=t.name,
+        size=ess,
+        statistic=_statistic(spec, t),
+        effect=Effect(
+            metric=result.metric_words,
+            inside=t.metric_under_tilt,
+            reference=result.theta,
+            reference_name=result.target,
+            inside_count=ess,
+            reference_count=result.rows if spec.target == "overall" else None,
+        ),
+        p_value=None,
+        adjusted_p_value=None,
+        significant=t.certified,
+        description=_description(t, result),
+        detail=detail,
+    )
+
+
+def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
+    started = time.perf_counter()
+    warnings: list[str] = []
+    metric = metric_inputs(cast("AuditSpec", spec), ctx)
+    Xall = _features(spec, ctx)
+    pop = metric.population.copy()
+    complete = np.isfinite(Xall).all(axis=1)
+    if (pop & ~complete).any():
+        warnings.append(
+            f"{int((pop & ~complete).sum())} population row(s) with a missing feature are left out"
+        )
+    pop &= complete
+    if not pop.any():
+        raise ScanError(
+            f"metric {metric.name} is undefined: no row with complete features is in its "
+            f"population ({metric.population_text})",
+            field="metric",
+        )
+    Xraw = Xall[pop]
+    L = metric.L[pop].astype(np.float64)
+    n, d = Xraw.shape
+    mu = np.zeros(d)
+    sd = np.ones(d)
+    if spec.kernel.standardize:
+        mu = Xraw.mean(axis=0)
+        sd = Xraw.std(axis=0)
+        for k in np.flatnonzero(sd <= 0):
+            warnings.append(f"feature {spec.features[k]!r} is constant: not rescaled")
+        sd = np.where(sd > 0, sd, 1.0)
+    X = (Xraw - mu) / sd
+    bw = spec.kernel.bandwidth
+    exact = n <= spec.exact_max_rows
+    approx = None if exact else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, 1))
+    boot = rkhs.shift_bootstrap(
+        X,
+        L,
+        bandwidth=bw,
+        B=spec.bootstrap,
+        alpha=ctx.alpha,
+        side=spec.side,
+        seed=child_seed(ctx.seed, 0),
+        theta=None if spec.target == "overall" else float(spec.target),
+        approx=approx,
+    )
+    boot_done = time.perf_counter()
+    if boot.degenerate:
+        warnings.append(
+            "L is constant over the metric's population: every process is 0, t* = 0 and the "
+            "bounds equal the estimates (methods.md §5.9)"
+        )
+    worst = None
+    if boot.worst is not None:
+        h = rkhs.kernel_apply(X, boot.worst.centers, boot.worst.coef, bw)
+        worst = _describe_worst(spec, Xraw, h, boot.L, boot.worst.eigenvalue, boot.worst.replicate)
+    tilts = []
+    for j, tilt in enumerate(spec.tilts):
+        if isinstance(tilt, CenterTilt):
+            Z = np.array([[c[f] for f in spec.features] for c in tilt.centers], dtype=np.float64)
+            a = np.asarray(tilt.weights if tilt.weights is not None else np.ones(len(Z)), float)
+        else:
+            Z = _sample_centers(spec, tilt, j, ctx, warnings)
+            a = np.ones(len(Z))
+        a = a / a.sum()
+        result_t = _tilt_result(spec, tilt, (Z - mu) / sd, a, X, boot)
+        if result_t.status == "no_mass":
+            warnings.append(
+                f"tilt {tilt.name!r} has (numerically) no weight on the audited rows; widen the "
+                "bandwidth or move its centers"
+            )
+        tilts.append(result_t)
+    metric_words = metric.words
+    result = ShiftResult(
+        metric=metric.name,
+        metric_words=metric_words,
+        metric_description=f"L = {metric.text} on {metric.population_text}",
+        rows=n,
+        target=_target_text(spec, metric),
+        theta=boot.theta,
+        algorithm=8 if spec.target == "overall" else 5,
+        side=spec.side,
+        alpha=ctx.alpha,
+        bootstrap=spec.bootstrap,
+        t_star=boot.t_star,
+        exact=exact,
+        rank=n if exact else (approx.rank if approx is not None else n),
+        bandwidth=bw,
+        standardize=spec.kernel.standardize,
+        features=list(spec.features),
+        degenerate=boot.degenerate,
+        worst_case=worst,
+        tilts=tilts,
+    )
+    order = sorted(range(len(tilts)), key=lambda i: not tilts[i].certified)
+    findings = [_finding(spec, tilts[i], result) for i in order]
+    done = time.perf_counter()
+    return ScanResult(
+        id=spec.id,
+        type=spec.type,
+        status=scan_status(findings, tested=True, found=bool(tilts)),
+        parameters={**spec.model_dump(mode="json"), "alpha": ctx.alpha},
+        timing=ScanTiming(
+            search_seconds=0.0,
+            significance_seconds=boot_done - started,
+            total_seconds=done - started,
+        ),
+        population=Population(
+            description=metric.population_text,
+            size=n,
+            observed_rate=float(L.mean()),
+            expected_rate=None,
+            observed_label=f"mean of L ({metric.text})",
+        ),
+        findings=findings,
+        detail=result.model_dump(mode="json"),
+        warnings=warnings,
+    )

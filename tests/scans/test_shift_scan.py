@@ -1,0 +1,159 @@
+"""`shift` scan: end to end on the sample data, no-tilt and degenerate runs, bad inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from fairscan.api import RunOptions, run_audit
+from fairscan.errors import FairscanError
+from fairscan.report.models import AuditReport
+from fairscan.report.write import render
+from fairscan.scans import render_hooks
+from fairscan.scans.shift import ShiftResult, ShiftSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+MIDPOINT = {"18-24": 21.0, "25-44": 35.0, "45-64": 55.0, "65+": 72.0}
+YOUNG = {"name": "young-applicants", "centers": [{"age": 21}], "weights": [1]}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample data with a numeric age (the age group's midpoint, jittered)."""
+    frame = pl.read_csv(ROOT / "sample_data" / "credit.csv")
+    rng = np.random.default_rng(0)
+    age = np.array([MIDPOINT[g] for g in frame["age_group"]]) + rng.uniform(-3, 3, frame.height)
+    path = tmp_path_factory.mktemp("shift") / "credit_age.csv"
+    frame.with_columns(pl.Series("age", age), pl.lit("x").alias("word")).write_csv(path)
+    return path
+
+
+def _run(tmp_path: Path, data: Path, **scan: Any) -> AuditReport:
+    spec = {
+        "version": 1,
+        "name": "shift-test",
+        "data": {"path": str(data)},
+        "columns": {"outcome": "default", "prediction": "score", "recommendation": "high_risk"},
+        "attributes": ["sex", "ethnicity"],
+        "scans": [{"id": "shift", "type": "shift", **scan}],
+        "significance": {"alpha": 0.1, "seed": 0},
+    }
+    path = tmp_path / "shift.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return run_audit(path, RunOptions(write=False)).report
+
+
+BASE: dict[str, Any] = {"metric": "fpr", "features": ["age"], "bootstrap": 100}
+
+
+def test_young_applicants_fpr_bound(tmp_path: Path, sample: Path) -> None:
+    report = _run(tmp_path, sample, **BASE, tilts=[YOUNG], side="both")
+    (scan,) = report.scans
+    assert scan.status in ("significant", "not_significant"), scan.error
+    detail = ShiftResult.model_validate(scan.detail)
+    assert not detail.exact and detail.rank == 500 and detail.t_star > 0  # > 5000 rows
+    (finding,) = scan.findings
+    assert finding.group == finding.label == "young-applicants" and finding.subgroup is None
+    d = finding.detail
+    assert set(d) == {"estimate", "lower", "upper", "effective_sample_size"}
+    assert d["lower"] < d["estimate"] < d["upper"]
+    # the injected bias (ethnicity C aged 18-24): a higher FPR among the young
+    assert d["estimate"] > 0 and finding.effect.inside > finding.effect.reference
+    assert finding.significant == (d["lower"] > 0 or d["upper"] < 0)
+    assert finding.size == round(d["effective_sample_size"]) == finding.effect.inside_count
+    assert detail.worst_case is not None and detail.worst_case.profile is not None
+    assert "age" in detail.worst_case.description
+    html = render(report, "html", render_hooks())
+    assert 'data-chart="shift"' in html and "young-applicants" in html
+    assert finding.description in render(report, "markdown", render_hooks())
+    again = _run(tmp_path, sample, **BASE, tilts=[YOUNG], side="both")
+    assert again.scans[0].detail == scan.detail  # deterministic for a seed
+
+
+def test_nystroem_route_and_no_tilt(tmp_path: Path, sample: Path) -> None:
+    report = _run(
+        tmp_path, sample, **BASE, exact_max_rows=1000, rank=100, kernel={"bandwidth": 0.5}
+    )
+    (scan,) = report.scans
+    assert scan.status == "no_finding" and not scan.findings
+    detail = ShiftResult.model_validate(scan.detail)
+    assert not detail.exact and detail.rank == 100 and detail.t_star > 0
+    assert detail.worst_case is not None
+
+
+def test_constant_L_is_degenerate(tmp_path: Path, sample: Path) -> None:
+    report = _run(tmp_path, sample, loss="one", features=["age"], bootstrap=20, tilts=[YOUNG])
+    (scan,) = report.scans
+    detail = ShiftResult.model_validate(scan.detail)
+    assert detail.degenerate and detail.t_star == 0.0
+    assert scan.status == "not_significant"
+    assert detail.tilts[0].status == "degenerate"
+    assert any("constant" in w for w in scan.warnings)
+
+
+@pytest.fixture(autouse=True)
+def _one_column(sample: Path) -> None:
+    frame = pl.read_csv(sample)
+    if "one" not in frame.columns:
+        frame.with_columns(pl.lit(1.0).alias("one")).write_csv(sample)
+
+
+def test_unknown_and_non_numeric_features(tmp_path: Path, sample: Path) -> None:
+    with pytest.raises(FairscanError) as exc:
+        _run(tmp_path, sample, metric="fpr", features=["nope"], tilts=[])
+    assert "features[0]" in str(exc.value)
+    report = _run(tmp_path, sample, metric="fpr", features=["word"], bootstrap=20)
+    (scan,) = report.scans
+    assert scan.status == "error" and "not numeric" in (scan.error or "")
+    assert "features[0]" in (scan.error or "")
+
+
+@pytest.mark.parametrize(
+    ("changes", "where"),
+    [
+        ({"kernel": {"bandwidth": 0}}, "bandwidth"),
+        ({"kernel": {"bandwidth": -1.0}}, "bandwidth"),
+        ({"tilts": [{"name": "a", "centers": [{"income": 1.0}]}]}, "centers"),
+        ({"tilts": [{"name": "a", "centers": [{"age": 1.0}], "weights": [-1.0]}]}, "weights"),
+        ({"tilts": [YOUNG, YOUNG]}, "tilts"),
+        ({"loss": "income"}, "metric"),
+    ],
+)
+def test_bad_specs_name_the_field(changes: dict[str, Any], where: str) -> None:
+    spec = {"id": "s", "type": "shift", **BASE, **changes}
+    with pytest.raises(ValidationError) as exc:
+        ShiftSpec.model_validate(spec)
+    paths = [
+        [*error["loc"], *(error.get("ctx") or {}).get("spec_loc", ())]
+        for error in exc.value.errors()
+    ]
+    assert any(where in path for path in paths), paths
+
+
+def test_a_center_missing_a_feature_is_reported_at_its_path(tmp_path: Path, sample: Path) -> None:
+    tilt = {"name": "partial", "centers": [{"age": 21}]}
+    with pytest.raises(FairscanError) as exc:
+        _run(tmp_path, sample, metric="fpr", features=["age", "income"], tilts=[tilt])
+    text = str(exc.value)
+    assert "tilts" in text and "income" in text and "partial" in text
+
+
+def test_sample_tilt(tmp_path: Path, sample: Path) -> None:
+    (tmp_path / "tilts").mkdir()
+    pl.DataFrame({"age": [19.0, 21.0, 23.0, 22.0]}).write_csv(tmp_path / "tilts" / "young.csv")
+    # a relative sample path is relative to the spec file (tmp_path), not the working directory
+    tilt = {"name": "young-sample", "sample": "tilts/young.csv"}
+    report = _run(tmp_path, sample, **BASE, tilts=[YOUNG, tilt])
+    d = {f.group: f.detail for f in report.scans[0].findings}
+    assert d["young-sample"]["estimate"] == pytest.approx(
+        d["young-applicants"]["estimate"], abs=0.02
+    )
+    missing = {"name": "bad", "sample": str(tmp_path / "missing.csv")}
+    bad = _run(tmp_path, sample, **BASE, tilts=[missing]).scans[0]
+    assert bad.status == "error" and "tilts[0].sample" in (bad.error or "")
