@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 import time
@@ -263,7 +264,17 @@ def prepare_audit(
     spec = apply_overrides(loaded.spec, options)
     roles = _checked_roles(loaded, spec, located=True)
     # relative to the file the path is written in (a parent spec, with extends)
-    data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
+    try:
+        data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable parent folder
+        raise _locate(
+            loaded,
+            DataError(
+                f"cannot resolve the data path {spec.data.path!r}: {exc}",
+                field="data.path",
+                hint="point data.path at a regular data file (check for a symlink loop)",
+            ),
+        ) from exc
     try:
         frame = read_table(data_path)
         sha = file_sha256(data_path)
@@ -323,6 +334,7 @@ def _prepare(
             max_categories=spec.max_categories,
             filter=spec.data.filter,
             extra_columns=extra_columns(spec, roles),
+            strip_whitespace=spec.data.strip_whitespace,
         )
     except (DataError, SpecError) as error:
         raise _locate(loaded, error, located) from error
@@ -435,12 +447,13 @@ def run_scan(
     traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
     """
     from fairscan.scans import SCAN_TYPES, ScanContext
-    from fairscan.scans.roles import bind_roles
+    from fairscan.scans.roles import bind_roles, threshold_warnings
 
     scan = prepared.spec.scans[index]
     roles = prepared.roles[index]
     started = time.perf_counter()
     try:
+        bound = bind_roles(prepared.data, roles)
         ctx = ScanContext(
             data=prepared.data,
             alpha=prepared.spec.significance.alpha,
@@ -449,14 +462,23 @@ def run_scan(
             workers=workers,
             progress=progress,
             role_names=dict(roles.names),
-            roles=bind_roles(prepared.data, roles),
+            roles=bound,
             threshold_rule=roles.threshold_rule,
             spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
         )
-        return SCAN_TYPES[scan.type].runner(scan, ctx)
+        result = SCAN_TYPES[scan.type].runner(scan, ctx)
+        warnings = threshold_warnings(prepared.data, roles, bound)
+        if warnings:  # the runners need not know: the scan's result carries them
+            result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
+        return result
     except ScanError as error:
         message = _locate(prepared.loaded, _in_scan(error, index), prepared.located).render()
     except Exception as exc:  # a bug inside one scan: the other scans still run
+        from fairscan.interrupts import interrupt_of
+
+        interrupt = interrupt_of(exc)  # Ctrl-C inside a numba call: a SystemError wrapping it
+        if interrupt is not None:
+            raise interrupt from None
         message = (
             f"internal error in this scan: {type(exc).__name__}: {exc}\n"
             "  help: this is a bug in fairscan; please report it with the spec "
@@ -488,6 +510,30 @@ def _in_scan(error: ScanError, index: int) -> ScanError:
     return ScanError(issues=issues)
 
 
+def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
+    """The data file as the report records it: relative to the spec file's folder (POSIX
+    separators), so that a committed baseline names no machine's absolute path; relative to
+    the working directory for a spec that is not a file (``<fairscan.audit arguments>``) or no
+    longer exists (``audit scan``'s). Kept as given when it is not a file path
+    (``<in-memory ...>``), and absolute when the two share no folder but the root (or lie on
+    different drives)."""
+    text = str(data_path)
+    if text.startswith("<"):
+        return text
+    data = os.path.abspath(text)
+    spec_dir = os.path.dirname(os.path.abspath(spec_path))
+    if not os.path.isdir(spec_dir):  # a temporary spec, gone (audit scan): the working directory
+        spec_dir = os.getcwd()
+    try:
+        common = os.path.commonpath([data, spec_dir])
+        relative = os.path.relpath(data, spec_dir)
+    except ValueError:  # different drives
+        return data
+    if common == os.path.dirname(common):  # only the root in common
+        return Path(data).as_posix()
+    return Path(relative).as_posix()
+
+
 def _provenance(
     prepared: PreparedAudit,
     root: np.random.SeedSequence,
@@ -500,7 +546,7 @@ def _provenance(
         tool_version=__version__,
         spec_path=str(prepared.loaded.path),
         spec_sha256=prepared.loaded.sha256,
-        data_path=str(prepared.data_path),
+        data_path=_relative_data_path(prepared.data_path, prepared.loaded.path),
         data_sha256=prepared.data_sha256,
         data_rows=prepared.data.n_rows_raw,
         rows_after_filter=prepared.data.n_rows,

@@ -18,6 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
+ECHO_LIMIT = 80  # characters of user input echoed in a message
+
+
+def truncate(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…" when cut.
+
+    For echoing user input (a value, a key, a path) in a message: a CSV file given as a spec
+    must not be printed whole.
+    """
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
+
 
 class ExitCode(IntEnum):
     OK = 0  # no significant finding

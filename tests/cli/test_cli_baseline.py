@@ -140,7 +140,13 @@ def test_diff_prints_the_comparison(runs: dict, cli: Invoke) -> None:
     assert "## What changed since the baseline" in out.stdout
     assert "**new**" in out.stdout and "sex = F and region = N" in out.stdout
     out = cli("diff", root / "base" / "gated.json", root / "same" / "gated.json", code=0)
-    assert "**PASS**: no new significant finding." in out.stdout
+    # issue 16: a finding persists, so not "PASS": no new one, and how many are still there
+    assert "PASS" not in out.stdout and "PASS" not in out.stderr
+    assert (
+        "**No new significant finding**; 1 persisting finding(s) from the baseline are still "
+        "significant." in out.stdout
+    )
+    assert "no new significant finding; 1 persisting finding(s)" in out.stderr
     # reversed: the calibration finding is resolved, nothing is new
     out = cli("diff", root / "after" / "gated.json", root / "base" / "gated.json", code=0)
     assert "**resolved**" in out.stdout
@@ -214,7 +220,10 @@ def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invok
     """A report written before the v2 contract (schema_version 1) is upgraded on reading."""
     v1 = ROOT / "tests" / "report" / "data" / "v1_compas.json"
     out = cli("diff", v1, v1, code=0)
-    assert "7 persisting" in out.stdout and "**PASS**: no new significant finding." in out.stdout
+    assert (
+        "7 persisting" in out.stdout
+        and "**No new significant finding**; 7 persisting" in out.stdout
+    )
     upgraded = AuditReport.model_validate(upgrade_report(json.loads(v1.read_text("utf-8"))))
     # a v2 run where the flag scan no longer flags its first group: v1 -> v2 resolves it
     current = upgraded.model_copy(deep=True)

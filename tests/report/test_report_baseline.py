@@ -131,3 +131,19 @@ def test_comparison_markdown_uses_labels():
     text = render_diff(comparison, gone)
     assert text.startswith("# Fairness audit diff: compas-fpr")
     assert "**PASS**: no new significant finding." in text
+
+
+def test_diff_with_persisting_findings_says_no_new_finding_not_pass():
+    """Issue 16: persisting findings are still findings: no bare PASS."""
+    from fairscan.report.baseline import diff_verdict
+
+    base = report(scan([finding(group="African-American", statistic=("lower_bound", 0.02))]))
+    comparison = compare_reports(base, base)
+    assert comparison.counts["persisting"] == 1 and comparison.new_significant == 0
+    text = render_diff(comparison, base)
+    assert "PASS" not in text
+    assert (
+        "**No new significant finding**; 1 persisting finding(s) from the baseline are still "
+        "significant." in text
+    )
+    assert diff_verdict(comparison).startswith("no new significant finding; 1 persisting")

@@ -598,3 +598,24 @@ def test_compas_audit_reports_render_in_headless_chromium(
     assert console == [], "console messages:\n" + "\n".join(console)
     _, _, pixels = decode_png(png.read_bytes())
     assert pixels.astype(np.float64).mean(axis=2).std() > 10, "screenshot is blank"
+
+
+def test_forest_plot_lists_untested_groups_below_instead_of_plotting_them():
+    """Issue 16: too-small or empty groups are not drawn; they are named under the plot."""
+    html = forest_plot(
+        ["g0"],
+        [0.1],
+        [0.0],
+        [0.2],
+        [True],
+        0.05,
+        False,
+        untested=[("tiny <b>", "too small (3 rows)"), ("gone", "no rows")],
+    )
+    svg = html[: html.index("</svg>")]
+    assert "tiny" not in svg and "gone" not in svg
+    assert len([a for t, a, _ in _parse(html).tags if t == "circle"]) == 1
+    assert (
+        "Not tested, so not plotted (2): tiny &lt;b&gt; (too small (3 rows)); gone (no rows)."
+        in html
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -488,7 +489,48 @@ def test_reports_render_the_groups_through_the_hooks(tmp_path):
     )
     assert [f.label for f in rep.scans[0].findings] == ["grp = c"]
     md = render_markdown(rep, render_hooks())
-    assert "| grp = c |" in md and "Flagged: groups whose gap exceeds +0.1" in md
+    assert "| grp = c |" in md and "Flagged: groups whose gap exceeds the tolerance of 0.1" in md
     html = render_html(rep, render_hooks())
     assert 'class="interval"' in html  # the forest plot
     assert "red = flagged" in html and "grp = c" in html
+
+
+JARGON = ("mean of L", "theta", "MAD scale", "t*_", "Algorithm", "Proposition", "L = ")
+
+
+def test_flag_report_speaks_plainly_and_says_why_groups_are_not_flagged(tmp_path):
+    """Issue 16: 'FPR 0.54 vs 0.30 overall; flagged: exceeds the tolerance of 0.05 with
+    FDR-adjusted p = ...', a reason for every group not flagged, untested groups off the plot."""
+    from fairscan.report.html import render_html
+    from fairscan.report.markdown import render_markdown
+    from fairscan.scans import render_hooks
+
+    csv, _ = _synthetic(tmp_path)
+    with csv.open("a") as fh:  # a tiny group: too small to test
+        fh.writelines(f"d,{i % 2},1,0.5,1.0\n" for i in range(4))
+    rep = _run_scan(
+        tmp_path,
+        csv,
+        "{id: f, type: flag, metric: positive_rate, target: overall, side: above, "
+        "groups: {attributes: [grp], min_size: 20}, tolerance: 0.05, bootstrap: 200}",
+    )
+    scan = rep.scans[0]
+    [finding] = scan.findings
+    assert re.fullmatch(
+        r"grp = c: positive_rate 0\.\d\d vs 0\.\d\d overall \(gap \+0\.\d{3}\); flagged: exceeds "
+        r"the tolerance of 0\.05 with FDR-adjusted p [=<] [0-9.e-]+\.",
+        finding.description.replace("positive rate", "positive_rate"),
+    ), finding.description
+    md = render_markdown(rep, render_hooks())
+    html = render_html(rep, render_hooks())
+    texts = [md, html, finding.description, *scan.warnings, scan.population.observed_label]
+    for text in texts:
+        for word in JARGON:
+            assert word not in text, (word, text[:200])
+    assert "not tested: too small (4 rows)" in md
+    assert re.search(r"\| grp = a \|.*not flagged: gap -0\.\d{3} is within the tolerance", md)
+    # the too-small group is not in the forest plot, but listed under it
+    forest = html.index("forest plot of the gap")
+    svg = html[html.rindex("<svg", 0, forest) : html.index("</svg>", forest)]
+    assert "grp = d" not in svg and "grp = c" in svg
+    assert "Not tested, so not plotted (1): grp = d (too small (4 rows))" in html

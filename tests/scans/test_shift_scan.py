@@ -95,6 +95,14 @@ def test_constant_L_is_degenerate(tmp_path: Path, sample: Path) -> None:
     assert scan.status == "not_significant"
     assert detail.tilts[0].status == "degenerate"
     assert any("constant" in w for w in scan.warnings)
+    # issue 16: plain words in everything a user reads
+    from fairscan.scans.shift.render import shift_markdown
+
+    texts = [*scan.warnings, *shift_markdown(scan), scan.population.observed_label]
+    texts += [f.description for f in scan.findings]
+    for text in texts:
+        for word in ("mean of L", "L = ", "theta", "t*", "methods.md", "Algorithm", "Proposition"):
+            assert word not in text, (word, text)
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from fairscan.api import RunOptions, run_audit
 from fairscan.data.table import EncodedAttribute, PreparedData
 from fairscan.errors import FairscanError
 from fairscan.report.models import ScanResult
+from fairscan.report.text import fmt_p
 from fairscan.scans.base import RoleArrays, ScanContext
 from fairscan.scans.subroc import SubrocResult, SubrocSpec, run_subroc
 from fairscan.scans.subroc.render import subroc_finding_markdown, subroc_markdown
@@ -343,3 +344,19 @@ def test_no_positive_score_pattern_means_nothing_to_test():
     res = _detail(scan)
     assert scan.status == "no_finding" and scan.findings == []
     assert res.patterns == [] and res.candidates_tested == 0 and res.null_distributions == 0
+
+
+def test_no_significant_pattern_names_the_best_candidate():
+    """Issue 16: with nothing significant, the text still names the closest call."""
+    from fairscan.scans.subroc.render import subroc_html
+
+    spec = SubrocSpec(id="s", type="subroc", significance={"subsets": 9}, candidates=5, top_k=2)
+    scan = run_subroc(spec, _context(replicates=1))  # p >= 1/10: nothing can be significant
+    res = _detail(scan)
+    assert res.reported == 0 and res.patterns
+    best = min(res.patterns, key=lambda p: (p.adjusted_p_value, p.rank))
+    md = "\n".join(subroc_markdown(scan))
+    assert "No pattern survives the significance filter. Best candidate: " in md
+    assert f"Best candidate: {best.label} (ROC AUC " in md
+    assert f"adjusted p = {fmt_p(best.adjusted_p_value)} > alpha = 0.05)." in md
+    assert f"Best candidate: {best.label}" in subroc_html(scan)

@@ -90,10 +90,13 @@ def test_plain_scalar_source_is_kept() -> None:
     assert pos.source_of(("c", 1)) == "1.50"
 
 
-def test_recursive_alias_does_not_hang() -> None:
-    data, pos = load("a: &x [1, *x]\n")
-    assert data["a"][1] is data["a"]
-    assert pos.locate(("a", 1, 1, 1, 0)) == (1, 8)  # the item `1`
+def test_recursive_alias_is_an_error_not_a_hang() -> None:
+    with pytest.raises(SpecError) as info:
+        load("a: &x [1, *x]\n")
+    (issue,) = info.value.issues
+    assert issue.message.startswith("recursive YAML alias")
+    assert (issue.line, issue.col) == (1, 4)
+    assert issue.hint
 
 
 def test_merge_keys_are_not_duplicates() -> None:

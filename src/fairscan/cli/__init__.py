@@ -13,7 +13,10 @@ shares; the commands live in :mod:`.run` (``run``, ``validate``), :mod:`.scan` (
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import os
+import signal
 import sys
 import traceback
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,6 +27,7 @@ from rich.markup import escape
 
 from fairscan import __version__
 from fairscan.errors import ExitCode, FairscanError
+from fairscan.interrupts import interrupt_of
 
 if TYPE_CHECKING:
     from fairscan.report.models import AuditReport
@@ -92,6 +96,10 @@ def print_error(error: FairscanError) -> None:
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:
+    # An interrupt is never a bug: Ctrl-C inside a numba call arrives as a SystemError wrapping
+    # the KeyboardInterrupt, and a SIGTERM to the process group breaks the worker pool.
+    if interrupt_of(exc) is not None or _SIGNALS:
+        raise interrupted()
     # The exception text is printed without markup: a message such as "bad [/x]" must not
     # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
@@ -105,9 +113,54 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     return int(ExitCode.ERROR)
 
 
+# Signals received (SIGINT, SIGTERM), in order; the first one sets the exit code 128 + signum.
+_SIGNALS: list[int] = []
+_ANNOUNCED: list[bool] = []
+
+
+def interrupted_code() -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (128 + the signal number, the shell convention)."""
+    return 128 + _SIGNALS[0] if _SIGNALS else int(ExitCode.INTERRUPTED)
+
+
 def interrupted() -> typer.Exit:
+    _ANNOUNCED.append(True)
     err.print("interrupted", markup=False)
-    return typer.Exit(int(ExitCode.INTERRUPTED))
+    return typer.Exit(interrupted_code())
+
+
+def _exit_interrupted() -> None:
+    """main(): say "interrupted" unless the command did, and exit 130/143 at once."""
+    if not _ANNOUNCED:
+        err.print("interrupted", markup=False)
+    _exit_now(interrupted_code())
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM stop the run the same way: a KeyboardInterrupt in the main thread,
+    which tears the worker pool down and exits 130/143 without writing a report. A second
+    signal while that cleanup runs exits at once."""
+    if _SIGNALS:
+        os._exit(interrupted_code())
+    _SIGNALS.append(signum)
+    raise KeyboardInterrupt
+
+
+def _unraisable(args: Any) -> None:
+    """An interrupt raised where it cannot propagate (a weakref callback during an import, a
+    ``__del__``) is not lost, nor printed as a traceback: it is raised again in the main thread."""
+    if isinstance(args.exc_value, KeyboardInterrupt) and _SIGNALS:
+        _thread.interrupt_main(signal.Signals(_SIGNALS.pop()))
+        return
+    sys.__unraisablehook__(args)
+
+
+def install_signal_handlers() -> None:
+    sys.unraisablehook = _unraisable
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # not in the main thread, or no such signal here: keep the default behaviour
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, _on_signal)
 
 
 def append_step_summary(report: AuditReport) -> None:
@@ -180,13 +233,32 @@ def main_callback(
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
 
 
+def _exit_now(code: int) -> None:
+    """Leave after an interrupt: run the exit handlers and flush, then skip the interpreter's
+    teardown (over a second once numba is loaded), so that Ctrl-C ends the process promptly."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+
+
 def main() -> None:
     """Console-script entry point."""
+    install_signal_handlers()
     try:
         app()
     except KeyboardInterrupt:
-        err.print("interrupted", markup=False)
-        sys.exit(int(ExitCode.INTERRUPTED))
+        _exit_interrupted()
+    except SystemExit:
+        # typer turns a KeyboardInterrupt escaping a command into a silent exit 130
+        if _SIGNALS:
+            _exit_interrupted()
+        raise
 
 
 # The commands register themselves on `app` when imported (in `audit --help` order).

@@ -23,10 +23,19 @@ from fairscan.cli import (
 from fairscan.errors import ExitCode, FairscanError, UsageError
 
 
+def _stat_ok(path: Path, test: str) -> bool:
+    """``path.is_dir()`` / ``path.exists()``, False for a name too long, a symlink loop or a
+    NUL byte (the spec loader then says what is wrong with the path)."""
+    try:
+        return bool(getattr(path, test)())
+    except (OSError, ValueError):
+        return False
+
+
 def expand_specs(paths: list[Path]) -> list[Path]:
     specs: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        if _stat_ok(path, "is_dir"):
             found = sorted([*path.rglob("*.audit.yaml"), *path.rglob("*.audit.yml")])
             if not found:
                 raise UsageError(
@@ -34,7 +43,7 @@ def expand_specs(paths: list[Path]) -> list[Path]:
                     hint="pass spec files, or a directory containing *.audit.yaml specs",
                 )
             specs.extend(found)
-        elif not path.exists() and glob.has_magic(str(path)):
+        elif not _stat_ok(path, "exists") and glob.has_magic(str(path)):
             # a quoted glob (CI YAML, Windows shells): expanded here, sorted
             found = sorted(Path(p) for p in glob.glob(str(path), recursive=True))
             if not found:
@@ -46,6 +55,49 @@ def expand_specs(paths: list[Path]) -> list[Path]:
         else:
             specs.append(path)
     return specs
+
+
+def check_overrides(
+    *, out_dir: str | None = None, replicates: int | None = None, workers: int | None = None
+) -> None:
+    """Usage errors for override values the spec would reject or that mean nothing: an empty
+    ``FAIRSCAN_*`` variable (click would silently ignore it), ``--out ''``, and replicates or
+    workers beyond the spec's limits."""
+    import os
+
+    from fairscan.spec.models import MAX_REPLICATES, MAX_WORKERS
+
+    for _, flag, env in OVERRIDES.values():
+        value = os.environ.get(env)
+        if value is not None and not value.strip():
+            raise UsageError(
+                "the environment variable is set but empty",
+                hint=f"unset it (`unset {env}`) or give a whole number, as for {flag}",
+                field=env,
+            )
+    if out_dir is not None and not out_dir.strip():
+        raise UsageError(
+            "must not be empty", hint="give a report directory, e.g. --out reports", field="--out"
+        )
+    if out_dir is not None and "\0" in out_dir:
+        raise UsageError("contains a NUL byte", hint="give a report directory path", field="--out")
+
+    def named(name: str, value: int) -> str:
+        _, flag, env = OVERRIDES[name]
+        return env if os.environ.get(env, "").strip() == str(value) else flag
+
+    if replicates is not None and not 0 <= replicates <= MAX_REPLICATES:
+        raise UsageError(
+            f"must be between 0 and {MAX_REPLICATES:,}, got {replicates:,}",
+            hint="999 replicates resolve p-values to 0.001; 0 skips the test",
+            field=named("replicates", replicates),
+        )
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(
+            f"must be between 1 and {MAX_WORKERS}, got {workers:,}",
+            hint="omit --workers to use one worker per CPU",
+            field=named("workers", workers),
+        )
 
 
 # Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
@@ -102,7 +154,7 @@ def run(
         list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
     ],
     out_dir: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
+        str | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
     ] = None,
     seed: SeedOption = None,
     replicates: ReplicatesOption = None,
@@ -137,13 +189,14 @@ def run(
 
     worst = int(ExitCode.OK)
     try:
+        check_overrides(out_dir=out_dir, replicates=replicates, workers=workers)
         spec_paths = expand_specs(specs)
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
     observer = RichProgress(err) if show_progress(progress and not quiet) else NullProgress()
     options = RunOptions(
-        out_dir=out_dir,
+        out_dir=Path(out_dir) if out_dir is not None else None,
         seed=seed,
         replicates=replicates,
         workers=workers,
@@ -235,6 +288,7 @@ def validate(
 
     worst = 0
     try:
+        check_overrides(replicates=replicates, workers=workers)
         spec_paths = expand_specs(specs)
     except FairscanError as error:
         print_error(error)

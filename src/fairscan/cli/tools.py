@@ -24,7 +24,7 @@ def diff(
     """Compare two JSON reports: print what changed (Markdown) and exit 1 on new significant
     findings, else 0."""
     from fairscan.api import diff_reports
-    from fairscan.report.baseline import render_diff
+    from fairscan.report.baseline import diff_verdict, render_diff
 
     try:
         current, comparison = diff_reports(old, new)
@@ -36,6 +36,7 @@ def diff(
     except Exception as exc:
         raise typer.Exit(internal_error(exc, debug)) from None
     sys.stdout.write(render_diff(comparison, current))
+    sys.stderr.write(diff_verdict(comparison) + "\n")
     code = ExitCode.FINDINGS if comparison.new_significant else ExitCode.OK
     raise typer.Exit(int(code))
 

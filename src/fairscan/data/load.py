@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, cast
@@ -56,8 +59,37 @@ def _read_parquet(path: Path) -> pl.DataFrame:
     return pl.read_parquet(path, glob=False)
 
 
+NESTED_JSON_FIELD = "json"  # the one field of the struct that marks a mixed nested column
+
+
 def _read_ndjson(path: Path) -> pl.DataFrame:
-    return pl.read_ndjson(path, infer_schema_length=None)
+    frame = pl.read_ndjson(path, infer_schema_length=None)
+    return _mark_nested_strings(path, frame)
+
+
+def _mark_nested_strings(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
+    """polars reads a key holding objects or lists on some lines and scalars on others as a
+    string column (the objects as JSON text): wrap such a column in a one-field struct, so that
+    using it is reported as nested JSON instead of scanning the JSON text as categories.
+
+    Cheap: only string columns with a value that looks like an object or list are checked,
+    by one regular-expression pass over the file for that key followed by ``{`` or ``[``.
+    """
+    suspects = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype == pl.String
+        and bool(frame[name].str.contains(r"^\s*[\[{]").fill_null(False).any())
+    ]
+    if not suspects:
+        return frame
+    raw = path.read_bytes()
+    marked = []
+    for name in suspects:
+        key = json.dumps(name)[1:-1].encode("utf-8")  # as written inside the JSON quotes
+        if re.search(rb'"' + re.escape(key) + rb'"\s*:\s*[\[{]', raw):
+            marked.append(pl.struct(pl.col(name).alias(NESTED_JSON_FIELD)).alias(name))
+    return frame.with_columns(marked) if marked else frame
 
 
 def _read_ipc(path: Path) -> pl.DataFrame:
@@ -76,6 +108,127 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0].strip() if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
+
+
+# --- memory: refuse a file that cannot fit before polars aborts the process -----------------
+
+# Bytes in memory per byte on disk, by text format: a lower bound in practice (numbers in
+# text are shorter than 8 bytes, JSON repeats every key), so that no file that fits is refused.
+_TEXT_FACTOR = {"csv": 1.5, "ndjson": 0.75}
+_VARIABLE_WIDTH = 8  # bytes per value assumed for strings and other variable-width types
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still use: MemAvailable (or the free pages), capped by
+    a cgroup v2 limit when there is one; None when it cannot be told."""
+    available: int | None = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, OSError, ValueError):
+            return None
+    cgroup = _cgroup_available()
+    return available if cgroup is None else min(available, cgroup)
+
+
+def _cgroup_available(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The cgroup v2 limit less the memory in use, not counting the page cache (``file`` in
+    memory.stat), which the kernel reclaims; None without a limit."""
+    try:
+        limit = (root / "memory.max").read_text().strip()
+        current = (root / "memory.current").read_text().strip()
+        stat = (root / "memory.stat").read_text()
+    except OSError:
+        return None
+    if not (limit.isdigit() and current.isdigit()):
+        return None  # "max": no limit
+    cache = 0
+    for line in stat.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "file" and value.strip().isdigit():
+            cache = int(value)
+    return max(int(limit) - max(int(current) - cache, 0), 0)
+
+
+def _binary_estimate(path: Path, fmt: str) -> int:
+    """Rows x the width of the schema's columns, from the file's metadata (nothing is read)."""
+    scan = pl.scan_parquet(path, glob=False) if fmt == "parquet" else pl.scan_ipc(path)
+    schema = scan.collect_schema()
+    rows = int(scan.select(pl.len()).collect().item())
+    return rows * sum(_dtype_width(dtype) for dtype in schema.values())
+
+
+_NARROW = {pl.Boolean: 1, pl.Int8: 1, pl.UInt8: 1, pl.Int16: 2, pl.UInt16: 2}
+_NARROW.update({pl.Int32: 4, pl.UInt32: 4, pl.Float32: 4})
+
+
+def _dtype_width(dtype: pl.DataType) -> int:
+    if dtype.is_numeric() or dtype.is_temporal() or dtype == pl.Boolean:
+        return _NARROW.get(type(dtype), 8)  # 64-bit numbers, dates and times
+    return _VARIABLE_WIDTH
+
+
+def estimate_memory(path: Path, fmt: str) -> int:
+    """Bytes a data file needs in memory once read: the file size times a factor for text
+    formats, the schema's width times the rows for Parquet and Arrow IPC (at least the size on
+    disk for IPC, which is stored as it is held)."""
+    size = path.stat().st_size
+    if fmt in _TEXT_FACTOR:
+        return int(size * _TEXT_FACTOR[fmt])
+    try:
+        estimate = _binary_estimate(path, fmt)
+    except (Exception, pl.exceptions.PanicException):
+        return 0  # unreadable metadata: reading it reports the problem
+    return max(estimate, size) if fmt == "ipc" else estimate
+
+
+def _bytes(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def check_memory(path: Path, fmt: str) -> None:
+    """A :class:`DataError` before reading a file that needs more memory than is available."""
+    available = available_memory()
+    if available is None:
+        return
+    needed = estimate_memory(path, fmt)
+    if needed <= available:
+        return
+    raise DataError(
+        f"data file {str(path)!r} ({_bytes(path.stat().st_size)} on disk) needs about "
+        f"{_bytes(needed)} of memory to read, more than the {_bytes(available)} available",
+        field=FIELD,
+        hint="make the file smaller before the audit: keep only the rows you audit (the "
+        "rows data.filter keeps) and the columns the spec uses, e.g. with polars or duckdb, "
+        "saved as Parquet; or run the audit on a machine with more memory",
+    )
+
+
+# Data files the Makefile builds (never committed): file name under build/ -> make target.
+MAKE_TARGETS = {"compas.csv": "compas", "adult_subroc.csv": "adult"}
+
+
+def _missing_hint(path: Path) -> str:
+    """Where a missing data file comes from: the make target that writes a ``build/`` file."""
+    target = MAKE_TARGETS.get(path.name) if path.parent.name == "build" else None
+    if target is not None:
+        return (
+            f"build/{path.name} is generated, never committed: run `make {target}` in the "
+            "fairscan repository root to create it"
+        )
+    return "check data.path; a relative path is resolved against the spec file's folder"
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -100,7 +253,7 @@ def read_table(path: Path) -> pl.DataFrame:
         raise DataError(
             f"data file {str(path)!r} does not exist",
             field=FIELD,
-            hint="check data.path; a relative path is resolved against the spec file's folder",
+            hint=_missing_hint(path),
         )
     if not path.is_file():
         raise DataError(
@@ -123,6 +276,7 @@ def read_table(path: Path) -> pl.DataFrame:
             field=FIELD,
             hint="point data.path at a file with a header and data rows",
         )
+    check_memory(path, fmt)
     try:
         frame = _READERS[fmt](path)
     except (Exception, pl.exceptions.PanicException) as exc:

@@ -514,7 +514,31 @@ def _encode_binned(
             hint=f"use fewer bins, or raise max_categories (now {max_categories})",
         )
         return None
+    if disc.quantiles is not None and 0 < n_bins < disc.quantiles:
+        _warn_collapsed(ctx, name, s, disc.quantiles, binned.labels[:n_bins])
     return _Encoded(binned.codes, list(binned.labels[:n_bins]), binned.edges, ordered=True)
+
+
+def _warn_collapsed(
+    ctx: _Context, name: str, s: pl.Series, quantiles: int, labels: Sequence[str]
+) -> None:
+    """Quantile edges that coincide (a zero-inflated column) give fewer bins than asked."""
+    f = s.cast(pl.Float64)
+    present = f.filter(~_missing_mask(f))
+    note, example = "", "..."
+    if present.len():
+        mode = present.mode().sort()[0]
+        share = float((present == mode).mean() or 0.0)
+        note = f"; {share:.0%} of its values are {format_number(mode)}"
+        above = present.filter(present > mode)
+        if above.len():
+            example = format_number(above.min())  # type: ignore[arg-type]
+    ctx.warnings.append(
+        f"{_discretize_field(name)}: quantiles: {quantiles} gave only "
+        f"{_plural(len(labels), 'bin')} ({', '.join(labels)}) because quantiles coincide"
+        f"{note}; give explicit edges instead, e.g. discretize: "
+        f"{{{name}: {{edges: [{example}]}}}}"
+    )
 
 
 def _encode_text(ctx: _Context, name: str, max_categories: int) -> _Encoded | None:
@@ -617,6 +641,73 @@ def _encode_attribute(
 # --------------------------------------------------------------------------------------------
 
 
+def _whitespace_groups(text: pl.Series) -> list[tuple[str, list[str]]]:
+    """Distinct values of ``text`` that differ only by surrounding whitespace:
+    (stripped value, the raw variants), sorted."""
+    raw = text.drop_nulls().unique()
+    if raw.len() == 0 or not bool((raw != raw.str.strip_chars()).any()):
+        return []
+    groups = (
+        pl.DataFrame({"raw": raw, "key": raw.str.strip_chars()})
+        .group_by("key")
+        .agg(pl.col("raw").sort())
+        .filter(pl.col("raw").list.len() > 1)
+        .sort("key")
+    )
+    return [(row["key"], list(row["raw"])) for row in groups.iter_rows(named=True)]
+
+
+def _show_groups(groups: Sequence[tuple[str, list[str]]], *, merged: bool) -> str:
+    shown = []
+    for key, variants in groups[:_SHOW_VALUES]:
+        variants_text = " / ".join(repr(v) for v in variants)
+        shown.append(f"{variants_text} -> {key!r}" if merged else variants_text)
+    text = "; ".join(shown)
+    if len(groups) > _SHOW_VALUES:
+        text += f"; … ({len(groups)} values)"
+    return text
+
+
+def _stripped(series: pl.Series) -> pl.Series:
+    if isinstance(series.dtype, pl.Enum):
+        categories = list(dict.fromkeys(c.strip() for c in series.dtype.categories.to_list()))
+        return series.cast(pl.String).str.strip_chars().cast(pl.Enum(categories))
+    return series.cast(pl.String).str.strip_chars()
+
+
+def _strip_attributes(
+    frame: pl.DataFrame, attributes: Sequence[str], strip: bool
+) -> tuple[pl.DataFrame, list[str]]:
+    """Text attributes with surrounding whitespace stripped (``data.strip_whitespace``), and
+    warnings naming the values that this merged (or, when not stripping, that stay apart)."""
+    warnings: list[str] = []
+    replaced: list[pl.Series] = []
+    for name in dict.fromkeys(attributes):
+        if name not in frame.columns or not _is_text(frame[name].dtype):
+            continue
+        series = frame[name]
+        text = series.cast(pl.String)
+        groups = _whitespace_groups(text)
+        if strip:
+            if bool((text != text.str.strip_chars()).any()):
+                replaced.append(_stripped(series))
+            if groups:
+                warnings.append(
+                    f"attribute {name!r}: values that differ only by surrounding whitespace "
+                    f"were merged: {_show_groups(groups, merged=True)} "
+                    "(set data.strip_whitespace: false to keep them apart)"
+                )
+        elif groups:
+            warnings.append(
+                f"attribute {name!r} has values that differ only by surrounding whitespace, "
+                f"scanned as separate subgroups: {_show_groups(groups, merged=False)} "
+                "(set data.strip_whitespace: true to merge them)"
+            )
+    if replaced:
+        frame = frame.with_columns(replaced)
+    return frame, warnings
+
+
 def _unique_name(base: str, taken: Iterable[str]) -> str:
     taken = set(taken)
     name = base
@@ -661,6 +752,31 @@ def _check_columns(
             reported.add((spec_field, column))
             issues.append(_missing_column(column, spec_field, names))
     return present, issues
+
+
+def _is_nested(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, pl.Struct | pl.List | pl.Array | pl.Object)
+
+
+def _drop_nested(
+    frame: pl.DataFrame, wanted: Sequence[tuple[str, str]], present: list[str], issues: list[Issue]
+) -> list[str]:
+    """The present columns without those holding nested values (JSON objects or lists, read
+    from NDJSON or Parquet); an issue for each of those, on the first field naming it."""
+    nested = [c for c in present if _is_nested(frame.schema[c])]
+    for column in nested:
+        spec_field = next(f for f, c in wanted if c == column)
+        issues.append(
+            Issue(
+                f"column {column!r} holds nested values (JSON objects or lists), not single "
+                "values; it cannot be scanned",
+                field=spec_field,
+                column=column,
+                hint=f"flatten {column!r} before the audit: put the value you mean in a column "
+                "of its own (e.g. jq, or polars' unnest / list.get), or remove it from the spec",
+            )
+        )
+    return [c for c in present if c not in nested]
 
 
 def _filtered(
@@ -788,6 +904,7 @@ def prepare_data(
     max_categories: int,
     filter: str | None,
     extra_columns: Mapping[str, str] | None = None,
+    strip_whitespace: bool = True,
 ) -> PreparedData:
     """Filter, validate and encode ``frame`` for the scans.
 
@@ -798,6 +915,8 @@ def prepare_data(
     filtered in ``PreparedData.extra``. Problems in the data are collected and raised as one
     :class:`DataError`; a filter that cannot be parsed or type-checked raises
     :class:`SpecError` (``data.filter``) unless other problems were found as well.
+    ``strip_whitespace`` strips surrounding whitespace from text attribute values before the
+    filter (``data.strip_whitespace``).
     """
     if frame.height == 0:
         raise DataError(
@@ -809,8 +928,11 @@ def prepare_data(
     wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
     wanted += [(f, c) for c, f in extra_columns.items()]
     present, issues = _check_columns(wanted, frame.columns)
+    present = _drop_nested(frame, wanted, present, issues)
+    frame, strip_warnings = _strip_attributes(frame, attributes, strip_whitespace)
 
     ctx = _filtered(frame, filter, present, issues)
+    ctx.warnings.extend(strip_warnings)
     ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
     role_values = _read_roles(ctx, requests)
     encoded, codes = _encode_attributes(ctx, attributes, discretize, max_categories)

@@ -9,13 +9,18 @@ the number of worker processes.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import itertools
+import math
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -23,6 +28,7 @@ import numpy as np
 
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import max_score
+from fairscan.interrupts import interrupt_of
 
 # null scores within this relative distance of the observed score count as ties
 TIE_TOLERANCE = 1e-9
@@ -30,6 +36,14 @@ TIE_TOLERANCE = 1e-9
 # measured in benchmarks/RESULTS.md section 2: 999 cheap replicates took 2.5 s serially, 3.3 s
 # on two workers.
 WORKER_STARTUP_SECONDS = 2.0
+# Replicates are sent to the workers in chunks of about this many seconds (estimated from
+# replicate 0), so that progress moves and no chunk holds a worker for long.
+CHUNK_SECONDS = 0.5
+# How often a worker checks that its parent is still alive (it exits when the parent is gone).
+PARENT_POLL_SECONDS = 0.5
+PR_SET_PDEATHSIG = 1
+# The parent waits for chunks in slices this long, so that it notices Ctrl-C promptly.
+WAIT_POLL_SECONDS = 0.1
 
 
 def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:
@@ -100,11 +114,126 @@ def replicate_score(
 _WORKER: dict[str, ReplicateJob] = {}
 
 
-def _init_worker(job: ReplicateJob) -> None:
+def _init_worker(job: ReplicateJob, parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it (exit 130), so the
-    # workers must not die printing tracebacks of their own.
+    # workers must not die printing tracebacks of their own: the parent terminates them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent_pid)
     _WORKER["job"] = job
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """End this worker when its parent dies, even by SIGKILL (no chance to shut the pool down):
+    the kernel's parent-death signal on Linux, and a thread polling the parent's pid anywhere."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the signal was set up
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="fairscan-parent-watch", daemon=True).start()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Tear a pool down now: drop the queued chunks and kill the workers without waiting for
+    the running ones (an interrupt must stop the run within a second or two)."""
+    processes: list[multiprocessing.process.BaseProcess] = []
+    for _ in range(10):  # the submitter thread may be adding a worker meanwhile
+        with contextlib.suppress(RuntimeError):
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            break
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + 1.0
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _result(future: Future[tuple[int, np.ndarray]]) -> tuple[int, np.ndarray]:
+    """``future.result()``, waking every ``WAIT_POLL_SECONDS``: a signal delivered to another
+    thread (polars, numba) only runs its Python handler once the main thread wakes up."""
+    while True:
+        try:
+            return future.result(timeout=WAIT_POLL_SECONDS)
+        except TimeoutError:
+            continue
+
+
+class _Submitter:
+    """Submits the chunks, and so starts the workers, from a thread of its own that holds
+    SIGINT and SIGTERM blocked: the workers inherit the block, so a Ctrl-C to the process group
+    cannot kill one half-started (with a traceback of its own), while the main thread, which
+    handles the signals, never waits on a worker's start-up (the spawn pipe blocks until the
+    child has imported its modules: about half a second per worker). The thread lives as long
+    as the pool: the workers' parent-death signal fires when the thread that started them ends.
+    """
+
+    def __init__(self, pool: ProcessPoolExecutor, bounds: np.ndarray) -> None:
+        self._pool = pool
+        self._bounds = bounds
+        self._submitted: list[Future[tuple[int, np.ndarray]]] = []
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._released = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fairscan-pool", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with _signals_blocked():
+            try:
+                for a, b in itertools.pairwise(self._bounds):
+                    if self._released.is_set():
+                        break
+                    self._submitted.append(self._pool.submit(_run_chunk, int(a), int(b)))
+            except BaseException as exc:  # the pool was torn down meanwhile, or is broken
+                self._error = exc
+            finally:
+                self._ready.set()
+            self._released.wait()
+
+    def futures(self) -> list[Future[tuple[int, np.ndarray]]]:
+        while not self._ready.wait(WAIT_POLL_SECONDS):
+            pass
+        if self._error is not None:
+            raise self._error
+        return self._submitted
+
+    def release(self) -> None:
+        self._released.set()
+        self._thread.join(timeout=1.0)
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back from this thread (and the processes it starts) meanwhile."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _reraise_interrupt(exc: BaseException) -> None:
+    """An interrupt inside a numba call arrives as a SystemError wrapping it: raise the interrupt."""
+    interrupt = interrupt_of(exc)
+    if interrupt is not None and interrupt is not exc:
+        raise interrupt from None
 
 
 def _run_chunk(start: int, stop: int) -> tuple[int, np.ndarray]:
@@ -133,34 +262,53 @@ def run_replicates(
     # (each costs about a second to start: interpreter, numpy, the JIT cache). Replicates are
     # addressed by index, so the results do not depend on where each one runs.
     started = time.perf_counter()
-    scores[0] = job(0)
+    try:
+        scores[0] = job(0)
+    except SystemError as exc:
+        _reraise_interrupt(exc)
+        raise
     if on_progress is not None:
         on_progress(1)
-    serial_estimate = (time.perf_counter() - started) * (replicates - 1)
+    per_replicate = time.perf_counter() - started
+    serial_estimate = per_replicate * (replicates - 1)
     # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
     if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
-        for r in range(1, replicates):
-            scores[r] = job(r)
-            if on_progress is not None:
-                on_progress(1)
+        try:
+            for r in range(1, replicates):
+                scores[r] = job(r)
+                if on_progress is not None:
+                    on_progress(1)
+        except SystemError as exc:
+            _reraise_interrupt(exc)
+            raise
         return scores
-    n_chunks = min(replicates - 1, workers * 16)
+    n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
+    n_chunks = min(replicates - 1, n_chunks)
     bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
     # "spawn": the parent may hold polars/numba threads, which fork would copy in a bad state.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(job,)
-    ) as pool:
-        futures = [pool.submit(_run_chunk, int(a), int(b)) for a, b in itertools.pairwise(bounds)]
-        try:
-            for future in futures:
-                start, chunk = future.result()
-                scores[start : start + len(chunk)] = chunk
-                if on_progress is not None:
-                    on_progress(len(chunk))
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(job, os.getpid()),
+    )
+    submitter = _Submitter(pool, bounds)
+    try:
+        for future in submitter.futures():
+            start, chunk = _result(future)
+            scores[start : start + len(chunk)] = chunk
+            if on_progress is not None:
+                on_progress(len(chunk))
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failing replicate: stop the workers now, not after their chunks
+        _stop_pool(pool)
+        submitter.release()
+        _stop_pool(pool)  # a worker the submitter was still starting
+        raise
+    pool.shutdown(wait=True)
+    submitter.release()
+    pool.shutdown(wait=True)
     return scores
 
 

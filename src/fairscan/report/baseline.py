@@ -266,14 +266,32 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
     return lines
 
 
+def diff_verdict(comparison: BaselineComparison) -> str:
+    """One line for ``audit diff``: FAIL on new findings; otherwise "no new significant
+    finding", with the findings still significant counted (PASS only when there are none)."""
+    if comparison.new_significant:
+        return f"FAIL: {comparison.new_significant} new significant finding(s)"
+    still = comparison.counts.get("persisting", 0) + comparison.counts.get("changed", 0)
+    if still:
+        changed = comparison.counts.get("changed", 0)
+        extra = f", {changed} of them with a shifted subgroup" if changed else ""
+        return (
+            f"no new significant finding; {still} persisting finding(s) from the baseline are "
+            f"still significant{extra}"
+        )
+    return "PASS: no new significant finding"
+
+
 def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
     """Markdown of ``audit diff``: the comparison, then the current verdict per scan."""
     lines = [f"# Fairness audit diff: {current.name}", ""]
-    verdict = (
-        f"**FAIL**: {comparison.new_significant} new significant finding(s)."
-        if comparison.new_significant
-        else "**PASS**: no new significant finding."
-    )
+    text = diff_verdict(comparison)
+    head, sep, rest = text.partition(": ")
+    if sep and head in ("FAIL", "PASS"):
+        verdict = f"**{head}**: {rest}."
+    else:
+        first, _, rest = text.partition("; ")
+        verdict = f"**{first[0].upper()}{first[1:]}**; {rest}."
     lines += [verdict, ""]
     lines += render_comparison(comparison)
     return "\n".join(lines)

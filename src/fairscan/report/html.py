@@ -273,9 +273,13 @@ def forest_plot(
     hit_label: str = "hit",
     metric: str | None = None,
     max_groups: int = FOREST_MAX_GROUPS,
+    untested: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Gap (point) and bounds (line) per group, with 0 and the tolerance (both signs when
-    ``two_sided``) marked; hits first, in red. A missing bound reaches the plot's edge."""
+    ``two_sided``) marked; hits first, in red. A missing bound reaches the plot's edge.
+
+    ``untested`` groups ((name, reason), e.g. too small) are not plotted: they are listed
+    below the plot."""
     rows = [
         (names[i], gap[i], lower[i], upper[i], bool(hits[i]))
         for i in range(len(names))
@@ -352,7 +356,13 @@ def forest_plot(
         f"Gap{of} per group (point) with its bounds (line; open ends reach the edge); "
         f"red = {hit_label}, dashed = tolerance.{more}"
     )
-    return figure(svg, caption, "forest")
+    listed = ""
+    if untested:
+        items = "; ".join(f"{escape(name)} ({escape(reason)})" for name, reason in untested)
+        listed = (
+            f'<p class="muted untested">Not tested, so not plotted ({len(untested)}): {items}.</p>'
+        )
+    return figure(svg, caption, "forest") + listed
 
 
 def roc_chart(

@@ -213,3 +213,45 @@ def bind_roles(data: PreparedData, roles: ScanRoles) -> RoleArrays:
             threshold = float(roles.threshold)
         recommendation = compare(prediction, threshold, roles.threshold_rule)
     return RoleArrays(outcome=outcome, prediction=prediction, recommendation=recommendation)
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def threshold_warnings(data: PreparedData, roles: ScanRoles, arrays: RoleArrays) -> list[str]:
+    """A warning when a recommendation derived from a threshold is the same for every row.
+
+    A per-row threshold column (or a number) that the predictions never (or always) reach makes
+    every recommendation 0 (or 1): no subgroup can differ, so a scan would pass without having
+    looked at anything. Mostly a threshold on another scale than the prediction.
+    """
+    if roles.decision is not None or roles.threshold is None or arrays.recommendation is None:
+        return []
+    if arrays.prediction is None or arrays.recommendation.size == 0:
+        return []
+    n_ones = int(arrays.recommendation.sum())
+    n = int(arrays.recommendation.size)
+    if 0 < n_ones < n:
+        return []
+    value = 1 if n_ones else 0
+    prediction = roles.names.get("prediction", "prediction")
+    if isinstance(roles.threshold, str) and roles.threshold in data.extra:
+        values = np.asarray(data.extra[roles.threshold], dtype=np.float64)
+        what = (
+            f"threshold column {roles.threshold!r} (values {_number(float(values.min()))} to "
+            f"{_number(float(values.max()))})"
+        )
+    elif isinstance(roles.threshold, str):
+        what = f"threshold column {roles.threshold!r}"
+    else:
+        what = f"threshold {_number(float(roles.threshold))}"
+    cross = "always" if value else "never"
+    rule = roles.names.get("recommendation", "the recommendation rule")
+    where = f"{roles.threshold_field}: " if roles.threshold_field else ""
+    return [
+        f"{where}the recommendation ({rule}) is {value} in all {n} rows: prediction "
+        f"{prediction!r} (values {_number(float(arrays.prediction.min()))} to "
+        f"{_number(float(arrays.prediction.max()))}) {cross} reaches {what}, so no subgroup "
+        "can differ in it; check that the threshold is on the prediction's scale"
+    ]

@@ -16,20 +16,26 @@ class StrictModel(BaseModel):
     ``strict=True`` stops YAML 1.1 booleans from turning into numbers (``restarts: yes``
     would otherwise be read as 1 and ``penalty: on`` as 1.0) and floats from being
     truncated into integer fields. Integers are still accepted where a float is expected.
+    ``allow_inf_nan=False`` rejects ``.nan``, ``.inf`` and ``-.inf`` in every float field: a
+    non-finite tolerance, target or penalty would otherwise pass a CI gate silently.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
-def rule_error(message: str, *loc: str | int) -> PydanticCustomError:
+def rule_error(message: str, *loc: str | int, hint: str | None = None) -> PydanticCustomError:
     """Error for a cross-field rule, to raise from a validator.
 
     ``loc`` is relative to the model being validated (e.g. ``("scans", 2, "id")`` in
     ``AuditSpec``); the spec loader appends it to the error's ``loc`` to point at the exact
     key, since an error raised in a model validator is otherwise located at the model itself.
     Avoid ``{name}`` placeholders in ``message``: pydantic formats them from the context.
+    ``hint`` becomes the issue's ``help:`` line.
     """
-    return PydanticCustomError(RULE_ERROR_TYPE, message, {"spec_loc": tuple(loc)})
+    context: dict[str, object] = {"spec_loc": tuple(loc)}
+    if hint is not None:
+        context["spec_hint"] = hint
+    return PydanticCustomError(RULE_ERROR_TYPE, message, context)
 
 
 SCAN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"

@@ -16,18 +16,19 @@ with "did you mean 'alpha'?", and "`no` was read as boolean false; quote it: \"n
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import types
 import typing
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from fairscan.errors import Issue
+from fairscan.errors import ECHO_LIMIT, Issue, truncate
 from fairscan.spec.base import RULE_ERROR_TYPE
 from fairscan.spec.loader import Positions, format_path
 
@@ -48,15 +49,86 @@ def validation_issues(
     ``raw`` is the data that was validated (as loaded from YAML), ``positions`` its position
     tree (``None`` if unknown) and ``model`` the validated model (the registry's ``AuditSpec``).
     """
-    issues: list[Issue] = []
+    # Linear in the number of errors (20,000 unknown keys must not take minutes): sets for
+    # de-duplication, per-model caches for the hints.
+    slots: list[Issue | tuple[Any, ...]] = []
+    # errors of the members of one untagged union value: (field, line, col) -> issues
+    unions: dict[tuple[Any, ...], list[Issue]] = {}
     for details in error.errors(include_url=False):
-        issue = _issue(details, raw, positions, model)
+        walk = _walk_of(details, raw, model)
+        issue = _issue(details, raw, positions, model, walk)
         if positions is not None or filename is not None:
             issue = issue.located(filename, issue.line, issue.col)
-        if issue not in issues:
+        if walk.union_member:
+            group_key = (issue.field, issue.line, issue.col)
+            if group_key not in unions:
+                unions[group_key] = []
+                slots.append(group_key)  # replaced by the merged issue below
+            unions[group_key].append(issue)
+            continue
+        slots.append(issue)
+    seen: set[Issue] = set()
+    issues: list[Issue] = []
+    for slot in slots:
+        issue = slot if isinstance(slot, Issue) else _merge_union_issues(unions[slot])
+        if issue not in seen:
+            seen.add(issue)
             issues.append(issue)
     issues.sort(key=lambda i: (i.line or 0, i.col or 0))
     return issues
+
+
+def _walk_of(details: ErrorDetails, raw: Any, model: type[BaseModel]) -> _Walk:
+    loc = tuple(details["loc"])
+    if details["type"] == RULE_ERROR_TYPE:
+        loc = loc + tuple((details.get("ctx") or {}).get("spec_loc", ()))
+    return _walk(loc, raw, model, details)
+
+
+_EXPECTED_GOT = re.compile(r"^expected (?P<expected>.*?), got (?P<got>.*)$", re.DOTALL)
+
+
+def _merge_union_issues(group: list[Issue]) -> Issue:
+    """One issue for a value that matches none of the members of an untagged union.
+
+    A non-finite number is named as such; otherwise the members' "expected ..." parts are
+    joined: "expected 'overall', a mapping or a number, got 'abc'".
+    """
+    for issue in group:
+        if "finite number" in issue.message:
+            takes_text = any(i.message.startswith("expected a string") for i in group)
+            key = re.split(r"[.\[]", issue.field or "")[-1].rstrip("]")
+            if takes_text and key:  # e.g. a threshold: a number or a column name
+                shown = issue.message.rsplit(", got ", 1)[-1]
+                return replace(
+                    issue, message=f"a numeric {key} must be a finite number, got {shown}"
+                )
+            return issue
+    if len(group) == 1:
+        return group[0]
+    expected: list[str] = []
+    got: str | None = None
+    hints: list[str] = []
+    for issue in group:
+        match = _EXPECTED_GOT.match(issue.message)
+        if match is None:
+            return group[0]
+        part = match.group("expected").split(" (")[0]
+        if part not in expected:
+            expected.append(part)
+        got = match.group("got")
+        if issue.hint and issue.hint not in hints:
+            hints.append(issue.hint)
+    text = ", ".join(expected[:-1]) + " or " + expected[-1] if len(expected) > 1 else expected[0]
+    first = group[0]
+    return Issue(
+        f"expected {text}, got {got}",
+        hint="; ".join(hints) or "`audit schema` lists what each key takes",
+        field=first.field,
+        file=first.file,
+        line=first.line,
+        col=first.col,
+    )
 
 
 # -- walking `loc` alongside the model types ---------------------------------------------------
@@ -69,6 +141,7 @@ class _Walk:
     owner: type[BaseModel] | None  # model whose field the last key is (for key errors)
     raw: Any  # raw value at the end of the path, or _MISSING
     key_error: bool  # the error is about a dict key itself ("[key]" in loc)
+    union_member: bool = False  # the error is about one member of a plain (untagged) union
 
 
 def _unwrap(ann: Any) -> tuple[Any, str | None]:
@@ -115,6 +188,7 @@ def _walk(loc: Sequence[Any], raw: Any, root: type[BaseModel], details: ErrorDet
     owner: type[BaseModel] | None = None
     node = raw
     key_error = False
+    union_member = False
     for i, segment in enumerate(loc):
         last = i == len(loc) - 1
         ann, discriminator = _unwrap(ann)
@@ -127,6 +201,12 @@ def _walk(loc: Sequence[Any], raw: Any, root: type[BaseModel], details: ErrorDet
         if segment == "[key]":
             key_error = True
             continue
+        if members and discriminator is None and isinstance(segment, str):
+            member = _union_member_named(members, segment)
+            if member is not None and not (isinstance(node, dict) and segment in node):
+                ann = member  # a member tag pydantic inserted ("float", "literal[...]", ...)
+                union_member = True
+                continue
         if _is_model(ann):
             owner = ann
             field = ann.model_fields.get(segment) if isinstance(segment, str) else None
@@ -158,7 +238,20 @@ def _walk(loc: Sequence[Any], raw: Any, root: type[BaseModel], details: ErrorDet
             node = child
         ann = Any
     ann, _ = _unwrap(ann)
-    return _Walk(tuple(path), ann, owner, node, key_error)
+    return _Walk(tuple(path), ann, owner, node, key_error, union_member)
+
+
+def _union_member_named(members: list[Any], tag: str) -> Any:
+    """The member of an untagged union that pydantic names ``tag`` in an error's ``loc``."""
+    for member in members:
+        origin = get_origin(member)
+        if isinstance(member, type) and member.__name__ == tag:
+            return member
+        if origin is Literal and tag.startswith("literal["):
+            return member
+        if origin is not None and tag.startswith(f"{getattr(origin, '__name__', '')}["):
+            return member
+    return None
 
 
 def _child(node: Any, segment: Any) -> Any:
@@ -182,6 +275,8 @@ def _raw_key(node: dict[Any, Any], segment: Any, details: ErrorDetails, is_key: 
         for key in node:
             if key == candidate and type(key) is type(candidate):
                 return key
+    if type(segment) is str and segment in node:
+        return segment  # the common case, without a scan of every key (linear, not quadratic)
     for key in node:
         if key == segment and type(key) is type(segment):
             return key
@@ -217,27 +312,43 @@ def _show(value: Any, source: str | None = None) -> str:
     return _short(value)
 
 
-def _quote(text: str, limit: int = 60) -> str:
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return repr(text)
+def _quote(text: str, limit: int = ECHO_LIMIT) -> str:
+    return repr(truncate(text, limit))
 
 
 def _short(value: Any, limit: int = 50) -> str:
-    text = _flow(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return truncate(_flow(value, limit + 1), limit)
 
 
-def _flow(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_flow(v) for v in value) + "]"
+def _key(key: Any) -> str:
+    """A mapping key as echoed in a message: its repr, cut to a readable length."""
+    return _quote(key) if isinstance(key, str) else truncate(repr(key))
+
+
+def _flow(value: Any, budget: int | None = None) -> str:
+    """``value`` in YAML flow style; with ``budget``, stop soon after that many characters."""
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else value
+        opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+        parts: list[str] = []
+        size = 1
+        for item in items:
+            if isinstance(value, dict):
+                k, v = item
+                part = f"{_flow(k, budget)}: {_flow(v, budget)}"
+            else:
+                part = _flow(item, budget)
+            parts.append(part)
+            size += len(part) + 2
+            if budget is not None and size > budget:
+                break
+        return opening + ", ".join(parts) + closing
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    text = str(value)
+    return text if budget is None else text[: budget + 1]
 
 
 def _bool_message(value: bool, source: str | None) -> str:
@@ -268,6 +379,7 @@ def _or_list(values: Sequence[Any]) -> str:
 # -- where a field lives (for "it belongs under ...") ------------------------------------------
 
 
+@functools.cache
 def _field_homes(root: type[BaseModel]) -> dict[str, list[str]]:
     homes: dict[str, list[str]] = {}
 
@@ -320,14 +432,14 @@ _GOT_SUFFIX = re.compile(r"^Input should be ")
 
 
 def _issue(
-    details: ErrorDetails, raw: Any, positions: Positions | None, root: type[BaseModel]
+    details: ErrorDetails,
+    raw: Any,
+    positions: Positions | None,
+    root: type[BaseModel],
+    walk: _Walk,
 ) -> Issue:
     kind = details["type"]
     ctx = details.get("ctx") or {}
-    loc = tuple(details["loc"])
-    if kind == RULE_ERROR_TYPE:
-        loc = loc + tuple(ctx.get("spec_loc", ()))
-    walk = _walk(loc, raw, root, details)
     path = walk.path
     value = details.get("input")
 
@@ -345,7 +457,7 @@ def _issue(
         key = path[-1] if path else None
         parent = path[:-1]
         line, col = where(parent)
-        message = f"missing required key {key!r}"
+        message = f"missing required key {_key(key)}"
         description = _description(walk.owner, key)
         if key == "version" and not parent:
             message = "missing required key 'version' (the spec format version)"
@@ -364,7 +476,7 @@ def _issue(
         key_source = positions.key_source_of(path) if positions is not None else None
         scan_type = _scan_type_of(walk.owner)
         owner_fields = list(walk.owner.model_fields) if walk.owner is not None else []
-        message = f"unknown key {key!r}"
+        message = f"unknown key {_key(key)}"
         if scan_type:
             message += f" for scan type {scan_type!r}"
         if isinstance(key, bool):
@@ -454,10 +566,18 @@ def _issue(
             hint = "write numbers without quotes"
         return Issue(message, hint=hint, field=field, line=line, col=col)
 
-    if kind in ("float_type", "float_parsing", "finite_number"):
+    if kind == "finite_number":
+        shown = source if source is not None else repr(value)
+        message = f"expected a finite number, got {shown}"
+        hint = "NaN and infinity are not allowed here; write a real number such as 0.05"
+        return Issue(message, hint=hint, field=field, line=line, col=col)
+
+    if kind in ("float_type", "float_parsing"):
         message = f"expected a number, got {_show(value, source)}"
         if isinstance(value, str) and _looks_numeric(value):
             hint = "write numbers without quotes"
+        else:
+            hint = _range_hint(walk)
         return Issue(message, hint=hint, field=field, line=line, col=col)
 
     if kind in ("bool_type", "bool_parsing"):
@@ -515,7 +635,7 @@ def _issue(
         if isinstance(value, str):
             cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value).strip("-._")
             if cleaned:
-                hint = f"for example {cleaned!r}"
+                hint = f"for example {_quote(cleaned)}"
         return Issue(message, hint=hint, field=field, line=line, col=col)
 
     if kind in (RULE_ERROR_TYPE, "value_error", "assertion_error"):
@@ -523,7 +643,9 @@ def _issue(
         for prefix in ("Value error, ", "Assertion failed, "):
             if message.startswith(prefix):
                 message = message[len(prefix) :]
-        return Issue(message, field=field, line=line, col=col)
+        rule_hint = ctx.get("spec_hint")
+        hint = rule_hint if isinstance(rule_hint, str) else None
+        return Issue(message, hint=hint, field=field, line=line, col=col)
 
     # Anything else: pydantic's own words, adapted.
     message = _GOT_SUFFIX.sub("should be ", details["msg"])
@@ -537,7 +659,7 @@ def _version_issue(
 ) -> Issue:
     hint = "set `version: 1` (this fairscan reads spec format version 1)"
     if isinstance(value, str) and value.strip() == "1":
-        message = f"`version` must be the number 1, not the text {value!r}"
+        message = f"`version` must be the number 1, not the text {_quote(value)}"
         hint = "write `version: 1` without quotes"
     elif isinstance(value, bool):
         message = f"`version` must be the number 1; {_bool_message(value, source).split(';')[0]}"

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fairscan.errors import Issue, SpecError
+from fairscan.errors import Issue, SpecError, truncate
 from fairscan.spec.issues import validation_issues
-from fairscan.spec.loader import Positions, load_spec_text
+from fairscan.spec.loader import Positions, UnreadableSpec, load_spec_text, read_spec_bytes
 from fairscan.spec.models import AuditSpec, scan_models_of
 from fairscan.spec.resolve import apply_defaults, resolve_extends
 
@@ -146,9 +146,13 @@ def load_spec(path: Path | str, model: type[AuditSpec]) -> LoadedSpec:
     valid YAML, or not a valid spec (all problems at once, sorted by line).
     """
     path = Path(path)
-    name = str(path)
+    name = truncate(str(path), 200)
     try:
-        data = path.read_bytes()
+        data = read_spec_bytes(path)
+    except UnreadableSpec as exc:
+        raise SpecError(
+            issues=[Issue(f"cannot read spec file {name}: {exc.reason}", hint=exc.hint, file=name)]
+        ) from None
     except FileNotFoundError as exc:
         raise SpecError(
             issues=[
@@ -183,7 +187,7 @@ def load_spec(path: Path | str, model: type[AuditSpec]) -> LoadedSpec:
         raise SpecError(
             issues=[
                 Issue(
-                    f"cannot read spec file {name}: {exc.strerror or exc}",
+                    f"cannot read spec file {name}: {truncate(exc.strerror or str(exc))}",
                     hint="check that the path names a readable file",
                     file=name,
                 )

@@ -16,16 +16,34 @@ YAML 1.1 booleans (``no``, ``yes``, ``on``, ``off``) are still read as booleans,
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from fairscan.errors import Issue, SpecError
+from fairscan.errors import Issue, SpecError, truncate
 
-__all__ = ["KeyPosition", "Positions", "SpecLoader", "format_path", "load_spec_text"]
+__all__ = [
+    "MAX_SPEC_BYTES",
+    "KeyPosition",
+    "Positions",
+    "SpecLoader",
+    "UnreadableSpec",
+    "format_path",
+    "load_spec_text",
+    "read_spec_bytes",
+]
+
+# Bounds on the work a spec file can ask for (a spec is a few hundred values):
+MAX_SPEC_BYTES = 1 << 20  # 1 MiB per file
+MAX_DEPTH = 100  # nesting of mappings and lists, aliases expanded
+MAX_ALIAS_VALUES = 100_000  # values that YAML aliases may add by repeating anchored ones
 
 YAML_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 YAML_MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -157,18 +175,64 @@ def format_path(path: DataPath) -> str:
         if isinstance(segment, int) and not isinstance(segment, bool):
             out += f"[{segment}]"
         elif isinstance(segment, str) and segment and _is_simple_key(segment):
+            segment = truncate(segment)
             out += f".{segment}" if out else segment
         else:
             try:
                 text = json.dumps(segment, ensure_ascii=False)
             except TypeError:
                 text = json.dumps(str(segment), ensure_ascii=False)
-            out += f"[{text}]"
+            out += f"[{truncate(text)}]"
     return out
 
 
 def _is_simple_key(key: str) -> bool:
     return all(ch.isalnum() or ch in "_-$" for ch in key)
+
+
+# -- reading a spec file --------------------------------------------------------------------
+
+
+class UnreadableSpec(Exception):
+    """A spec path that cannot be read as a spec: not a regular file, too large, a bad name."""
+
+    def __init__(self, reason: str, hint: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+
+
+def read_spec_bytes(path: Path) -> bytes:
+    """The bytes of a spec file: a regular file of at most ``MAX_SPEC_BYTES``, read bounded.
+
+    ``OSError`` (missing, a directory, no permission, a symlink loop, a name too long) is
+    raised as is; :class:`UnreadableSpec` for a path with a NUL byte, a device or FIFO
+    (``/dev/zero`` would be read forever) and a file over the size cap.
+    """
+    if "\0" in str(path):
+        raise UnreadableSpec(
+            "the path contains a NUL byte", "check the path; file names cannot contain NUL"
+        )
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise UnreadableSpec(
+            "not a regular file (a device, FIFO or socket)",
+            "give the path of a spec file (*.audit.yaml)",
+        )
+    limit = MAX_SPEC_BYTES
+    too_big = UnreadableSpec(
+        f"the file is larger than the {limit // (1 << 20)} MiB a spec file may have",
+        "a spec is a small YAML file; check that the path names the spec, not a data file",
+    )
+    if info.st_size > limit:
+        raise too_big
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)  # bounded, even if the file grows meanwhile
+    if len(data) > limit:
+        raise too_big
+    return data
 
 
 # -- the loader ------------------------------------------------------------------------------
@@ -179,10 +243,27 @@ class SpecLoader(yaml.SafeLoader):
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
+        self._depth = 0
         # id(mapping node) -> {key: (key node, value node)}, after merge keys are flattened
         self._entries: dict[int, dict[Any, tuple[Node, Node]]] = {}
         # (mapping node, key, first key node, repeated key node)
         self.duplicates: list[tuple[MappingNode, Any, Node, Node]] = []
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        # PyYAML composes recursively: bound the nesting before Python's recursion limit does
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                event = self.peek_event()
+                raise _TooComplex(
+                    f"the spec is nested more than {MAX_DEPTH} levels deep",
+                    event.start_mark,
+                    hint="a spec needs only a few levels of mappings and lists; "
+                    "check the indentation and the brackets",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, MappingNode):
@@ -264,6 +345,69 @@ SpecLoader.yaml_implicit_resolvers = {
 }
 
 
+class _TooComplex(Exception):
+    """The YAML asks for unbounded work: too deep, a recursive alias or an alias bomb."""
+
+    def __init__(self, message: str, mark: Any, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+        self.hint = hint or (
+            "write the values out instead of using YAML anchors (&) and aliases (*)"
+        )
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_node_graph(root: Node) -> None:
+    """Reject a composed YAML graph that would cost unbounded work to construct and validate.
+
+    Aliases make the node graph a DAG (or, for an alias inside its own anchor, a cycle).
+    Iteratively, with one visit per node: a cycle is an error; so is an expansion (every
+    alias replaced by a copy of its anchor) more than ``MAX_ALIAS_VALUES`` values larger than
+    the file, or deeper than ``MAX_DEPTH`` levels (the "billion laughs" alias bomb).
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        key = id(node)
+        if leaving:
+            children = _children(node)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if depth[key] > MAX_DEPTH + 1:
+                raise _TooComplex(
+                    f"YAML aliases nest this value more than {MAX_DEPTH} levels deep",
+                    node.start_mark,
+                )
+            if size[key] > MAX_ALIAS_VALUES + len(size):
+                raise _TooComplex(
+                    f"YAML aliases expand this value to more than {MAX_ALIAS_VALUES:,} values "
+                    "(an alias bomb?)",
+                    node.start_mark,
+                )
+            continue
+        if key in size:
+            continue  # shared through an alias, already measured
+        if key in entered:
+            raise _TooComplex(
+                "recursive YAML alias: an alias refers to a value that contains it",
+                node.start_mark,
+            )
+        entered.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+
+
 def _plain_source(node: Node) -> str | None:
     if isinstance(node, ScalarNode) and node.style is None:
         return str(node.value)
@@ -299,7 +443,11 @@ def load_spec_text(text: str, filename: str) -> tuple[dict[str, Any], Positions]
                     ]
                 )
             if not isinstance(root, MappingNode):
-                what = "a list" if isinstance(root, SequenceNode) else f"the value {root.value!r}"
+                what = (
+                    "a list"
+                    if isinstance(root, SequenceNode)
+                    else f"the value {truncate(repr(root.value))}"
+                )
                 raise SpecError(
                     issues=[
                         Issue(
@@ -312,10 +460,35 @@ def load_spec_text(text: str, filename: str) -> tuple[dict[str, Any], Positions]
                         )
                     ]
                 )
+            check_node_graph(root)
             data = loader.construct_document(root)
             positions, paths = loader.build_positions(root)
         finally:
             loader.dispose()
+    except _TooComplex as exc:
+        raise SpecError(
+            issues=[
+                Issue(
+                    exc.message,
+                    hint=exc.hint,
+                    file=filename,
+                    line=exc.mark.line + 1 if exc.mark is not None else None,
+                    col=exc.mark.column + 1 if exc.mark is not None else None,
+                )
+            ]
+        ) from None
+    except RecursionError:
+        raise SpecError(
+            issues=[
+                Issue(
+                    "the spec is nested too deeply to read",
+                    hint=f"keep the nesting of mappings and lists under {MAX_DEPTH} levels",
+                    file=filename,
+                    line=1,
+                    col=1,
+                )
+            ]
+        ) from None
     except yaml.MarkedYAMLError as exc:
         raise SpecError(issues=[_syntax_issue(exc, filename)]) from exc
     except yaml.reader.ReaderError as exc:
@@ -346,7 +519,7 @@ def load_spec_text(text: str, filename: str) -> tuple[dict[str, Any], Positions]
             path = (*paths.get(id(mapping_node), ()), key)
             issues.append(
                 Issue(
-                    f"duplicate key {key!r} (first on line {first.start_mark.line + 1}, "
+                    f"duplicate key {truncate(repr(key))} (first on line {first.start_mark.line + 1}, "
                     f"again on line {again.start_mark.line + 1})",
                     hint="remove one of them; YAML would silently keep only the last value",
                     field=format_path(path),

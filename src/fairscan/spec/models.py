@@ -11,6 +11,36 @@ from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
+# The range of each bounded per-record metric L (engine.audit_metrics.METRICS), hence of a
+# numeric `target` (the mean of L) of a certify/flag scan; loss columns and squared_error
+# (any real score) are unbounded.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(
+        (
+            "fpr",
+            "fnr",
+            "tpr",
+            "tnr",
+            "ppv",
+            "npv",
+            "positive_rate",
+            "accuracy",
+            "error",
+            "coverage",
+            "brier",
+        ),
+        (0.0, 1.0),
+    ),
+    "calibration": (-1.0, 1.0),  # outcome - prediction
+}
+
+MAX_NAME_BYTES = 255  # one file or directory name (most file systems)
+MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
+
+# Limits of the significance settings, shared with the command-line overrides.
+MAX_REPLICATES = 1_000_000
+MAX_WORKERS = 256
+
 
 class DataSpec(StrictModel):
     path: str = Field(
@@ -28,6 +58,14 @@ class DataSpec(StrictModel):
             "e.g. \"age >= 18 AND race IN ('A', 'B')\"."
         ),
         examples=["age >= 18"],
+    )
+    strip_whitespace: bool = Field(
+        default=True,
+        description=(
+            "Strip leading and trailing whitespace from text attribute values, so that "
+            "'C' and 'C ' are one subgroup (a data warning lists the values merged); false "
+            "keeps them apart (with a warning)."
+        ),
     )
 
 
@@ -79,6 +117,9 @@ class ColumnsSpec(StrictModel):
         return self
 
 
+_INF = float("inf")
+
+
 class DiscretizeSpec(StrictModel):
     quantiles: int | None = Field(
         default=None, ge=2, le=100, description="Number of equal-frequency bins."
@@ -96,6 +137,11 @@ class DiscretizeSpec(StrictModel):
         if self.quantiles is None and self.edges is None:
             raise rule_error("give exactly one of `quantiles` or `edges`")
         if self.edges is not None:
+            for i, edge in enumerate(self.edges):
+                if not -_INF < edge < _INF:  # NaN fails this too
+                    raise rule_error(
+                        f"`edges` must be finite numbers; item {i} is {edge}", "edges", i
+                    )
             for i in range(1, len(self.edges)):
                 if self.edges[i] <= self.edges[i - 1]:
                     raise rule_error("`edges` must be strictly increasing", "edges", i)
@@ -106,7 +152,7 @@ class SignificanceSpec(StrictModel):
     replicates: int = Field(
         default=999,
         ge=0,
-        le=1_000_000,
+        le=MAX_REPLICATES,
         description="Null replicates of the randomization test; 0 = no test.",
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level.")
@@ -120,7 +166,7 @@ class SignificanceSpec(StrictModel):
     workers: int | None = Field(
         default=None,
         ge=1,
-        le=256,
+        le=MAX_WORKERS,
         description=(
             "Worker processes for null replicates (default: number of CPUs). "
             "Results do not depend on it."
@@ -246,6 +292,10 @@ class AuditSpec(StrictModel):
                 raise rule_error(
                     f"scan ids must be unique; repeated: {', '.join(dup_ids)}", "scans", i, "id"
                 )
+        for where, path in (("data", self.data.path), ("output", self.output.dir)):
+            _check_path(path, where)
+        for i, scan in enumerate(self.scans):
+            _check_target(scan, i)
         roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}
         clash = sorted(set(self.attributes) & {r for r in roles if r is not None})
         if clash:
@@ -256,6 +306,54 @@ class AuditSpec(StrictModel):
                 index,
             )
         return self
+
+
+def _check_path(path: str, where: str) -> None:
+    """A path the file system cannot take is a spec error, not an internal error later."""
+    key = "path" if where == "data" else "dir"
+    if "\0" in path:
+        raise rule_error(
+            "the path contains a NUL byte", where, key, hint="remove the \\0 from the path"
+        )
+    encoded = path.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise rule_error(
+            f"the path is longer than {MAX_PATH_BYTES} bytes",
+            where,
+            key,
+            hint="use a shorter path, relative to the spec file",
+        )
+    for part in encoded.replace(b"\\", b"/").split(b"/"):
+        if len(part) > MAX_NAME_BYTES:
+            raise rule_error(
+                f"a file or directory name in the path is longer than {MAX_NAME_BYTES} bytes",
+                where,
+                key,
+                hint="file systems limit each name in a path to 255 bytes; shorten it",
+            )
+
+
+def _check_target(scan: ScanSpecBase, index: int) -> None:
+    """A numeric ``target`` of a scan with a bounded ``metric`` must lie in its range."""
+    metric = getattr(scan, "metric", None)
+    target = getattr(scan, "target", None)
+    if (
+        not isinstance(metric, str)
+        or metric not in METRIC_RANGES
+        or isinstance(target, bool)
+        or not isinstance(target, int | float)
+    ):
+        return
+    lo, hi = METRIC_RANGES[metric]
+    if not lo <= target <= hi:
+        raise rule_error(
+            f"target {target:g} is outside the range of metric {metric}: [{lo:g}, {hi:g}]",
+            "scans",
+            index,
+            "target",
+            hint=f"give the value of {metric} to compare with, between {lo:g} and {hi:g}, "
+            "or `target: overall`",
+        )
 
 
 def audit_spec_model(scan_models: Sequence[type[ScanSpecBase]]) -> type[AuditSpec]:

@@ -22,18 +22,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fairscan.errors import Issue, SpecError
-from fairscan.spec.loader import Positions, load_spec_text
+from fairscan.errors import Issue, SpecError, truncate
+from fairscan.spec.loader import Positions, UnreadableSpec, load_spec_text, read_spec_bytes
 
 Origins = dict[int, str]  # id(Positions node) -> file name
 
 
 def _mark(node: Positions, name: str, origins: Origins) -> None:
-    origins[id(node)] = name
-    for child in node.values.values():
-        _mark(child, name, origins)
-    for item in node.items:
-        _mark(item, name, origins)
+    """Map every node of a file's position tree to ``name``: iteratively, each node once
+    (nodes shared through YAML aliases are not walked again)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        origins[id(current)] = name
+        stack.extend(current.values.values())
+        stack.extend(current.items)
 
 
 def _merge(
@@ -83,17 +90,32 @@ def resolve_extends(
     layers = [(raw, positions, path, name)]
     while isinstance(parent_ref, str):
         _, child_pos, child_path, child_name = layers[-1]
-        parent_path = (child_path.parent / parent_ref).resolve()
-        shown = str(child_path.parent / parent_ref)
+        shown = truncate(str(child_path.parent / parent_ref), 200)
+        try:
+            parent_path = (child_path.parent / parent_ref).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+            raise _extends_issue(
+                f"cannot read the extended spec {shown}: {truncate(str(exc))}",
+                child_name,
+                child_pos,
+                "extends names a spec file, relative to the spec file that names it",
+            ) from None
         if parent_path in seen:
             cycle = " -> ".join([*chain, shown])
             raise _extends_issue(
                 f"extends cycle: {cycle}", child_name, child_pos, "remove one of the extends"
             )
         try:
-            text = parent_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
+            text = read_spec_bytes(parent_path).decode("utf-8")
+        except UnreadableSpec as exc:
+            raise _extends_issue(
+                f"cannot read the extended spec {shown}: {exc.reason}",
+                child_name,
+                child_pos,
+                exc.hint,
+            ) from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            reason = truncate(getattr(exc, "strerror", None) or str(exc))
             raise _extends_issue(
                 f"cannot read the extended spec {shown}: {reason}",
                 child_name,

@@ -8,6 +8,7 @@ from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import ScanResult
 from fairscan.report.text import fmt_number, fmt_p
 from fairscan.scans.certification.models import DETAIL_KEY, AuditGroup, CertificationResult
+from fairscan.scans.certification.runner import flag_region
 
 _f = partial(fmt_number, signed=True)
 _p = partial(fmt_p, missing="n/a")
@@ -30,39 +31,87 @@ def _mark(hit: bool | None) -> str:
     return "yes" if hit else ("no" if hit is not None else "-")
 
 
-def _summary_lines(result: CertificationResult) -> list[str]:
-    lines = [
-        f"{result.metric_description}; target theta = {result.theta:.4f} ({result.target}); "
-        f"n = {result.rows} rows resampled, {result.population_rows} in the population; "
-        f"B = {result.bootstrap}, alpha = {result.alpha:g}.",
-        "",
-    ]
+def _metric_line(result: CertificationResult) -> str:
+    return (
+        f"Metric: {result.metric_description}, compared with the {result.target} "
+        f"({result.theta:.4f}). {result.rows} rows resampled ({result.population_rows} in the "
+        f"metric's population), {result.bootstrap} bootstrap resamples, alpha = {result.alpha:g}."
+    )
+
+
+def why(result: CertificationResult, g: AuditGroup) -> str:
+    """Why a group is (or is not) flagged or certified, in words."""
+    if g.status == "empty":
+        return "not tested: no rows in the metric's population"
+    if g.status == "too_small":
+        return f"not tested: too small ({g.size} rows)"
+    if g.status == "degenerate":
+        return "the metric does not vary here, so no difference can be shown"
+    if g.status == "unstable":
+        return "not tested: absent from over half of the bootstrap resamples"
+    gap = "n/a" if g.gap is None else f"{g.gap:+.3f}"
     if result.mode == "flag":
-        what = {"above": "exceeds", "below": "falls short of", "both": "differs from"}[result.side]
+        adjusted = fmt_p(g.adjusted_p_value, missing="n/a")
+        if g.flagged:
+            return (
+                f"flagged: {flag_region(result.side, result.tolerance)} with FDR-adjusted "
+                f"p = {adjusted}"
+            )
+        inside = g.gap is not None and (
+            (result.side == "above" and g.gap <= result.tolerance)
+            or (result.side == "below" and g.gap >= result.tolerance)
+            or (result.side == "both" and abs(g.gap) <= abs(result.tolerance))
+        )
+        if inside:
+            return f"not flagged: gap {gap} is within the tolerance of {result.tolerance:g}"
+        return f"not flagged: gap {gap} is not significant (FDR-adjusted p = {adjusted})"
+    if g.certified is None:
+        return "not tested"
+    level = f"{100 * (1 - result.alpha):g}%"
+    bounds = (
+        f"[{_f(g.lower)}, {_f(g.upper)}]"
+        if g.lower is not None and g.upper is not None
+        else _f(g.lower if g.lower is not None else g.upper)
+    )
+    if g.certified:
+        return (
+            f"certified: the {level} bound {bounds} clears the tolerance of {result.tolerance:+g}"
+        )
+    return (
+        f"not certified: the {level} bound {bounds} does not clear the tolerance of "
+        f"{result.tolerance:+g}"
+    )
+
+
+def _summary_lines(result: CertificationResult) -> list[str]:
+    lines = [_metric_line(result), ""]
+    level = f"{100 * (1 - result.alpha):g}%"
+    if result.mode == "flag":
         return [
             *lines,
-            f"Flagged: groups whose gap {what} {result.tolerance:+g}, "
-            f"{result.correction.upper() if result.correction else ''} at FDR {result.alpha:g}: "
+            f"Flagged: groups whose gap {flag_region(result.side, result.tolerance)} with "
+            f"FDR-adjusted p <= {result.alpha:g} "
+            f"({result.correction.upper() if result.correction else ''} correction): "
             f"**{result.hits}** of {result.groups_tested} tested groups "
-            f"({result.groups_total} in the collection). Interval columns: marginal "
-            f"{100 * (1 - result.alpha):g}% Wald intervals from the MAD scale.",
+            f"({result.groups_total} in the collection). lower and upper: {level} interval of "
+            "each group's gap, not adjusted for the number of groups.",
             "",
         ]
-    crit = ", ".join(f"t*_{k} = {v:.4g}" for k, v in result.critical_values.items())
     scaling = (
-        f"rescaled (p* = {result.p_star:g}, w0 = {result.w0})"
+        f"widened for small groups (rescale p_star = {result.p_star:g}, w0 = {result.w0})"
         if result.p_star is not None
-        else "unscaled (s = 1)"
+        else "not rescaled"
     )
     found = (
         "certified groups are findings (a proven disparity)"
         if result.claim == "disparity"
         else "groups that cannot be certified are findings"
     )
+    bound = (result.bound or "").replace("_", "-")
     return [
         *lines,
-        f"{result.bound} certification, simultaneous at {100 * (1 - result.alpha):g}%, "
-        f"{scaling}; {crit}. Certified: **{result.hits}** of {result.groups_tested} tested "
+        f"Certification with {bound} bounds holding at {level} for all tested groups at once, "
+        f"{scaling}. Certified: **{result.hits}** of {result.groups_tested} tested "
         f"groups; {result.failed} not certified (tolerance {result.tolerance:+g}, "
         f"side {result.side}); {found}.",
         "",
@@ -78,10 +127,10 @@ def certification_markdown(scan: ScanResult) -> list[str]:
     head = "| group | n | estimate | gap | lower | upper |"
     rule = "|---|---:|---:|---:|---:|---:|"
     if flag:
-        head += " p | adjusted p | flagged | status |"
+        head += " p | adjusted p | flagged | why |"
         rule += "---:|---:|:---:|---|"
     else:
-        head += " certified | status |"
+        head += " certified | why |"
         rule += ":---:|---|"
     lines = [*_summary_lines(result), head, rule]
     shown = 0
@@ -93,9 +142,11 @@ def certification_markdown(scan: ScanResult) -> list[str]:
         est = "n/a" if g.estimate is None else f"{g.estimate:.3f}"
         row = f"| {g.name} | {g.size} | {est} | {_f(g.gap)} | {_f(g.lower)} | {_f(g.upper)} |"
         if flag:
-            row += f" {_p(g.p_value)} | {_p(g.adjusted_p_value)} | {_mark(hit)} | {g.status} |"
+            row += (
+                f" {_p(g.p_value)} | {_p(g.adjusted_p_value)} | {_mark(hit)} | {why(result, g)} |"
+            )
         else:
-            row += f" {_mark(hit)} | {g.status} |"
+            row += f" {_mark(hit)} | {why(result, g)} |"
         lines.append(row)
     if shown < len(result.groups):
         lines.append(f"\n{len(result.groups) - shown} more groups in the JSON report.")
@@ -113,12 +164,12 @@ def certification_html(scan: ScanResult) -> str:
     flag = result.mode == "flag"
     hits = "flagged" if flag else "certified"
     summary = (
-        f"{result.metric_description}; target theta = {result.theta:.4f} ({result.target}); "
-        f"{result.hits} of {result.groups_tested} tested groups {hits} "
+        f"{_metric_line(result)} {result.hits} of {result.groups_tested} tested groups {hits} "
         f"({result.groups_total} in the collection); tolerance {result.tolerance:+g}, "
-        f"side {result.side}, alpha {result.alpha:g}, B = {result.bootstrap}."
+        f"side {result.side}."
     )
-    plotted = [g for g in result.groups if g.gap is not None or g.lower is not None]
+    untested = [g for g in result.groups if g.lower is None and g.upper is None]
+    plotted = [g for g in result.groups if not (g.lower is None and g.upper is None)]
     red = {"disparity": "certified", "fairness": "not certified"}.get(result.claim or "", "flagged")
     plot = forest_plot(
         [g.name for g in plotted],
@@ -130,17 +181,18 @@ def certification_html(scan: ScanResult) -> str:
         result.side == "both",
         hit_label=red,
         metric=result.metric,
+        untested=[(g.name, why(result, g).removeprefix("not tested: ")) for g in untested],
     )
     head = ["group", "n", "estimate", "gap", "lower", "upper"]
-    head += ["adj. p", "flagged", "status"] if flag else ["certified", "status"]
+    head += ["adj. p", "flagged", "why"] if flag else ["certified", "why"]
     rows: list[list[object]] = []
     for g in result.groups[:HTML_ROWS]:
         row: list[object] = [g.name, g.size, fmt_number(g.estimate)]
         row += [_f(g.gap), _f(g.lower), _f(g.upper)]
         if flag:
-            row += [_p(g.adjusted_p_value), _mark(g.flagged), g.status]
+            row += [_p(g.adjusted_p_value), _mark(g.flagged), why(result, g)]
         else:
-            row += ["n/a" if g.certified is None else _mark(g.certified), g.status]
+            row += ["n/a" if g.certified is None else _mark(g.certified), why(result, g)]
         rows.append(row)
     more = (
         f'<p class="muted">First {HTML_ROWS} of {len(result.groups)} groups (all are in the '

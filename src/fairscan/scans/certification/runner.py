@@ -137,7 +137,7 @@ def metric_inputs(spec: AuditSpec, ctx: ScanContext) -> MetricInputs:
             population=np.ones(n, dtype=bool),
             name=f"loss {spec.loss}",
             words=f"mean {spec.loss}",
-            text=spec.loss,
+            text=f"per-row {spec.loss}",
             population_text="all rows",
         )
     assert spec.metric is not None  # the spec model requires metric or loss
@@ -370,14 +370,14 @@ def _group_status(
     if out.degenerate:
         status[m.count > 0] = "degenerate"
         warnings.append(
-            "L is constant over the metric's population: every process is 0; bounds equal the "
-            "estimates (methods.md §5.9)"
+            "the metric is constant (the same value on every row of its population): no group "
+            "can differ from the target; bounds equal the estimates"
         )
     n_const = int(np.sum((status == "constant") & out.tested))
     if n_const:
         warnings.append(
-            f"{n_const} tested group(s) have constant L; their scale reflects only the target's "
-            "variability (Proposition 8 assumes Var(L | G) > 0)"
+            f"{n_const} tested group(s) have the same metric value on every row; their "
+            "intervals reflect only the uncertainty of the target"
         )
     if out.info.redraws:
         warnings.append(f"{out.info.redraws} resample(s) without reference rows were redrawn")
@@ -453,6 +453,41 @@ def _bounds_text(group: AuditGroup, level: str) -> str:
     return "no bound"
 
 
+RATE_NAMES = ("fpr", "fnr", "tpr", "tnr", "ppv", "npv")
+
+
+def short_metric(name: str, words: str) -> str:
+    """``FPR`` for the rates, else the metric in words (``mean cost``)."""
+    return name.upper() if name in RATE_NAMES else words
+
+
+def short_target(text: str) -> str:
+    """The target in a few words: ``overall``, ``the known value 0.1``, ``for sex = F``."""
+    if text.startswith("overall"):
+        return "overall"
+    if text.startswith("known value"):
+        return "the " + text
+    if " with " in text:
+        return "for " + text.rsplit(" with ", 1)[1]
+    return text
+
+
+def num(x: float | None) -> str:
+    """A rate or mean, short: 0.54, 0.031, n/a."""
+    if x is None:
+        return "n/a"
+    return f"{x:.2f}" if x == 0 or abs(x) >= 0.1 else f"{x:.2g}"
+
+
+def flag_region(side: str, tolerance: float) -> str:
+    """What a flagged gap does, in words: 'exceeds the tolerance of 0.05'."""
+    if side == "above":
+        return f"exceeds the tolerance of {tolerance:g}"
+    if side == "below":
+        return f"falls below the tolerance of {tolerance:g}"
+    return f"differs by more than the tolerance of {abs(tolerance):g}"
+
+
 def _description(
     spec: AuditSpec,
     label: str,
@@ -460,15 +495,17 @@ def _description(
     metric: MetricInputs,
     result: CertificationResult,
 ) -> str:
-    est = "n/a" if group.estimate is None else f"{group.estimate:.3f}"
     gap = "n/a" if group.gap is None else f"{group.gap:+.3f}"
-    head = f"{label}: {metric.words} {est} vs {result.theta:.3f} ({result.target}), gap {gap}"
-    region = _asserted(spec, result.tolerance)
+    head = (
+        f"{label}: {short_metric(metric.name, metric.words)} {num(group.estimate)} vs "
+        f"{num(result.theta)} {short_target(result.target)} (gap {gap})"
+    )
     if isinstance(spec, FlagSpec):
         return (
-            f"{head}; flagged as {region} ({(result.correction or '').upper()} at FDR "
-            f"{result.alpha:g}, adjusted p = {fmt_p(group.adjusted_p_value)})."
+            f"{head}; flagged: {flag_region(spec.side, result.tolerance)} with FDR-adjusted "
+            f"p = {fmt_p(group.adjusted_p_value)}."
         )
+    region = _asserted(spec, result.tolerance)
     bounds = _bounds_text(group, f"{100 * (1 - result.alpha):g}%")
     if result.claim == "disparity":
         return f"{head}; certified {region} ({bounds})."
@@ -522,7 +559,7 @@ def _summary(
     return CertificationResult(
         mode="certify" if cert is not None else "flag",
         metric=metric.name,
-        metric_description=f"L = {metric.text} on {metric.population_text}",
+        metric_description=f"{metric.words} ({metric.text} among {metric.population_text})",
         rows=ctx.data.n_rows,
         population_rows=int(metric.population.sum()),
         target=target.text,
@@ -617,7 +654,7 @@ def run_audit(spec: AuditSpec, ctx: ScanContext) -> ScanResult:
             size=int(pop.sum()),
             observed_rate=float(metric.L[pop].mean()),
             expected_rate=None,
-            observed_label=f"mean of L ({metric.text})",
+            observed_label=metric.words,
         ),
         findings=findings,
         detail={DETAIL_KEY: result.model_dump(mode="json")},

@@ -1,4 +1,4 @@
-"""Render hooks of the ``shift`` scan: the tilt table, t*, and the worst-case tilt (an inline SVG
+"""Render hooks of the ``shift`` scan: the tilt table, the critical value, and the worst-case tilt (an inline SVG
 of its relative weight over the first feature in the HTML report)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _summary(r: ShiftResult) -> str:
     kernel = "exact kernel" if r.exact else f"Nystroem approximation of rank {r.rank}"
     target = "estimated from the data" if r.algorithm == 8 else "given"
     return (
-        f"Audited metric: {r.metric_description.removeprefix('L = ')}; reference value "
+        f"Audited metric: {r.metric_description}; reference value "
         f"{r.theta:.4f} ({r.target}, {target}); {r.rows} rows. Shifts are reweightings by "
         f"a Gaussian kernel on {', '.join(r.features)} (bandwidth {r.bandwidth:g}"
         f"{', on standardized values' if r.standardize else ''}, {kernel}); {r.bootstrap} "
@@ -62,7 +62,7 @@ def shift_markdown(scan: ScanResult) -> list[str]:
         lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in _rows(r)]
         lines.append("")
     else:
-        lines += ["No named tilt was given: only t* and the worst case are reported.", ""]
+        lines += ["No named tilt was given: only the worst case is reported.", ""]
     if r.worst_case is not None:
         lines += [f"Worst case: {r.worst_case.description}", ""]
     return lines

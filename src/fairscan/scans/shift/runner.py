@@ -306,8 +306,8 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     boot_done = time.perf_counter()
     if boot.degenerate:
         warnings.append(
-            "L is constant over the metric's population: every process is 0, t* = 0 and the "
-            "bounds equal the estimates (methods.md §5.9)"
+            "the metric is constant (the same value on every row of its population): no shift "
+            "can change it, so the bounds equal the estimates"
         )
     worst = None
     if boot.worst is not None:
@@ -333,7 +333,7 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     result = ShiftResult(
         metric=metric.name,
         metric_words=metric_words,
-        metric_description=f"L = {metric.text} on {metric.population_text}",
+        metric_description=f"{metric.words} ({metric.text} among {metric.population_text})",
         rows=n,
         target=_target_text(spec, metric),
         theta=boot.theta,
@@ -369,7 +369,7 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
             size=n,
             observed_rate=float(L.mean()),
             expected_rate=None,
-            observed_label=f"mean of L ({metric.text})",
+            observed_label=metric.words,
         ),
         findings=findings,
         detail=result.model_dump(mode="json"),

@@ -48,6 +48,28 @@ def _tested(result: SubrocResult) -> int:
     return len(result.patterns)
 
 
+def best_candidate(result: SubrocResult) -> str:
+    """The closest call when nothing is reported: the tested pattern with the smallest
+    adjusted p (ties: the better search rank), named with its figures."""
+    tested = [p for p in result.patterns if p.adjusted_p_value is not None]
+    if not tested:
+        if result.patterns:
+            top = result.patterns[0]
+            return f"Best candidate: {top.label} (score {top.score:.4g}; not tested)."
+        return "No candidate pattern had a positive score."
+    best = min(tested, key=lambda p: (p.adjusted_p_value or 1.0, p.rank))
+    name = MEASURE_TEXT.get(result.measure, result.measure)
+    above = (
+        f" > alpha = {result.alpha:g}"
+        if best.adjusted_p_value is not None and best.adjusted_p_value > result.alpha
+        else ""
+    )
+    return (
+        f"Best candidate: {best.label} ({name} {_f(best.search.measure)} on "
+        f"{best.search.size} search rows, adjusted p = {_p(best.adjusted_p_value)}{above})."
+    )
+
+
 def subroc_markdown(scan: ScanResult) -> list[str]:
     """The overall measure, the top tested candidates and the search figures."""
     result = _detail(scan)
@@ -81,7 +103,7 @@ def subroc_markdown(scan: ScanResult) -> list[str]:
             )
         lines.append("")
     if not result.reported:
-        lines += ["No pattern survives the significance filter.", ""]
+        lines += [f"No pattern survives the significance filter. {best_candidate(result)}", ""]
     return [*lines, _search_summary(result), ""]
 
 
@@ -119,8 +141,12 @@ def subroc_html(scan: ScanResult) -> str:
         f"({result.search_rows} rows){escape(over_val)}. {result.reported} pattern(s) reported "
         f"of {_tested(result)} candidates tested ({escape(result.correction.upper())}, "
         f"alpha {result.alpha:g}).</p>",
-        f'<p class="muted">{escape(_search_summary(result))}</p>',
     ]
+    if not result.reported:
+        parts.append(
+            f"<p>No pattern survives the significance filter. {escape(best_candidate(result))}</p>"
+        )
+    parts.append(f'<p class="muted">{escape(_search_summary(result))}</p>')
     rows: list[list[object]] = [
         [
             p.rank,
