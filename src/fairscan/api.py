@@ -262,25 +262,33 @@ def prepare_audit(
     options = options or RunOptions()
     loaded = load_spec(Path(spec_path))
     spec = apply_overrides(loaded.spec, options)
-    roles = _checked_roles(loaded, spec, located=True)
+    roles, spec_issues = _checked_roles(loaded, spec)
     # relative to the file the path is written in (a parent spec, with extends)
     try:
         data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable parent folder
-        raise _locate(
-            loaded,
-            DataError(
-                f"cannot resolve the data path {spec.data.path!r}: {exc}",
-                field="data.path",
-                hint="point data.path at a regular data file (check for a symlink loop)",
-            ),
-        ) from exc
+        error = DataError(
+            f"cannot resolve the data path {spec.data.path!r}: {exc}",
+            field="data.path",
+            hint="point data.path at a regular data file (check for a symlink loop)",
+        )
+        raise _locate(loaded, _with_spec_issues(error, spec_issues)) from exc
     try:
         frame = read_table(data_path)
         sha = file_sha256(data_path)
     except DataError as error:
-        raise _locate(loaded, error) from error
-    return _prepare(loaded, spec, roles, frame, data_path, sha, extra_roles, located=True)
+        raise _locate(loaded, _with_spec_issues(error, spec_issues)) from error
+    return _prepare(
+        loaded,
+        spec,
+        roles,
+        frame,
+        data_path,
+        sha,
+        extra_roles,
+        located=True,
+        spec_issues=spec_issues,
+    )
 
 
 def prepare_frame(
@@ -299,17 +307,25 @@ def prepare_frame(
     provenance. Issues are located in the spec file when ``located``, else name field paths.
     """
     spec = loaded.spec if spec is None else spec
-    roles = _checked_roles(loaded, spec, located=located)
-    return _prepare(loaded, spec, roles, frame, data_path, data_sha256, extra_roles, located)
+    roles, spec_issues = _checked_roles(loaded, spec)
+    return _prepare(
+        loaded, spec, roles, frame, data_path, data_sha256, extra_roles, located, spec_issues
+    )
 
 
-def _checked_roles(loaded: LoadedSpec, spec: AuditSpec, *, located: bool) -> list[ScanRoles]:
-    """Every data-free check of the spec (:func:`check_spec`); each scan's role columns."""
-    spec_issues = check_spec(spec)
-    if spec_issues:
-        raise _locate(loaded, SpecError(issues=spec_issues), located)
+def _checked_roles(loaded: LoadedSpec, spec: AuditSpec) -> tuple[list[ScanRoles], list[Issue]]:
+    """Each scan's role columns (those it could resolve) and every data-free issue of the spec
+    (:func:`check_spec`). The issues are raised after the data checks, so one run reports the
+    problems of both."""
     roles, _ = scan_roles(spec)
-    return roles
+    return roles, check_spec(spec)
+
+
+def _with_spec_issues(error: FairscanError, spec_issues: list[Issue]) -> FairscanError:
+    """The spec's own issues first, then those the data checks found."""
+    if not spec_issues:
+        return error
+    return SpecError(issues=[*spec_issues, *error.issues])
 
 
 def _prepare(
@@ -321,8 +337,14 @@ def _prepare(
     data_sha256: str,
     extra_roles: Sequence[RoleColumn],
     located: bool,
+    spec_issues: list[Issue] | None = None,
 ) -> PreparedAudit:
-    """Check and encode the table for the checked spec: the step every entry point shares."""
+    """Check and encode the table for the checked spec: the step every entry point shares.
+
+    ``spec_issues`` (from :func:`check_spec`) are raised here, together with what the data
+    checks find, so a user fixes both in one round.
+    """
+    spec_issues = spec_issues or []
     from fairscan.data.prepare import prepare_data
 
     try:
@@ -337,7 +359,9 @@ def _prepare(
             strip_whitespace=spec.data.strip_whitespace,
         )
     except (DataError, SpecError) as error:
-        raise _locate(loaded, error, located) from error
+        raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
+    if spec_issues:
+        raise _locate(loaded, SpecError(issues=spec_issues), located)
     return PreparedAudit(
         loaded=loaded,
         spec=spec,

@@ -331,3 +331,19 @@ def test_an_internal_error_in_one_scan_keeps_the_other_scans(
     report = json.loads((project.root / "dbg" / "synthetic.json").read_text())
     error = {s["id"]: s for s in report["scans"]}["calibration"]["error"]
     assert "Traceback (most recent call last)" in error and "in broken" in error
+
+
+def test_spec_and_data_problems_are_reported_in_one_run(cli: Invoke, project: Project) -> None:
+    """Issue 16: a scan lacking its recommendation (a spec check) and a misspelt attribute (a
+    data check) are both reported by one run, spec issues first."""
+    project.data()
+    text = (
+        spec_text()
+        .replace("  recommendation: rec\n", "")
+        .replace("[sex, region,", "[sexx, region,")
+    )
+    spec = project.spec(text)
+    outcome = cli("validate", spec, code=2)
+    assert "needs binary recommendations" in outcome.stderr
+    assert "column 'sexx' is not in the data" in outcome.stderr
+    assert outcome.stderr.index("needs binary recommendations") < outcome.stderr.index("'sexx'")
