@@ -36,7 +36,7 @@ from fairscan.errors import (
     SpecError,
     UsageError,
 )
-from fairscan.progress import NullProgress, Progress
+from fairscan.progress import NullProgress, Progress, ScanProgress
 from fairscan.report.models import (
     AuditReport,
     BaselineComparison,
@@ -598,9 +598,13 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     started = time.perf_counter()
     root = np.random.SeedSequence(spec.significance.seed)
     workers = spec.significance.workers or default_workers()
+    count = len(spec.scans)
     results = [
-        run_scan(prepared, i, root, workers, options.progress, options.debug)
-        for i in range(len(spec.scans))
+        # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
+        run_scan(
+            prepared, i, root, workers, ScanProgress(options.progress, i + 1, count), options.debug
+        )
+        for i in range(count)
     ]
     report = AuditReport(
         name=spec.name,

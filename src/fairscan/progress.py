@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -24,3 +26,83 @@ class NullProgress:
 
     def done(self) -> None:
         pass
+
+
+class ScanProgress:
+    """Wraps an observer for one scan of several: each task reads "scan 2 of 3: <task>".
+
+    The runners keep calling ``start(task, total)``; only the task's words change, so any
+    observer (a third party's too) shows which scan of the audit is running."""
+
+    def __init__(self, inner: Progress, number: int, count: int) -> None:
+        self._inner = inner
+        self.prefix = f"scan {number} of {count}: " if count > 1 else ""
+
+    def start(self, task: str, total: int | None) -> None:
+        self._inner.start(self.prefix + task, total)
+
+    def advance(self, n: int = 1) -> None:
+        self._inner.advance(n)
+
+    def done(self) -> None:
+        self._inner.done()
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class PlainProgress:
+    """Progress for logs (no terminal): a plain line at most every ``interval`` seconds, e.g.
+    ``progress: scan 2 of 3: fpr: null replicates 400/999 (40%), 12s elapsed, ETA 18s``.
+
+    Nothing is written for a run shorter than ``interval``; ``write`` receives each line."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._write = write
+        self._interval = interval
+        self._clock = clock
+        self._last = clock()
+        self._task = ""
+        self._total: int | None = None
+        self._done = 0
+        self._started = self._last
+
+    def start(self, task: str, total: int | None) -> None:
+        self._task = task
+        self._total = total
+        self._done = 0
+        self._started = self._clock()
+
+    def advance(self, n: int = 1) -> None:
+        self._done += n
+        now = self._clock()
+        if now - self._last >= self._interval:
+            self._last = now
+            self._write(self.line(now))
+
+    def line(self, now: float) -> str:
+        elapsed = now - self._started
+        text = f"progress: {self._task} {self._done}"
+        if self._total:
+            text += f"/{self._total} ({100 * self._done // self._total}%)"
+        text += f", {_duration(elapsed)} elapsed"
+        if self._total and 0 < self._done < self._total:
+            text += f", ETA {_duration(elapsed * (self._total - self._done) / self._done)}"
+        return text
+
+    def done(self) -> None:
+        self._task = ""
+        self._total = None

@@ -1,10 +1,11 @@
 """The ``audit`` command line: a thin adapter over :mod:`fairscan.api`.
 
 This package is the only place that reads the environment, prints, or exits. Results go to
-files (and a summary to stderr); logs and progress go to stderr; progress only on a TTY.
+files (and a summary to stderr); logs and progress go to stderr: a bar on a TTY, a plain line
+at most every 10 s otherwise.
 
 Exit codes: 0 no significant finding, 1 significant finding, 2 spec/data/usage/internal
-error (the worst code wins across specs), 130 interrupted.
+error (the worst code wins across specs), 130 interrupted (Ctrl-C), 143 stopped (SIGTERM).
 
 Layout: this module holds the typer ``app``, the entry point and the helpers every command
 shares; the commands live in :mod:`.run` (``run``, ``validate``), :mod:`.scan` (``scan``) and
@@ -19,18 +20,102 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer import _click as click  # typer 0.29 carries its own copy of click
+from typer.core import TyperGroup
 
 from fairscan import __version__
 from fairscan.errors import ExitCode, FairscanError
 from fairscan.interrupts import interrupt_of
 
 if TYPE_CHECKING:
+    from fairscan.progress import Progress
     from fairscan.report.models import AuditReport
+
+# metavars shown in --help instead of typer's type hints (`<str>`, `<int range>`)
+_METAVARS = {
+    "out_dir": "DIR",
+    "out_text": "DIR",
+    "baseline": "REPORT",
+    "scan_type": "TYPE",
+    "filter_": "SQL",
+    "save_spec": "FILE",
+    "threshold": "NUMBER",
+    "alpha": "NUMBER",
+    "seed": "N",
+    "replicates": "N",
+    "workers": "N",
+    "outcome": "COLUMN",
+    "prediction": "COLUMN",
+    "recommendation": "COLUMN",
+    "positive": "LABEL",
+    "output": "FILE",
+    "cfn_over_cfp": "RATIO",
+    "answers": "Z1,Z2,Z3",
+    "more_answers": "Z1,Z2,Z3",
+    "where": "ATTRIBUTE=VALUE",
+    "side": "negatives|positives",
+}
+
+
+def plain_help(command: click.Command) -> None:
+    """Help without type hints or cut sentences: every option that takes a value shows a
+    metavar (DIR, N, ...), and the command list shows each command's whole first paragraph."""
+    command.context_class = _HelpContext
+    if command.short_help is None and command.help:
+        first = command.help.split("\n\n", 1)[0]
+        command.short_help = " ".join(first.split())
+    for param in command.params:
+        if param.metavar is not None or getattr(param, "is_flag", False):
+            continue
+        if getattr(param, "count", False) or param.name is None:
+            continue
+        param.metavar = _METAVARS.get(param.name, param.name.upper().strip("_"))
+        if param.param_type_name == "argument":
+            # typer lists an argument's type (`<list[Path]>`) even when it has a metavar
+            setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010
+
+
+@contextlib.contextmanager
+def _whole_words() -> Iterator[None]:
+    """While help is formatted, click wraps lines between words only, never at a hyphen
+    ("race=African-" / "American")."""
+    import typer._click._textwrap as textwrap_module
+
+    original = textwrap_module.TextWrapper
+
+    class NoHyphenBreaks(original):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["break_on_hyphens"] = False
+            super().__init__(*args, **kwargs)
+
+    textwrap_module.TextWrapper = NoHyphenBreaks  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        textwrap_module.TextWrapper = original  # type: ignore[misc]
+
+
+class _HelpContext(click.Context):
+    def get_help(self) -> str:
+        with _whole_words():
+            return super().get_help()
+
+
+class _HelpGroup(TyperGroup):
+    context_class = _HelpContext
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            plain_help(command)
+        return command
+
 
 app = typer.Typer(
     name="audit",
@@ -38,7 +123,11 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     add_completion=False,
-    epilog="Exit codes: 0 = no significant finding, 1 = significant finding, 2 = error, 130 = interrupted.",
+    # plain click help: rich panels truncate with "…" at 80 columns and show `<bool>` types
+    rich_markup_mode=None,
+    cls=_HelpGroup,
+    epilog="Exit codes: 0 = no significant finding, 1 = significant finding, 2 = error, "
+    "130 = interrupted (Ctrl-C), 143 = stopped (SIGTERM).",
 )
 
 err = Console(stderr=True, highlight=False)
@@ -54,7 +143,14 @@ class RichProgress:
         self._task: Any = None
 
     def start(self, task: str, total: int | None) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         from rich.text import Text
 
         self.done()
@@ -64,6 +160,8 @@ class RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=self._console,
             transient=True,
         )
@@ -82,7 +180,26 @@ class RichProgress:
 
 
 def show_progress(enabled: bool) -> bool:
+    """Whether to draw the rich bar: on a terminal, outside CI."""
     return enabled and err.is_terminal and not os.environ.get("CI")
+
+
+PLAIN_PROGRESS_SECONDS = 10.0
+
+
+def make_progress(enabled: bool) -> Progress:
+    """The progress observer of a run: the rich bar (with ETA and "scan 2 of 3") on a terminal;
+    in logs (no terminal, or CI) a plain line at most every 10 s; nothing when not ``enabled``."""
+    from fairscan.progress import NullProgress, PlainProgress
+
+    if not enabled:
+        return NullProgress()
+    if show_progress(enabled):
+        return RichProgress(err)
+    return PlainProgress(
+        lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+        interval=PLAIN_PROGRESS_SECONDS,
+    )
 
 
 def print_error(error: FairscanError) -> None:
@@ -182,19 +299,52 @@ def append_step_summary(report: AuditReport) -> None:
         )
 
 
+WARNING_CHARS = 300
+
+
+def _short(text: str, limit: int = WARNING_CHARS) -> str:
+    """A warning on one line: whitespace runs collapsed, cut at ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def print_warnings(report: AuditReport) -> None:
+    """The data warnings and each scan's warnings (the reports carry them in full), each once:
+    a warning several scans share names them all."""
+    seen: dict[str, list[str]] = {}
+    for text in report.data_warnings:
+        seen.setdefault(_short(text), [])
+    for result in report.scans:
+        for text in result.warnings:
+            scans = seen.setdefault(_short(text), [])
+            if result.id not in scans:
+                scans.append(result.id)
+    for text, scans in seen.items():
+        where = f" ({', '.join(scans)})" if scans else ""
+        err.print(f"[yellow]warning[/]{escape(where)}: {escape(text)}", soft_wrap=True)
+
+
 def print_summary(
     report: AuditReport, written: list[str], formats: tuple[str, ...], quiet: bool
 ) -> None:
     """The console summary of one audit (``audit run`` per spec, ``audit scan``): the table
     and the significant findings (unless ``quiet``), scan errors, the verdict line."""
-    from fairscan.report.console import findings_text, summary_table, verdict_text
+    from fairscan.report.console import findings_text, summary_lines, summary_table, verdict_text
 
     if not quiet:
-        # markup=False reaches the table cells: data values such as "[/x]" are shown
-        # verbatim instead of being parsed as rich markup (a MarkupError crash).
-        err.print(summary_table(report), markup=False)
+        if err.is_terminal:
+            # markup=False reaches the table cells: data values such as "[/x]" are shown
+            # verbatim instead of being parsed as rich markup (a MarkupError crash).
+            err.print(summary_table(report), markup=False)
+        else:
+            # logs (CI): a table would be drawn 80 columns wide with labels folded mid-word;
+            # one unwrapped line per scan instead
+            for text in summary_lines(report):
+                err.print(text, markup=False, soft_wrap=True)
         for line in findings_text(report):
-            err.print(line)
+            err.print(line, soft_wrap=not err.is_terminal)
+    if not quiet:
+        print_warnings(report)
     for result in report.scans:
         if result.error:  # the other scans' results are kept; say why this one failed
             err.print(f"scan error: {result.id}: {result.error}", markup=False, soft_wrap=True)

@@ -11,14 +11,13 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli import (
-    RichProgress,
     app,
     err,
     internal_error,
     interrupted,
+    make_progress,
     print_error,
     print_summary,
-    show_progress,
 )
 from fairscan.errors import ExitCode, FairscanError, UsageError
 
@@ -169,7 +168,11 @@ def run(
         bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")
     ] = False,
     progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")
+        bool,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Show progress: a bar on a terminal, a line every 10 s in logs.",
+        ),
     ] = True,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
@@ -185,7 +188,6 @@ def run(
 ) -> None:
     """Run the audits in SPECS, write their reports and exit 0/1/2."""
     from fairscan.api import RunOptions, run_audit
-    from fairscan.progress import NullProgress
 
     worst = int(ExitCode.OK)
     try:
@@ -194,7 +196,7 @@ def run(
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
-    observer = RichProgress(err) if show_progress(progress and not quiet) else NullProgress()
+    observer = make_progress(progress and not quiet)
     options = RunOptions(
         out_dir=Path(out_dir) if out_dir is not None else None,
         seed=seed,
@@ -235,8 +237,17 @@ def run(
             )
     except KeyboardInterrupt:
         raise interrupted() from None
-    if len(spec_paths) > 1:
+    if len(spec_paths) > 1 and err.is_terminal:
         err.print(_specs_table(rows, worst), markup=False)
+    elif len(spec_paths) > 1:  # logs: plain lines, never folded
+        err.print("fairscan: all specs", markup=False)
+        for spec, verdict, significant, code in rows:
+            err.print(
+                f"spec {spec}: {verdict}, {significant} significant, exit {code}",
+                markup=False,
+                soft_wrap=True,
+            )
+        err.print(f"worst exit code: {worst}", markup=False)
     raise typer.Exit(worst)
 
 

@@ -18,15 +18,15 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli import (
-    RichProgress,
     app,
     err,
     internal_error,
     interrupted,
+    make_progress,
     print_error,
     print_summary,
-    show_progress,
 )
+from fairscan.cli.run import check_overrides
 from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
 from fairscan.errors import ExitCode, FairscanError, UsageError
 
@@ -204,8 +204,8 @@ def scan(
             envvar="FAIRSCAN_WORKERS",
         ),
     ] = None,
-    out_dir: Annotated[
-        Path | None,
+    out_text: Annotated[
+        str | None,
         typer.Option(
             "--out",
             "-o",
@@ -239,7 +239,11 @@ def scan(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
     progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Progress bar on a terminal.")
+        bool,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Show progress: a bar on a terminal, a line every 10 s in logs.",
+        ),
     ] = True,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
@@ -252,8 +256,8 @@ def scan(
     --save-spec FILE writes the equivalent spec: `audit run FILE` reproduces the scan.
     """
     from fairscan.api import RunOptions, run_prepared
-    from fairscan.progress import NullProgress
 
+    out_dir = Path(out_text) if out_text is not None else None
     flags = ScanFlags(
         data=data,
         scan_type=scan_type,
@@ -275,6 +279,8 @@ def scan(
         formats=formats or [],
     )
     try:
+        # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
+        check_overrides(out_dir=out_text, replicates=replicates, workers=workers)
         if formats and out_dir is None and save_spec is None:
             raise UsageError(
                 "--format chooses the reports written to --out",
@@ -296,7 +302,7 @@ def scan(
                 "reproduces this scan",
                 soft_wrap=True,
             )
-        observer = RichProgress(err) if show_progress(progress and not quiet) else NullProgress()
+        observer = make_progress(progress and not quiet)
         result = run_prepared(prepared, RunOptions(write=False, progress=observer, debug=debug))
         report = _finish(result.report, plan.flags, spec_path, spec_sha)
         written: list[Path] = []

@@ -53,6 +53,28 @@ def summary_table(report: AuditReport) -> Table:
     return table
 
 
+def summary_lines(report: AuditReport) -> list[str]:
+    """The summary table as plain lines, one per scan, for logs (stderr not a terminal): no
+    column widths, so a long subgroup label is never folded mid-word."""
+    lines = [f"fairscan: {report.name}"]
+    for scan in report.scans:
+        line = (
+            f"scan {scan.id} ({scan.type}): {scan.status.replace('_', ' ')}, "
+            f"{scan.significant_count()} of {len(scan.findings)} significant"
+        )
+        top = scan.headline()
+        if top is not None:
+            effect = top.effect
+            line += (
+                f"; top: {top.label} (size {top.size}, "
+                f"inside / reference {fmt_value(effect.inside)} / {fmt_value(effect.reference)})"
+                f"; {statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"
+                f"; p {fmt_p(headline_p(top), missing='-')}"
+            )
+        lines.append(line)
+    return lines
+
+
 def findings_text(report: AuditReport) -> list[Text]:
     """One sentence per finding that is significant (or untested), for the terminal."""
     out = []
