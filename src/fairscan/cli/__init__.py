@@ -117,6 +117,22 @@ class _HelpGroup(TyperGroup):
         return command
 
 
+# Options several commands share (one declaration, one help text).
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
+ProgressOption = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Show progress: a bar on a terminal, a line every 10 s in logs.",
+    ),
+]
+ExitZeroOption = Annotated[
+    bool,
+    typer.Option(
+        "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
+    ),
+]
+
 app = typer.Typer(
     name="audit",
     help="fairscan: audit classifiers for intersectional bias with statistical guarantees.",

@@ -11,6 +11,9 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli import (
+    DebugOption,
+    ExitZeroOption,
+    ProgressOption,
     app,
     err,
     internal_error,
@@ -158,25 +161,12 @@ def run(
     seed: SeedOption = None,
     replicates: ReplicatesOption = None,
     workers: WorkersOption = None,
-    exit_zero: Annotated[
-        bool,
-        typer.Option(
-            "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
-        ),
-    ] = False,
+    exit_zero: ExitZeroOption = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")
     ] = False,
-    progress: Annotated[
-        bool,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Show progress: a bar on a terminal, a line every 10 s in logs.",
-        ),
-    ] = True,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    progress: ProgressOption = True,
+    debug: DebugOption = False,
     baseline: Annotated[
         Path | None,
         typer.Option(
@@ -279,9 +269,7 @@ def validate(
     no_data: Annotated[
         bool, typer.Option("--no-data", help="Check the spec only, not its data.")
     ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    debug: DebugOption = False,
     show_resolved: Annotated[
         bool,
         typer.Option(

@@ -18,6 +18,9 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli import (
+    DebugOption,
+    ExitZeroOption,
+    ProgressOption,
     app,
     err,
     internal_error,
@@ -231,23 +234,10 @@ def scan(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite an existing --save-spec file.")
     ] = False,
-    exit_zero: Annotated[
-        bool,
-        typer.Option(
-            "--exit-zero", help="Exit 0 even with significant findings (errors still exit 2)."
-        ),
-    ] = False,
+    exit_zero: ExitZeroOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the verdict line.")] = False,
-    progress: Annotated[
-        bool,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Show progress: a bar on a terminal, a line every 10 s in logs.",
-        ),
-    ] = True,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    progress: ProgressOption = True,
+    debug: DebugOption = False,
 ) -> None:
     """Run one scan of DATA from flags, without a spec file; exit 0/1/2 like `audit run`.
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fairscan.cli import app, err, internal_error, interrupted, print_error
+from fairscan.cli import DebugOption, app, err, internal_error, interrupted, print_error
 from fairscan.errors import ExitCode, FairscanError, UsageError
 
 
@@ -17,9 +17,7 @@ from fairscan.errors import ExitCode, FairscanError, UsageError
 def diff(
     old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
     new: Annotated[Path, typer.Argument(help="The current JSON report.")],
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Compare two JSON reports: print what changed (Markdown) and exit 1 on new significant
     findings, else 0."""
@@ -81,9 +79,7 @@ def init(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite an existing spec file.")
     ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
     from fairscan.report.write import atomic_write_text
@@ -194,9 +190,7 @@ def power(
         float | None,
         typer.Option(help="Significance level (default: the spec's alpha).", min=0.0, max=1.0),
     ] = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of internal errors.")
-    ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """How strong a miscalibration in a subgroup must be for the Bias Scan to detect it.
 
