@@ -1,4 +1,4 @@
-"""AIF360 MDSS baseline timing on COMPAS FPR-Scan.
+"""AIF360 MDSS baseline timing on COMPAS: FPR-Scan (Bernoulli), Poisson (ordinal), Berk-Jones.
 
 Runs in its own virtual environment (NOT the project venv)::
 
@@ -6,6 +6,21 @@ Runs in its own virtual environment (NOT the project venv)::
     benchmarks/.venv-aif360/bin/pip install aif360==0.6.1 pandas
     python scripts/prepare_compas.py                      # project venv; writes build/compas.csv
     benchmarks/.venv-aif360/bin/python benchmarks/aif360_baseline.py
+    benchmarks/.venv-aif360/bin/python benchmarks/aif360_baseline.py --scan poisson berk_jones \
+        --json build/aif360_scores.json     # the scores beyond Bernoulli (benchmarks/bench_scores.py)
+
+``--scan fpr`` (the default) is the FPR-Scan below. The other scans (same attributes):
+
+* ``poisson``: all 6172 rows; observations = ``decile_score`` (1-10) as an ordinal outcome,
+  expectations left to AIF360's default (the overall mean of the observations),
+  ``scoring="Poisson"``, ``mode="ordinal"``. ``--directions positive`` (the default) scans for
+  decile scores above the mean (``overpredicted=False``; the favorable value defaults to the
+  maximum, so AIF360 maps it to direction "positive"), ``negative`` below it.
+* ``berk_jones``: the FPR-Scan population and observations (true negatives, ``high_risk``)
+  with ``scoring="BerkJones"``, ``alpha`` (``--alpha``, default 0.3), ``mode="binary"``,
+  positive direction; AIF360 requires a constant expectation (autostrat) and ignores its value,
+  so the overall FPR is passed. Its score is C log(q/alpha) + (N - C) log((1-q)/(1-alpha)) at
+  q = C/N when q > alpha (else 0): the Bernoulli score with the constant expectation alpha.
 
 FPR-Scan inputs (methods.md §4.2): rows with ``two_year_recid == 0``; attributes
 ``sex, race, age_group, c_charge_degree, priors`` as strings; observations = ``high_risk``;
@@ -71,6 +86,156 @@ def rescore(data, observations, fpr, subgroup):
     return F, int(mask.sum())
 
 
+def load_ordinal_inputs(csv_path: Path):
+    df = pd.read_csv(csv_path, dtype=dict.fromkeys(ATTRIBUTES, str), keep_default_na=False)
+    data = df[ATTRIBUTES].astype(str).reset_index(drop=True)
+    observations = df["decile_score"].astype(int).reset_index(drop=True)
+    return data, observations
+
+
+def poisson_rescore(data, observations, mean, subgroup, direction):
+    """Exact Poisson score of a subgroup against the constant expectation ``mean``."""
+    mask = np.ones(len(data), dtype=bool)
+    for attr, vals in subgroup.items():
+        mask &= data[attr].isin(list(vals)).to_numpy()
+    s = float(observations.to_numpy(dtype=float)[mask].sum())
+    e = float(mask.sum()) * mean
+    q = s / e if e > 0 else 1.0
+    if (direction == "positive" and q <= 1.0) or (direction == "negative" and q >= 1.0):
+        return 0.0, int(mask.sum()), q
+    if s == 0:  # negative direction, q -> 0: the limit of s log q - e (q - 1)
+        return e, int(mask.sum()), q
+    return s * np.log(q) - e * (q - 1.0), int(mask.sum()), q
+
+
+def normalise(data, raw_subgroup):
+    # methods.md §1.2: an attribute with every present value selected is unconstrained
+    return {k: v for k, v in raw_subgroup.items() if set(v) != set(data[k].unique().tolist())}
+
+
+def timed(repeats, **scan_args):
+    """Wall time of ``bias_scan(**scan_args)`` (the call only), ``repeats`` times."""
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = bias_scan(**scan_args)
+        times.append(time.perf_counter() - t0)
+    return times, out
+
+
+def show(rec) -> None:
+    print(
+        f"\n{rec['scan']} direction={rec['direction']} penalty={rec['penalty']:g} "
+        f"num_iters={rec['num_iters']}: best {rec['best_s']:.3f}s, median "
+        f"{rec['median_s']:.3f}s (runs: {', '.join(f'{t:.3f}' for t in rec['times_s'])})\n"
+        f"  AIF360 subgroup: {rec['aif360_subgroup']}\n"
+        f"  normalised (full-value attributes dropped): {rec['subgroup']}\n"
+        f"  AIF360 score (rounded to 4 dp by AIF360): {rec['aif360_score']}\n"
+        f"  exact re-score: F={rec['exact_F']}, J={rec['exact_J']}, "
+        f"c(S)={rec['complexity']}, n={rec['n']}"
+    )
+
+
+def run_scores(args, env) -> int:
+    """``--scan poisson`` / ``berk_jones``: the scores beyond Bernoulli (bench_scores.py)."""
+    results = []
+    for scan in args.scan:
+        if scan == "fpr":
+            continue
+        for pen in args.penalties:
+            if scan == "poisson":
+                data, observations = load_ordinal_inputs(args.csv)
+                mean = float(observations.mean())
+                for direction in args.directions:
+                    times, out = timed(
+                        args.repeats,
+                        data=data,
+                        observations=observations,
+                        expectations=None,
+                        overpredicted=direction == "negative",
+                        scoring="Poisson",
+                        num_iters=args.num_iters,
+                        penalty=pen,
+                        mode="ordinal",
+                    )
+                    raw, score = out
+                    raw = {k: sorted(v) for k, v in raw.items()}
+                    subgroup = normalise(data, raw)
+                    F, n_sub, q = poisson_rescore(data, observations, mean, subgroup, direction)
+                    complexity = sum(len(v) for v in subgroup.values())
+                    results.append(
+                        {
+                            "scan": "poisson",
+                            "population": f"all {len(data)} rows",
+                            "outcome": "decile_score (ordinal 1-10)",
+                            "expectation": mean,
+                            "direction": direction,
+                            "penalty": pen,
+                            "num_iters": args.num_iters,
+                            "times_s": times,
+                            "best_s": min(times),
+                            "median_s": statistics.median(times),
+                            "aif360_subgroup": raw,
+                            "subgroup": subgroup,
+                            "aif360_score": float(score),
+                            "complexity": complexity,
+                            "n": n_sub,
+                            "q": q,
+                            "exact_F": F,
+                            "exact_J": F - pen * complexity,
+                        }
+                    )
+                    show(results[-1])
+            elif scan == "berk_jones":
+                data, observations, expectations, _fpr = load_fpr_inputs(args.csv)
+                times, out = timed(
+                    args.repeats,
+                    data=data,
+                    observations=observations,
+                    expectations=expectations,
+                    overpredicted=False,
+                    scoring="BerkJones",
+                    num_iters=args.num_iters,
+                    penalty=pen,
+                    mode="binary",
+                    alpha=args.alpha,
+                )
+                raw, score = out
+                raw = {k: sorted(v) for k, v in raw.items()}
+                subgroup = normalise(data, raw)
+                F, n_sub = rescore(data, observations, args.alpha, subgroup)
+                complexity = sum(len(v) for v in subgroup.values())
+                results.append(
+                    {
+                        "scan": "berk_jones",
+                        "population": f"{len(data)} true negatives (two_year_recid == 0)",
+                        "outcome": "high_risk",
+                        "alpha": args.alpha,
+                        "direction": "positive",
+                        "penalty": pen,
+                        "num_iters": args.num_iters,
+                        "times_s": times,
+                        "best_s": min(times),
+                        "median_s": statistics.median(times),
+                        "aif360_subgroup": raw,
+                        "subgroup": subgroup,
+                        "aif360_score": float(score),
+                        "complexity": complexity,
+                        "n": n_sub,
+                        "exact_F": F,
+                        "exact_J": None if F is None else F - pen * complexity,
+                    }
+                )
+                show(results[-1])
+            else:  # pragma: no cover - argparse restricts the choices
+                raise ValueError(scan)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"environment": env, "results": results}, indent=2))
+        print(f"\nwrote {args.json}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=REPO_ROOT / "build" / "compas.csv")
@@ -78,6 +243,11 @@ def main(argv=None) -> int:
     ap.add_argument("--num-iters", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--scan", nargs="+", choices=["fpr", "poisson", "berk_jones"], default=["fpr"])
+    ap.add_argument("--alpha", type=float, default=0.3, help="Berk-Jones alpha")
+    ap.add_argument(
+        "--directions", nargs="+", choices=["positive", "negative"], default=["positive"]
+    )
     args = ap.parse_args(argv)
     if not args.csv.is_file():
         print(
@@ -85,7 +255,6 @@ def main(argv=None) -> int:
         )
         return 2
 
-    data, observations, expectations, fpr = load_fpr_inputs(args.csv)
     env = {
         "python": platform.python_version(),
         "aif360": version("aif360"),
@@ -95,6 +264,9 @@ def main(argv=None) -> int:
         "processor": platform.processor(),
     }
     print(f"environment: {env}")
+    if args.scan != ["fpr"]:
+        return run_scores(args, env)
+    data, observations, expectations, fpr = load_fpr_inputs(args.csv)
     print(
         f"FPR-Scan inputs: {len(data)} true negatives, {int(observations.sum())} high_risk, "
         f"overall FPR = {fpr:.10f}; arities "

@@ -388,7 +388,7 @@ def run_speed(replicates: int) -> list[dict]:
     ]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        # warm the numba cache in this process (not timed)
+        # warm-up: imports and first-call costs in this process (not timed)
         speed_case(
             "warm-up", base.format(base="base_rate: prob_decile, ", restarts=5), 0, Path(tmp)
         )

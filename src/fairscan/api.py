@@ -11,7 +11,6 @@ arguments with the same models (:func:`spec_from_mapping`) and audits a table al
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -435,13 +434,25 @@ def resolved_spec(spec: AuditSpec, path: Path | str) -> LoadedSpec:
     )
 
 
+# distribution name -> import name of the libraries whose versions a report records
+_LIBRARIES = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "scikit-learn": "sklearn",
+    "polars": "polars",
+    "pydantic": "pydantic",
+    "pyyaml": "yaml",
+}
+
+
 def _environment() -> Environment:
-    packages = {}
-    for name in ("fairscan", "numpy", "scipy", "numba", "polars", "pydantic", "pyyaml"):
-        try:
-            packages[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            packages[name] = "unknown"
+    """Python, platform and the versions of the libraries this run used; a library the run's
+    scans never imported is listed as "not used" (reading installed package metadata instead
+    would cost more start-up time than the rest of a small audit)."""
+    packages = {"fairscan": __version__}
+    for name, module in _LIBRARIES.items():
+        version = getattr(sys.modules.get(module), "__version__", None)
+        packages[name] = version if isinstance(version, str) else "not used"
     return Environment(
         python=sys.version.split()[0], platform=platform.platform(), packages=packages
     )
@@ -500,7 +511,7 @@ def run_scan(
     except Exception as exc:  # a bug inside one scan: the other scans still run
         from fairscan.interrupts import interrupt_of
 
-        interrupt = interrupt_of(exc)  # Ctrl-C inside a numba call: a SystemError wrapping it
+        interrupt = interrupt_of(exc)  # Ctrl-C may arrive wrapped by a library
         if interrupt is not None:
             raise interrupt from None
         message = (

@@ -1,9 +1,11 @@
 """Telling an interrupt apart from a bug: Ctrl-C (or SIGTERM) must stop a run, never be
 recorded as an internal error.
 
-An interrupt that lands inside a numba dispatcher call surfaces as a ``SystemError`` ("...
-returned a result with an exception set") whose cause is the ``KeyboardInterrupt``; handlers
-that catch ``Exception`` use :func:`interrupt_of` to find it and re-raise it.
+fairscan's own compiled kernels check for pending signals and raise ``KeyboardInterrupt``
+themselves, but a library call (a C extension, a thread pool) may hand an interrupt back
+wrapped in another exception, e.g. a ``SystemError`` ("... returned a result with an exception
+set") whose cause is the ``KeyboardInterrupt``; handlers that catch ``Exception`` use
+:func:`interrupt_of` to find it and re-raise it.
 """
 
 from __future__ import annotations

@@ -49,10 +49,10 @@ def test_validate_no_data_skips_the_data(cli: Invoke, project: Project) -> None:
 
 
 def test_validate_no_data_still_checks_the_roles(cli: Invoke, project: Project) -> None:
-    spec = project.spec(spec_text(data="not-there.csv").replace("  prediction: p\n", ""))
+    spec = project.spec(spec_text(data="not-there.csv").replace("  recommendation: rec\n", ""))
     outcome = cli("validate", spec, "--no-data", code=2)
-    assert f"spec error: {spec}:5:" in outcome.stderr  # the `columns:` line
-    assert "needs a predicted probability column" in outcome.stderr
+    assert f"spec error: {spec}:10:" in outcome.stderr  # the fpr_scan's line
+    assert "scan 'fpr' (fpr_scan) needs" in outcome.stderr
 
 
 def test_validate_shows_data_warnings(cli: Invoke, project: Project) -> None:

@@ -159,11 +159,12 @@ CASES: dict[str, Case] = {
             pl.format("id-{}", pl.int_range(pl.len()) % 500).alias("region")
         ),
     ),
-    "bias_scan without columns.prediction": Case(
+    # (a bias_scan without columns.prediction is valid: it expects the outcome's overall mean)
+    "threshold without a prediction to apply it to": Case(
         "spec error",
-        ("columns", "'calibration' (bias_scan)", "predicted probability", "columns.prediction"),
-        "columns:",
-        edit=_replace("  prediction: p\n", ""),
+        ("columns.threshold", "derives the recommendation from `prediction`"),
+        "  threshold:",
+        edit=_replace("  prediction: p\n  recommendation: rec\n", "  threshold: 0.5\n"),
     ),
     "fpr_scan without recommendation or threshold": Case(
         "spec error",

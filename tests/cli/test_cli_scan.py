@@ -351,11 +351,22 @@ def test_missing_data_file(cli: Invoke, project: Project) -> None:
 
 
 def test_a_role_the_scan_needs_is_missing(cli: Invoke, biased: Path) -> None:
-    args = ["--type", "bias_scan", "--outcome", "y", "--attributes", "sex,region"]
+    args = ["--type", "fpr_scan", "--outcome", "y", "--attributes", "sex,region"]
     outcome = cli("scan", biased, *args, code=2)
-    assert_names_the_flag(
-        outcome.stderr, "--type bias_scan: scan 'bias' (bias_scan) needs", "--prediction"
-    )
+    assert_names_the_flag(outcome.stderr, "--type fpr_scan: scan 'fpr' (fpr_scan) needs")
+
+
+def test_bias_scan_without_a_prediction_expects_the_overall_rate(
+    cli: Invoke, project: Project, biased: Path
+) -> None:
+    """AIF360's default: no prediction column means every row is expected at the mean."""
+    out = project.root / "reports"
+    args = ["--type", "bias_scan", "--outcome", "y", "--attributes", "sex,region", *FAST]
+    cli("scan", biased, *args, "--out", out, "--name", "mean", "--exit-zero", code=0)
+    report = json.loads((out / "mean.json").read_text())
+    (scan,) = report["scans"]
+    assert scan["status"] != "error", scan
+    assert scan["parameters"]["expectation"].startswith("overall mean of y (")
 
 
 def test_cbs_errors_name_the_flags(cli: Invoke) -> None:

@@ -180,7 +180,8 @@ def test_sigkill_of_the_parent_leaves_no_workers(tmp_path: Path) -> None:
 
 
 class _WrappedInterrupt:
-    """A replicate job that fails as numba does when Ctrl-C lands inside a dispatcher call."""
+    """A replicate job that fails as a C extension may when Ctrl-C lands inside its call (as
+    numba's dispatcher did before the kernels were compiled ahead of time)."""
 
     def __call__(self, index: int) -> float:
         if index == 3:
@@ -188,7 +189,7 @@ class _WrappedInterrupt:
                 raise KeyboardInterrupt
             except KeyboardInterrupt as exc:
                 raise SystemError(
-                    "<numba dispatcher> returned a result with an exception set"
+                    "<built-in function> returned a result with an exception set"
                 ) from exc
         return float(index)
 

@@ -54,7 +54,7 @@ def test_unknown_key_in_a_scan_uses_that_scan_types_fields() -> None:
     issue = only_issue(replace("{id: tpr, type: tpr_scan}", "{id: tpr, type: tpr_scan, zzz: x}"))
     assert issue.hint == (
         "valid keys for 'tpr_scan': id, type, outcome, positive, prediction, penalty, restarts, "
-        "threshold, threshold_rule"
+        "score, alpha, threshold, threshold_rule"
     )
 
 
@@ -63,7 +63,9 @@ def test_unknown_key_that_belongs_elsewhere() -> None:
         replace("{id: tpr, type: tpr_scan}", "{id: tpr, type: tpr_scan, alpha: 0.1}")
     )
     assert issue.field == "scans[1].alpha"
-    assert issue.hint == "'alpha' is not a scan setting; it belongs under `significance.alpha`"
+    # `alpha` is a scan setting of the Berk-Jones score; the hint still points at significance
+    assert "score bernoulli" in issue.message
+    assert issue.hint is not None and "belongs under `significance.alpha`" in issue.hint
 
     issue = only_issue(replace("name: compas-fpr\n", "name: compas-fpr\nseed: 1\n"))
     assert issue.field == "seed"

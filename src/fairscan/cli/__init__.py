@@ -229,8 +229,9 @@ def print_error(error: FairscanError) -> None:
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:
-    # An interrupt is never a bug: Ctrl-C inside a numba call arrives as a SystemError wrapping
-    # the KeyboardInterrupt, and a SIGTERM to the process group breaks the worker pool.
+    # An interrupt is never a bug: a library may hand Ctrl-C back wrapped in another exception
+    # (a SystemError whose cause is the KeyboardInterrupt), and a SIGTERM to the process group
+    # breaks the worker pool.
     if interrupt_of(exc) is not None or _SIGNALS:
         raise interrupted()
     # The exception text is printed without markup: a message such as "bad [/x]" must not
@@ -401,7 +402,8 @@ def main_callback(
 
 def _exit_now(code: int) -> None:
     """Leave after an interrupt: run the exit handlers and flush, then skip the interpreter's
-    teardown (over a second once numba is loaded), so that Ctrl-C ends the process promptly."""
+    teardown (garbage collection of every loaded module), so that Ctrl-C ends the process
+    promptly."""
     import atexit
 
     try:
@@ -415,6 +417,12 @@ def _exit_now(code: int) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    # numpy's OpenBLAS starts one thread per core, which busy-wait at start-up: about 60 ms of
+    # CPU per run on 2 cores, a tenth of a small audit. The subset scans do no BLAS work, so the
+    # CLI starts BLAS single-threaded unless the user chose otherwise (numpy is not loaded yet:
+    # tests/cli/test_startup_imports.py); the shift scan, which multiplies dense kernel
+    # matrices, raises the limit to the run's workers while it runs. Workers inherit it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     install_signal_handlers()
     try:
         app()

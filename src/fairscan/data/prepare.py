@@ -147,6 +147,11 @@ _ROLE_WORD = {
     "decision": "recommendation",
     "probability": "prediction",
     "score": "prediction",
+    "continuous": "outcome",
+    "count": "outcome",
+    "ordinal": "outcome",
+    "nominal": "outcome",
+    "mean": "prediction",
 }
 _BINARY_ACCEPTED = "0/1, true/false, or the strings '0'/'1'/'true'/'false'"
 
@@ -422,10 +427,158 @@ def _real(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
     return f.to_numpy().astype(np.float64, copy=True) if ok else None
 
 
+# --------------------------------------------------------------------------------------------
+# Outcomes of other types (bias_scan outcome_type) and Poisson expectations
+# --------------------------------------------------------------------------------------------
+
+_TYPE_NEEDS = {
+    "continuous": "real numbers (outcome_type continuous)",
+    "count": "counts, non-negative integers (outcome_type count)",
+    "ordinal": "ordinal codes, non-negative integers (outcome_type ordinal)",
+    "mean": "expected counts, non-negative numbers (score poisson)",
+}
+
+
+def _finite_numbers(ctx: _Context, request: RoleColumn) -> pl.Series | None:
+    """A numeric column without missing or infinite values, as Float64 (None after issues)."""
+    s = _role_series(ctx, request, pl.Float64)
+    word = _ROLE_WORD[request.kind]
+    if s.dtype == pl.Boolean or not s.dtype.is_numeric():
+        hint = f"point {request.field} at a numeric column"
+        if request.kind in ("count", "ordinal", "continuous"):
+            hint += " (class labels: outcome_type nominal; ordered labels: `levels`)"
+        ctx.add(
+            f"{word} column {request.column!r} has type {s.dtype}; it must hold "
+            f"{_TYPE_NEEDS[request.kind]}",
+            field=request.field,
+            column=request.column,
+            hint=hint,
+        )
+        return None
+    f = s.cast(pl.Float64)
+    missing = _missing_mask(f)
+    ok = _report_missing(ctx, request, missing, "null or NaN; ")
+    infinite = f.is_infinite().fill_null(False)
+    if bool(infinite.any()):
+        ok = False
+        ctx.add(
+            f"{word} column {request.column!r} has {_plural(int(infinite.sum()), 'infinite value')}"
+            f" ({ctx.rows(infinite)})",
+            field=request.field,
+            column=request.column,
+            hint=f"{word}s must be finite numbers; drop those rows with data.filter",
+        )
+    return f if ok else None
+
+
+def _report_invalid(ctx: _Context, request: RoleColumn, values: pl.Series, bad: pl.Series) -> bool:
+    """The 'must hold counts; N rows hold other values' issue; True when no row is bad."""
+    if not bool(bad.any()):
+        return True
+    shown = values.filter(bad)
+    word = _ROLE_WORD[request.kind]
+    hint = "drop those rows with data.filter, or check the column"
+    if request.kind == "mean":
+        hint = "a Poisson expectation is a mean count; check the prediction column"
+    ctx.add(
+        f"{word} column {request.column!r} must hold {_TYPE_NEEDS[request.kind]}; "
+        f"{_plural(shown.len(), 'row')} {'holds' if shown.len() == 1 else 'hold'} other values: "
+        f"{_offending(shown)} ({ctx.rows(bad)})",
+        field=request.field,
+        column=request.column,
+        hint=hint,
+    )
+    return False
+
+
+def _numeric_outcome(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
+    """continuous: finite reals; count / ordinal codes: non-negative integers; mean: >= 0."""
+    f = _finite_numbers(ctx, request)
+    if f is None:
+        return None
+    if request.kind in ("count", "ordinal"):
+        bad = ((f < 0.0) | (f != f.round())).fill_null(False)
+        if not _report_invalid(ctx, request, f, bad):
+            return None
+    elif request.kind == "mean" and not _report_invalid(
+        ctx, request, f, (f < 0.0).fill_null(False)
+    ):
+        return None
+    return f.to_numpy().astype(np.float64, copy=True)
+
+
+def _as_labels(series: pl.Series) -> pl.Series:
+    """Values as label strings: integral floats as integers ('2', not '2.0'), booleans as words."""
+    if series.dtype == pl.Boolean:
+        return series.cast(pl.String).str.to_lowercase()
+    if series.dtype.is_float():
+        integral = (series == series.round()).fill_null(False).all()
+        if integral:
+            return series.cast(pl.Int64).cast(pl.String)
+    return series.cast(pl.String).str.strip_chars()
+
+
+def _labels(ctx: _Context, request: RoleColumn) -> pl.Series | None:
+    """A column of labels without missing values, as strings (None after issues)."""
+    s = _role_series(ctx, request, pl.String)
+    if not (s.dtype == pl.Boolean or s.dtype.is_numeric() or _is_text(s.dtype)):
+        _report_type(ctx, request, s.dtype, "hold class labels", "a column of labels")
+        return None
+    missing = _missing_mask(s)
+    if not _report_missing(ctx, request, missing):
+        return None
+    return _as_labels(s)
+
+
+def _ordinal_levels(
+    ctx: _Context, request: RoleColumn, levels: tuple[Label, ...]
+) -> np.ndarray | None:
+    """Ordinal labels coded by their position in `levels` (0 = the first)."""
+    labels = _labels(ctx, request)
+    if labels is None:
+        return None
+    order = [_label_text(level).strip() for level in levels]
+    bad = ~labels.is_in(order)
+    if bool(bad.any()):
+        ctx.add(
+            f"outcome column {request.column!r} holds values that are not in `levels` "
+            f"({', '.join(order)}): {_offending(labels.filter(bad))} ({ctx.rows(bad)})",
+            field=request.field,
+            column=request.column,
+            hint="add them to `levels` in their place, or drop those rows with data.filter",
+        )
+        return None
+    codes = labels.replace_strict(order, list(range(len(order))), return_dtype=pl.Float64)
+    return codes.to_numpy().astype(np.float64, copy=True)
+
+
+def _nominal(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
+    """Class labels (strings); at least two classes after the filter."""
+    labels = _labels(ctx, request)
+    if labels is None:
+        return None
+    if labels.n_unique() < 2:
+        ctx.add(
+            f"outcome {request.column!r} holds a single class in all {ctx.n} rows"
+            f"{ctx.filter_note()}; a nominal scan needs two classes at least",
+            field=request.field,
+            column=request.column,
+            hint=f"check {request.field} and data.filter",
+        )
+        return None
+    return np.asarray(labels.to_list(), dtype=object)
+
+
 def _read_role(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
     """Validate one role column; its values, or None after adding issues."""
     if request.kind in ("probability", "score"):
         return _real(ctx, request)
+    if request.kind == "ordinal" and request.levels is not None:
+        return _ordinal_levels(ctx, request, request.levels)
+    if request.kind in ("continuous", "count", "ordinal", "mean"):
+        return _numeric_outcome(ctx, request)
+    if request.kind == "nominal":
+        return _nominal(ctx, request)
     if request.positive is None:
         values = _binary_default(ctx, request)
     else:

@@ -10,8 +10,20 @@ import numpy as np
 MISSING_LABEL = "(missing)"
 
 # outcome: binary, both classes required; decision: binary; probability: a number in [0, 1];
-# score: any finite real number.
-RoleKind = Literal["outcome", "decision", "probability", "score"]
+# score: any finite real number. Outcomes of other types (bias_scan `outcome_type`): continuous
+# (finite reals), count (non-negative integers), ordinal (codes 0, 1, ... or labels in `levels`
+# order), nominal (class labels, read as strings); mean: a non-negative expectation (Poisson).
+RoleKind = Literal[
+    "outcome",
+    "decision",
+    "probability",
+    "score",
+    "continuous",
+    "count",
+    "ordinal",
+    "nominal",
+    "mean",
+]
 Label = str | int | float | bool
 
 
@@ -23,10 +35,13 @@ class RoleColumn:
     kind: RoleKind
     field: str  # e.g. "columns.outcome" or "scans[2].prediction"
     positive: Label | None = None  # outcome/decision: the label read as 1 (default 1/true)
+    levels: tuple[Label, ...] | None = None  # ordinal: the labels from lowest (code 0) up
 
     @property
     def key(self) -> tuple[str, str, str | None]:
         """Identity of the loaded values: the same column in the same role is loaded once."""
+        if self.levels is not None:
+            return (self.column, self.kind, repr(self.levels))
         return (self.column, self.kind, None if self.positive is None else repr(self.positive))
 
 
@@ -54,7 +69,8 @@ class PreparedData:
     n_rows_raw: int  # rows in the data file
     attributes: tuple[EncodedAttribute, ...]
     codes: np.ndarray  # (n, m) int32, C-contiguous, codes[i, j] indexes attributes[j].labels
-    # role columns (RoleColumn.key -> values): int8 0/1 for outcome/decision, float64 otherwise
+    # role columns (RoleColumn.key -> values): int8 0/1 for outcome/decision, strings (object)
+    # for nominal outcomes, float64 otherwise
     roles: dict[tuple[str, str, str | None], np.ndarray] = field(default_factory=dict)
     warnings: tuple[str, ...] = field(default_factory=tuple)
     # further columns some scans read (column name -> filtered values; float64 or object strings)

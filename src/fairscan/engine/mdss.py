@@ -34,8 +34,19 @@ class ScanProblem:
     clipped: int  # how many expectations the epsilon clip changed
 
     @classmethod
-    def build(cls, codes: np.ndarray, observed: np.ndarray, expected: np.ndarray) -> ScanProblem:
-        """Re-index each attribute to the values present (V_j, methods.md §1.2) and clip."""
+    def build(
+        cls,
+        codes: np.ndarray,
+        observed: np.ndarray,
+        expected: np.ndarray,
+        *,
+        clip: bool = True,
+    ) -> ScanProblem:
+        """Re-index each attribute to the values present (V_j, methods.md §1.2) and clip.
+
+        ``clip=False`` keeps expectations that are not probabilities (Poisson means, Gaussian
+        residual scans) as they are.
+        """
         codes = np.asarray(codes)
         m = codes.shape[1]
         local = np.empty(codes.shape, np.int32)
@@ -47,7 +58,7 @@ class ScanProblem:
             value_index.append(present.astype(np.int64))
             card[j] = len(present)
         expected = np.asarray(expected, dtype=np.float64)
-        clipped_expected = np.clip(expected, EPSILON, 1.0 - EPSILON)
+        clipped_expected = np.clip(expected, EPSILON, 1.0 - EPSILON) if clip else expected
         clipped = int(np.count_nonzero(clipped_expected != expected))
         return cls(
             codes=np.ascontiguousarray(local),
@@ -141,8 +152,9 @@ def score_subgroup(
 ) -> SubgroupScore:
     """Score a subgroup from scratch (used to re-score the search result before reporting).
 
-    ``likelihood`` is ``kernels.BERNOULLI`` or ``kernels.GAUSSIAN`` (whose ``sigma`` is used and
-    whose ``log_q`` holds mu-hat).
+    ``likelihood`` is ``kernels.BERNOULLI``, ``kernels.POISSON`` (expectations are means, not
+    probabilities) or ``kernels.GAUSSIAN`` (whose ``sigma`` is used and whose ``log_q`` holds
+    mu-hat).
     """
     if likelihood == kernels.BERNOULLI:
         f, u, size, obs, exp_ = kernels.score_selection(
@@ -173,10 +185,17 @@ def score_subgroup(
 
 
 def search(
-    cells: Cells, *, direction: Direction, penalty: float, restarts: int, seed: int
+    cells: Cells,
+    *,
+    direction: Direction,
+    penalty: float,
+    restarts: int,
+    seed: int,
+    likelihood: int = kernels.BERNOULLI,
+    sigma: float = 1.0,
 ) -> SubgroupScore:
     """Coordinate ascent with random restarts; the best subgroup re-scored from scratch."""
-    selection, _best = kernels.coordinate_ascent(
+    args = (
         cells.codes,
         cells.observed,
         cells.weight,
@@ -188,14 +207,33 @@ def search(
         int(restarts),
         np.uint64(seed),
     )
-    return score_subgroup(cells, selection, direction, penalty)
+    if likelihood == kernels.BERNOULLI:
+        selection, _best = kernels.coordinate_ascent(*args)
+    else:
+        selection, _best = kernels.coordinate_ascent_lik(*args, likelihood, float(sigma))
+    return score_subgroup(cells, selection, direction, penalty, likelihood=likelihood, sigma=sigma)
 
 
 def max_score(
-    cells: Cells, *, direction: Direction, penalty: float, restarts: int, seed: int
+    cells: Cells,
+    *,
+    direction: Direction,
+    penalty: float,
+    restarts: int,
+    seed: int,
+    likelihood: int = kernels.BERNOULLI,
+    sigma: float = 1.0,
 ) -> float:
     """The randomization-test statistic: J(S*) of the search, re-scored from scratch."""
-    return search(cells, direction=direction, penalty=penalty, restarts=restarts, seed=seed).score
+    return search(
+        cells,
+        direction=direction,
+        penalty=penalty,
+        restarts=restarts,
+        seed=seed,
+        likelihood=likelihood,
+        sigma=sigma,
+    ).score
 
 
 __all__ = [

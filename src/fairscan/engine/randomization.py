@@ -1,26 +1,21 @@
-"""Randomization test with parametric Bernoulli null replicates (methods.md §1.5).
+"""Randomization test with parametric null replicates (methods.md §1.5).
 
 Each replicate redraws the observed indicator as ``Bernoulli(expected)`` per row (drawn per
 cell as ``Binomial(weight, expected)``, the same law) and reruns the identical search; the
-statistic is the maximised penalised objective J*. Replicate ``r`` draws from its own
-``SeedSequence`` child, addressed by index, so results are bit-identical for a seed whatever
-the number of worker processes.
+statistic is the maximised penalised objective J*. Other scores draw from their own null law
+(:func:`fairscan.engine.scores.draw_cells`: Poisson counts, Gaussian residuals, permuted
+ordinal residuals) and a nominal outcome draws one class per row from its class probabilities
+(:class:`NominalReplicate`). Replicate ``r`` draws from its own ``SeedSequence`` child,
+addressed by index, so results are bit-identical for a seed whatever the number of worker
+processes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import itertools
 import math
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -28,22 +23,18 @@ import numpy as np
 
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import max_score
+from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
 from fairscan.interrupts import interrupt_of
 
 # null scores within this relative distance of the observed score count as ties
 TIE_TOLERANCE = 1e-9
-# Effective cost of starting the worker pool on 2 cores (spawn, imports, numba cache load),
+# Effective cost of starting the worker pool on 2 cores (spawn, imports of numpy and the engine),
 # measured in benchmarks/RESULTS.md section 2: 999 cheap replicates took 2.5 s serially, 3.3 s
 # on two workers.
 WORKER_STARTUP_SECONDS = 2.0
 # Replicates are sent to the workers in chunks of about this many seconds (estimated from
 # replicate 0), so that progress moves and no chunk holds a worker for long.
 CHUNK_SECONDS = 0.5
-# How often a worker checks that its parent is still alive (it exits when the parent is gone).
-PARENT_POLL_SECONDS = 0.5
-PR_SET_PDEATHSIG = 1
-# The parent waits for chunks in slices this long, so that it notices Ctrl-C promptly.
-WAIT_POLL_SECONDS = 0.1
 
 
 def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:
@@ -85,23 +76,70 @@ class ReplicateJob(Protocol):
 
 @dataclass(frozen=True)
 class MdssReplicate:
-    """Parametric Bernoulli replicate of a plain MDSS scan."""
+    """Parametric replicate of a plain MDSS scan: Bernoulli by default, else ``draw``/``score``."""
 
     cells: Cells
     settings: NullSettings
     seed: np.random.SeedSequence
+    draw: Draw = "binomial"
+    score: Score = BERNOULLI
+    residuals: np.ndarray | None = None  # per row; the permutation draw only
 
     def __call__(self, index: int) -> float:
         rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
-        observed = rng.binomial(self.cells.weight.astype(np.int64), self.cells.expected)
-        null_cells = replace(self.cells, observed=observed.astype(np.float64))
-        return max_score(
-            null_cells,
+        if self.draw == "binomial" and self.score == BERNOULLI:  # the original path, unchanged
+            observed = rng.binomial(self.cells.weight.astype(np.int64), self.cells.expected)
+            null_cells = replace(self.cells, observed=observed.astype(np.float64))
+            return max_score(
+                null_cells,
+                direction=self.settings.direction,
+                penalty=self.settings.penalty,
+                restarts=self.settings.restarts,
+                seed=search_seed(child_seed(self.seed, index, 0)),
+            )
+        return best_subgroup(
+            draw_cells(self.cells, self.draw, rng, self.residuals),
+            self.score,
             direction=self.settings.direction,
             penalty=self.settings.penalty,
             restarts=self.settings.restarts,
             seed=search_seed(child_seed(self.seed, index, 0)),
-        )
+        ).best.score
+
+
+@dataclass(frozen=True)
+class NominalReplicate:
+    """Replicate of a nominal (one-vs-all) scan: one class per row drawn from its class
+    probabilities, jointly for all classes, then the maximum over the per-class scans.
+
+    Taking the maximum over classes in every replicate is the multiplicity correction: the
+    observed statistic is the best class's score, compared with the null law of the best.
+    """
+
+    class_cells: tuple[Cells, ...]  # per class: its cells (row_cell maps rows to them)
+    probabilities: np.ndarray  # (n, K) null class probabilities per row
+    settings: NullSettings
+    seed: np.random.SeedSequence
+    score: Score = BERNOULLI
+
+    def __call__(self, index: int) -> float:
+        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        drawn = draw_classes(self.probabilities, rng)
+        best = 0.0
+        for k, cells in enumerate(self.class_cells):
+            observed = np.bincount(
+                cells.row_cell, weights=(drawn == k).astype(np.float64), minlength=cells.n_cells
+            )
+            found = best_subgroup(
+                replace(cells, observed=observed),
+                self.score,
+                direction=self.settings.direction,
+                penalty=self.settings.penalty,
+                restarts=self.settings.restarts,
+                seed=search_seed(child_seed(self.seed, index, 0, k)),
+            )
+            best = max(best, found.best.score)
+        return best
 
 
 def replicate_score(
@@ -110,135 +148,11 @@ def replicate_score(
     return MdssReplicate(cells, settings, seed)(index)
 
 
-# Worker-process state, set once per process by the pool initializer.
-_WORKER: dict[str, ReplicateJob] = {}
-
-
-def _init_worker(job: ReplicateJob, parent_pid: int) -> None:
-    # Ctrl-C reaches the whole process group; only the parent handles it (exit 130), so the
-    # workers must not die printing tracebacks of their own: the parent terminates them.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(parent_pid)
-    _WORKER["job"] = job
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """End this worker when its parent dies, even by SIGKILL (no chance to shut the pool down):
-    the kernel's parent-death signal on Linux, and a thread polling the parent's pid anywhere."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the signal was set up
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(PARENT_POLL_SECONDS)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="fairscan-parent-watch", daemon=True).start()
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Tear a pool down now: drop the queued chunks and kill the workers without waiting for
-    the running ones (an interrupt must stop the run within a second or two)."""
-    processes: list[multiprocessing.process.BaseProcess] = []
-    for _ in range(10):  # the submitter thread may be adding a worker meanwhile
-        with contextlib.suppress(RuntimeError):
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            break
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            process.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + 1.0
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AssertionError):
-            process.join(timeout=max(0.0, deadline - time.monotonic()))
-
-
-def _result(future: Future[tuple[int, np.ndarray]]) -> tuple[int, np.ndarray]:
-    """``future.result()``, waking every ``WAIT_POLL_SECONDS``: a signal delivered to another
-    thread (polars, numba) only runs its Python handler once the main thread wakes up."""
-    while True:
-        try:
-            return future.result(timeout=WAIT_POLL_SECONDS)
-        except TimeoutError:
-            continue
-
-
-class _Submitter:
-    """Submits the chunks, and so starts the workers, from a thread of its own that holds
-    SIGINT and SIGTERM blocked: the workers inherit the block, so a Ctrl-C to the process group
-    cannot kill one half-started (with a traceback of its own), while the main thread, which
-    handles the signals, never waits on a worker's start-up (the spawn pipe blocks until the
-    child has imported its modules: about half a second per worker). The thread lives as long
-    as the pool: the workers' parent-death signal fires when the thread that started them ends.
-    """
-
-    def __init__(self, pool: ProcessPoolExecutor, bounds: np.ndarray) -> None:
-        self._pool = pool
-        self._bounds = bounds
-        self._submitted: list[Future[tuple[int, np.ndarray]]] = []
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._released = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fairscan-pool", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        with _signals_blocked():
-            try:
-                for a, b in itertools.pairwise(self._bounds):
-                    if self._released.is_set():
-                        break
-                    self._submitted.append(self._pool.submit(_run_chunk, int(a), int(b)))
-            except BaseException as exc:  # the pool was torn down meanwhile, or is broken
-                self._error = exc
-            finally:
-                self._ready.set()
-            self._released.wait()
-
-    def futures(self) -> list[Future[tuple[int, np.ndarray]]]:
-        while not self._ready.wait(WAIT_POLL_SECONDS):
-            pass
-        if self._error is not None:
-            raise self._error
-        return self._submitted
-
-    def release(self) -> None:
-        self._released.set()
-        self._thread.join(timeout=1.0)
-
-
-@contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back from this thread (and the processes it starts) meanwhile."""
-    mask = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def _reraise_interrupt(exc: BaseException) -> None:
-    """An interrupt inside a numba call arrives as a SystemError wrapping it: raise the interrupt."""
+    """An interrupt wrapped by a library call (e.g. a SystemError around it): raise the interrupt."""
     interrupt = interrupt_of(exc)
     if interrupt is not None and interrupt is not exc:
         raise interrupt from None
-
-
-def _run_chunk(start: int, stop: int) -> tuple[int, np.ndarray]:
-    job = _WORKER["job"]
-    return start, np.array([job(r) for r in range(start, stop)], dtype=np.float64)
 
 
 def default_workers() -> int:
@@ -259,7 +173,7 @@ def run_replicates(
     if replicates == 0:
         return scores
     # Replicate 0 runs here: it warms the kernels and tells whether worker processes pay off
-    # (each costs about a second to start: interpreter, numpy, the JIT cache). Replicates are
+    # (each costs about a second to start: interpreter, numpy, the engine). Replicates are
     # addressed by index, so the results do not depend on where each one runs.
     started = time.perf_counter()
     try:
@@ -285,30 +199,10 @@ def run_replicates(
     n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
     n_chunks = min(replicates - 1, n_chunks)
     bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
-    # "spawn": the parent may hold polars/numba threads, which fork would copy in a bad state.
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(job, os.getpid()),
-    )
-    submitter = _Submitter(pool, bounds)
-    try:
-        for future in submitter.futures():
-            start, chunk = _result(future)
-            scores[start : start + len(chunk)] = chunk
-            if on_progress is not None:
-                on_progress(len(chunk))
-    except BaseException:
-        # Ctrl-C, SIGTERM or a failing replicate: stop the workers now, not after their chunks
-        _stop_pool(pool)
-        submitter.release()
-        _stop_pool(pool)  # a worker the submitter was still starting
-        raise
-    pool.shutdown(wait=True)
-    submitter.release()
-    pool.shutdown(wait=True)
+    # the process pool (multiprocessing, threads, signals) loads only when it pays off
+    from fairscan.engine.workers import run_chunks
+
+    run_chunks(job, scores, bounds, workers, on_progress)
     return scores
 
 
@@ -320,11 +214,13 @@ def null_scores(
     *,
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    draw: Draw = "binomial",
+    score: Score = BERNOULLI,
+    residuals: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Scores of ``replicates`` parametric Bernoulli null replicates of a plain MDSS scan."""
-    return run_replicates(
-        MdssReplicate(cells, settings, seed), replicates, workers=workers, on_progress=on_progress
-    )
+    """Scores of ``replicates`` parametric null replicates of a plain MDSS scan."""
+    job = MdssReplicate(cells, settings, seed, draw, score, residuals)
+    return run_replicates(job, replicates, workers=workers, on_progress=on_progress)
 
 
 def p_value(observed: float, scores: np.ndarray) -> tuple[float, int]:
@@ -357,8 +253,19 @@ def randomization_test(
     *,
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    draw: Draw = "binomial",
+    score: Score = BERNOULLI,
+    residuals: np.ndarray | None = None,
 ) -> NullResult:
     scores = null_scores(
-        cells, settings, seed, replicates, workers=workers, on_progress=on_progress
+        cells,
+        settings,
+        seed,
+        replicates,
+        workers=workers,
+        on_progress=on_progress,
+        draw=draw,
+        score=score,
+        residuals=residuals,
     )
     return summarize(observed_score, scores, alpha)

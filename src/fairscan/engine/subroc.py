@@ -51,13 +51,6 @@ TIE_TOLERANCE = 1e-12
 # --------------------------------------------------------------------------------------------
 
 
-def _max_threads() -> int:
-    """numba's thread-pool size (``set_num_threads`` accepts at most this)."""
-    import numba
-
-    return int(getattr(numba.config, "NUMBA_NUM_THREADS"))  # noqa: B009 - not in numba's stubs
-
-
 def _sorted_inputs(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     order = np.argsort(score, kind="stable")
     s = np.asarray(score, dtype=np.float64)[order]
@@ -211,8 +204,6 @@ def search(
     config: SearchConfig,
 ) -> SearchResult:
     """Exhaustive top-k' SubROC search on one data set (methods.md §6.3–6.5)."""
-    import numba
-
     if config.measure not in MEASURES:
         raise ValueError(f"unknown measure {config.measure!r}")
     mcode = MEASURES[config.measure]
@@ -240,8 +231,6 @@ def search(
     ga = config.generalization_aware
     k_prime = int(config.candidates)
     threads = max(1, int(config.workers))
-    old_threads = numba.get_num_threads()
-    numba.set_num_threads(min(threads, _max_threads()))
 
     # held top-k' (arrays, best first)
     top_score = np.empty(0)
@@ -258,150 +247,148 @@ def search(
 
     evaluated = valid_total = pruned_total = skipped_total = 0
     per_level: list[dict[str, int]] = []
-    try:
-        for level in range(1, config.max_length + 1):
-            if len(parents) == 0:
-                break
-            # candidate children: every parent x every selector on a later attribute
-            sel_ok = sel_attr[None, :] > parent_last[:, None]  # (n_parents, n_sel)
-            pi, si = np.nonzero(sel_ok)
-            children = np.concatenate(
-                [parent_sel[pi], si[:, None].astype(np.int32)], axis=1
-            )  # ascending ids since attributes increase
-            # Apriori: every (level-1)-subset must be live
-            keep = np.ones(len(children), dtype=bool)
-            gen = np.zeros(len(children))
-            if level == 1:
-                gen[:] = 0.0  # the only generalisation is the empty pattern (phi' = 0)
+    for level in range(1, config.max_length + 1):
+        if len(parents) == 0:
+            break
+        # candidate children: every parent x every selector on a later attribute
+        sel_ok = sel_attr[None, :] > parent_last[:, None]  # (n_parents, n_sel)
+        pi, si = np.nonzero(sel_ok)
+        children = np.concatenate(
+            [parent_sel[pi], si[:, None].astype(np.int32)], axis=1
+        )  # ascending ids since attributes increase
+        # Apriori: every (level-1)-subset must be live
+        keep = np.ones(len(children), dtype=bool)
+        gen = np.zeros(len(children))
+        if level == 1:
+            gen[:] = 0.0  # the only generalisation is the empty pattern (phi' = 0)
+        else:
+            for drop in range(level):
+                sub = np.delete(children, drop, axis=1)
+                sk = _keys(sub, base)
+                idx = np.searchsorted(prev_keys, sk)
+                idx_c = np.minimum(idx, len(prev_keys) - 1)
+                found = (idx < len(prev_keys)) & (prev_keys[idx_c] == sk)
+                live = found & prev_live[idx_c]
+                keep &= live
+                gen = np.maximum(gen, np.where(found, prev_g[idx_c], -np.inf))
+        generated = len(children)
+        skipped_total += int((~keep).sum())
+        pi, si, children, gen = pi[keep], si[keep], children[keep], gen[keep]
+        if len(children) == 0:
+            per_level.append({"level": level, "generated": generated, "evaluated": 0})
+            break
+        # tasks: distinct (parent, attribute) pairs
+        ca = sel_attr[si]
+        pair = pi.astype(np.int64) * m + ca
+        upair, _first = np.unique(pair, return_index=True)
+        t_parent = (upair // m).astype(np.int64)
+        t_attr = (upair % m).astype(np.int32)
+        t_size = card[t_attr].astype(np.int64)
+        t_out = np.zeros(len(upair), dtype=np.int64)
+        t_out[1:] = np.cumsum(t_size)[:-1]
+        n_out = int(t_size.sum())
+        task_ptr = np.searchsorted(t_parent, np.arange(len(parents) + 1)).astype(np.int64)
+        n_chunks = max(1, min(len(parents), threads * 8))
+        pos, neg, u2, nb, nt, area = evaluate_children(
+            parents,
+            bits,
+            task_ptr,
+            t_attr,
+            t_out,
+            n_out,
+            codes_t,
+            card,
+            ys,
+            grp,
+            mcode == MEASURE_PR,
+            n_chunks,
+            threads=threads,
+        )
+        slot = t_out[np.searchsorted(upair, pair)] + (si - offsets[ca])
+        pos, neg, u2, nb, nt, area = (a[slot] for a in (pos, neg, u2, nb, nt, area))
+        size = pos + neg
+        evaluated += len(children)
+        has_class = (pos > 0) & (neg > 0) if mcode == MEASURE_ROC else pos > 0
+        valid = (size >= config.min_cover) & has_class
+        # measure, relative score, optimistic estimate of the raw relative score
+        with np.errstate(divide="ignore", invalid="ignore"):
+            above = neg - nb - nt
+            if mcode == MEASURE_ROC:
+                value = u2 / (2.0 * pos * neg)
+                relative = overall - value
+                oe_raw = overall - _bound("roc_auc", above, nt)
+            elif mcode == MEASURE_PR:
+                value = area
+                relative = overall - value
+                oe_raw = overall - _bound("pr_auc", above, nt)
             else:
-                for drop in range(level):
-                    sub = np.delete(children, drop, axis=1)
-                    sk = _keys(sub, base)
-                    idx = np.searchsorted(prev_keys, sk)
-                    idx_c = np.minimum(idx, len(prev_keys) - 1)
-                    found = (idx < len(prev_keys)) & (prev_keys[idx_c] == sk)
-                    live = found & prev_live[idx_c]
-                    keep &= live
-                    gen = np.maximum(gen, np.where(found, prev_g[idx_c], -np.inf))
-            generated = len(children)
-            skipped_total += int((~keep).sum())
-            pi, si, children, gen = pi[keep], si[keep], children[keep], gen[keep]
-            if len(children) == 0:
-                per_level.append({"level": level, "generated": generated, "evaluated": 0})
-                break
-            # tasks: distinct (parent, attribute) pairs
-            ca = sel_attr[si]
-            pair = pi.astype(np.int64) * m + ca
-            upair, _first = np.unique(pair, return_index=True)
-            t_parent = (upair // m).astype(np.int64)
-            t_attr = (upair % m).astype(np.int32)
-            t_size = card[t_attr].astype(np.int64)
-            t_out = np.zeros(len(upair), dtype=np.int64)
-            t_out[1:] = np.cumsum(t_size)[:-1]
-            n_out = int(t_size.sum())
-            task_ptr = np.searchsorted(t_parent, np.arange(len(parents) + 1)).astype(np.int64)
-            n_chunks = max(1, min(len(parents), threads * 8))
-            pos, neg, u2, nb, nt, area = evaluate_children(
-                parents,
-                bits,
-                task_ptr,
-                t_attr,
-                t_out,
-                n_out,
-                codes_t,
-                card,
-                ys,
-                grp,
-                mcode == MEASURE_PR,
-                n_chunks,
-            )
-            slot = t_out[np.searchsorted(upair, pair)] + (si - offsets[ca])
-            pos, neg, u2, nb, nt, area = (a[slot] for a in (pos, neg, u2, nb, nt, area))
-            size = pos + neg
-            evaluated += len(children)
-            has_class = (pos > 0) & (neg > 0) if mcode == MEASURE_ROC else pos > 0
-            valid = (size >= config.min_cover) & has_class
-            # measure, relative score, optimistic estimate of the raw relative score
-            with np.errstate(divide="ignore", invalid="ignore"):
-                above = neg - nb - nt
-                if mcode == MEASURE_ROC:
-                    value = u2 / (2.0 * pos * neg)
-                    relative = overall - value
-                    oe_raw = overall - _bound("roc_auc", above, nt)
-                elif mcode == MEASURE_PR:
-                    value = area
-                    relative = overall - value
-                    oe_raw = overall - _bound("pr_auc", above, nt)
-                else:
-                    value = neg - u2 / (2.0 * pos)
-                    relative = value - overall
-                    oe_raw = _bound("ranking_loss", above, nt) - overall
-            w = weight(size, pos, neg, alpha_s, beta)
-            weighted = w * relative
-            bw = weight_bound(size, pos, neg, alpha_s, beta)
-            oe = bw * np.maximum(oe_raw, 0.0)
-            g = np.maximum(gen, weighted)
-            if ga:
-                ranking = weighted - gen
-                oe_used = oe - g
-            else:
-                ranking = weighted
-                oe_used = oe
-            keys = _keys(children, base)
-            v_idx = np.flatnonzero(valid)
-            valid_total += len(v_idx)
-            # update the held top-k': candidates are the valid patterns with a positive score
-            c_idx = v_idx[ranking[v_idx] > 0]
-            all_score = np.concatenate([top_score, ranking[c_idx]])
-            all_key = np.concatenate([top_key, keys[c_idx]])
-            best = np.lexsort((all_key, -all_score))[:k_prime]
-            top_score, top_key = all_score[best], all_key[best]
-            top_rows.append(
-                {
-                    "key": keys[c_idx],
-                    "children": children[c_idx],
-                    "score": ranking[c_idx],
-                    "weighted": weighted[c_idx],
-                    "relative": relative[c_idx],
-                    "value": value[c_idx],
-                    "size": size[c_idx],
-                    "pos": pos[c_idx],
-                    "neg": neg[c_idx],
-                    "oe": oe_used[c_idx],
-                }
-            )
-            # live patterns for the next level: those with a specialisation that can still
-            # enter the top-k' (score > 0, and >= the k'-th score once k' candidates are held)
-            live = valid.copy()
-            if config.prune:
-                theta = float(top_score[-1]) if len(top_score) >= k_prime else 0.0
-                slack = PRUNE_SLACK * max(1.0, abs(theta))
-                raw_slack = PRUNE_SLACK * max(1.0, abs(overall))
-                cut = valid & ((oe_used < theta - slack) | (oe_raw < -raw_slack) | (bw == 0))
-                if level < config.max_length:
-                    pruned_total += int(cut.sum())
-                live &= ~cut
-            per_level.append(
-                {
-                    "level": level,
-                    "generated": generated,
-                    "evaluated": len(children),
-                    "valid": len(v_idx),
-                    "live": int(live.sum()),
-                }
-            )
-            order_k = np.argsort(keys[v_idx], kind="stable")
-            prev_keys = keys[v_idx][order_k]
-            prev_live = live[v_idx][order_k]
-            prev_g = g[v_idx][order_k]
-            nxt = v_idx[live[v_idx]]
-            if level == config.max_length:
-                break
-            parent_sel = children[nxt]
-            parents = np.ascontiguousarray(parent_sel.astype(np.int32))
-            parent_last = sel_attr[children[nxt, -1]]
-    finally:
-        numba.set_num_threads(old_threads)
+                value = neg - u2 / (2.0 * pos)
+                relative = value - overall
+                oe_raw = _bound("ranking_loss", above, nt) - overall
+        w = weight(size, pos, neg, alpha_s, beta)
+        weighted = w * relative
+        bw = weight_bound(size, pos, neg, alpha_s, beta)
+        oe = bw * np.maximum(oe_raw, 0.0)
+        g = np.maximum(gen, weighted)
+        if ga:
+            ranking = weighted - gen
+            oe_used = oe - g
+        else:
+            ranking = weighted
+            oe_used = oe
+        keys = _keys(children, base)
+        v_idx = np.flatnonzero(valid)
+        valid_total += len(v_idx)
+        # update the held top-k': candidates are the valid patterns with a positive score
+        c_idx = v_idx[ranking[v_idx] > 0]
+        all_score = np.concatenate([top_score, ranking[c_idx]])
+        all_key = np.concatenate([top_key, keys[c_idx]])
+        best = np.lexsort((all_key, -all_score))[:k_prime]
+        top_score, top_key = all_score[best], all_key[best]
+        top_rows.append(
+            {
+                "key": keys[c_idx],
+                "children": children[c_idx],
+                "score": ranking[c_idx],
+                "weighted": weighted[c_idx],
+                "relative": relative[c_idx],
+                "value": value[c_idx],
+                "size": size[c_idx],
+                "pos": pos[c_idx],
+                "neg": neg[c_idx],
+                "oe": oe_used[c_idx],
+            }
+        )
+        # live patterns for the next level: those with a specialisation that can still
+        # enter the top-k' (score > 0, and >= the k'-th score once k' candidates are held)
+        live = valid.copy()
+        if config.prune:
+            theta = float(top_score[-1]) if len(top_score) >= k_prime else 0.0
+            slack = PRUNE_SLACK * max(1.0, abs(theta))
+            raw_slack = PRUNE_SLACK * max(1.0, abs(overall))
+            cut = valid & ((oe_used < theta - slack) | (oe_raw < -raw_slack) | (bw == 0))
+            if level < config.max_length:
+                pruned_total += int(cut.sum())
+            live &= ~cut
+        per_level.append(
+            {
+                "level": level,
+                "generated": generated,
+                "evaluated": len(children),
+                "valid": len(v_idx),
+                "live": int(live.sum()),
+            }
+        )
+        order_k = np.argsort(keys[v_idx], kind="stable")
+        prev_keys = keys[v_idx][order_k]
+        prev_live = live[v_idx][order_k]
+        prev_g = g[v_idx][order_k]
+        nxt = v_idx[live[v_idx]]
+        if level == config.max_length:
+            break
+        parent_sel = children[nxt]
+        parents = np.ascontiguousarray(parent_sel.astype(np.int32))
+        parent_last = sel_attr[children[nxt, -1]]
 
     patterns: list[Pattern] = []
     if top_rows:
@@ -487,8 +474,6 @@ def significance(
     workers: int = 1,
 ) -> SignificanceResult:
     """Random-subset test of each pattern on the validation set, with cached null draws."""
-    import numba
-
     mcode = MEASURES[measure_name]
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     codes_sorted = np.asarray(codes)[order]
@@ -500,32 +485,28 @@ def significance(
     cache: dict[tuple[int, int], np.ndarray] = {}
     tests: list[PatternTest] = []
     cov = covers(codes_sorted, patterns)
-    old_threads = numba.get_num_threads()
-    numba.set_num_threads(min(max(1, workers), _max_threads()))
-    try:
-        for i in range(len(patterns)):
-            rows = np.flatnonzero(cov[i]).astype(np.int64)
-            p_c = int(ys[rows].sum())
-            n_c = len(rows) - p_c
-            value = float(measure_sorted(rows, ys, grp, mcode)) if len(rows) else float("nan")
-            stat = sign * (overall - value)
-            if not np.isfinite(stat) or subsets == 0:
-                tests.append(PatternTest(value, float("nan"), len(rows), p_c, n_c, 0, 1.0))
-                continue
-            pair = (p_c, n_c)
-            if pair not in cache:
-                rng = np.random.Generator(np.random.PCG64(_pair_seed(seed, p_c, n_c)))
-                up = rng.random((subsets, p_c))
-                un = rng.random((subsets, n_c))
-                null_values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode)
-                cache[pair] = sign * (overall - null_values)
-            null = cache[pair]
-            threshold = stat - TIE_TOLERANCE * max(1.0, abs(stat))
-            exceed = int(np.count_nonzero(null >= threshold))
-            p = exceed / subsets if paper_pvalue else (1 + exceed) / (1 + subsets)
-            tests.append(PatternTest(value, float(stat), len(rows), p_c, n_c, exceed, p))
-    finally:
-        numba.set_num_threads(old_threads)
+    threads = max(1, workers)
+    for i in range(len(patterns)):
+        rows = np.flatnonzero(cov[i]).astype(np.int64)
+        p_c = int(ys[rows].sum())
+        n_c = len(rows) - p_c
+        value = float(measure_sorted(rows, ys, grp, mcode)) if len(rows) else float("nan")
+        stat = sign * (overall - value)
+        if not np.isfinite(stat) or subsets == 0:
+            tests.append(PatternTest(value, float("nan"), len(rows), p_c, n_c, 0, 1.0))
+            continue
+        pair = (p_c, n_c)
+        if pair not in cache:
+            rng = np.random.Generator(np.random.PCG64(_pair_seed(seed, p_c, n_c)))
+            up = rng.random((subsets, p_c))
+            un = rng.random((subsets, n_c))
+            null_values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=threads)
+            cache[pair] = sign * (overall - null_values)
+        null = cache[pair]
+        threshold = stat - TIE_TOLERANCE * max(1.0, abs(stat))
+        exceed = int(np.count_nonzero(null >= threshold))
+        p = exceed / subsets if paper_pvalue else (1 + exceed) / (1 + subsets)
+        tests.append(PatternTest(value, float(stat), len(rows), p_c, n_c, exceed, p))
     adjusted = adjust_p_values(np.array([t.p_value for t in tests]), correction)
     return SignificanceResult(
         overall=overall, tests=tests, adjusted=adjusted, null_pairs=len(cache)

@@ -450,9 +450,14 @@ def _scan_html(scan: ScanResult, hooks: RenderHooks | None) -> str:
         return "".join(parts)
     if scan.population is not None:
         pop = scan.population
+        # a rate (binary outcomes); scans of means (continuous, counts) leave it None
+        rate = (
+            ""
+            if pop.observed_rate is None
+            else f"; {escape(pop.observed_label)}: {escape(percent(pop.observed_rate, 1))}"
+        )
         parts.append(
-            f"<p>Scanned population: {escape(pop.description)}, {pop.size} rows; "
-            f"{escape(pop.observed_label)}: {escape(percent(pop.observed_rate, 1))}.</p>"
+            f"<p>Scanned population: {escape(pop.description)}, {pop.size} rows{rate}.</p>"
         )
     if scan.findings:
         noun = "finding" if len(scan.findings) == 1 else "findings"

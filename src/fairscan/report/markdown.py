@@ -124,11 +124,13 @@ def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
         return [*lines, "```", scan.error, "```", ""]
     if scan.population is not None:
         pop = scan.population
-        lines += [
-            f"Scanned population: {pop.description}, {pop.size} rows; "
-            f"{pop.observed_label}: {percent(pop.observed_rate, 1)}.",
-            "",
-        ]
+        # a rate (binary outcomes); scans of means (continuous, counts) leave it None
+        rate = (
+            ""
+            if pop.observed_rate is None
+            else f"; {pop.observed_label}: {percent(pop.observed_rate, 1)}"
+        )
+        lines += [f"Scanned population: {pop.description}, {pop.size} rows{rate}.", ""]
     if scan.findings:
         noun = "finding" if len(scan.findings) == 1 else "findings"
         lines += [f"{len(scan.findings)} {noun}, {scan.significant_count()} significant.", ""]

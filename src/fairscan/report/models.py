@@ -32,7 +32,7 @@ ScanStatus = Literal[
 
 
 class ReportModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Statistic(ReportModel):

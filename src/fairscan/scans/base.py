@@ -32,22 +32,27 @@ from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
-    from fairscan.report.models import ScanResult
+    from fairscan.report.models import Finding, ScanResult
 
-# outcome: the binary outcome; probability: the prediction used as a probability in [0, 1];
-# score: the prediction as any real number; recommendation: the binary decision (a column,
-# or the prediction against a threshold).
-Role = Literal["outcome", "probability", "score", "recommendation"]
-ROLES: tuple[Role, ...] = ("outcome", "probability", "score", "recommendation")
+# outcome: the binary outcome (or the scan's `outcome_type`); probability: the prediction used
+# as a probability in [0, 1]; score: the prediction as any real number; recommendation: the
+# binary decision (a column, or the prediction against a threshold); expectation: the
+# prediction as the expected outcome if one is given (a probability for binary outcomes, a mean
+# otherwise), else none: the scan then expects the outcome's overall mean.
+Role = Literal["outcome", "probability", "score", "recommendation", "expectation"]
+ROLES: tuple[Role, ...] = ("outcome", "probability", "score", "recommendation", "expectation")
 
 
 @dataclass(frozen=True)
 class RoleArrays:
     """One scan's role columns, resolved from ``columns`` and the scan's own overrides."""
 
-    outcome: np.ndarray | None = None  # (n,) int8 in {0, 1}
+    # (n,) int8 in {0, 1}; float64 for continuous/count/ordinal, strings for nominal outcomes
+    outcome: np.ndarray | None = None
     prediction: np.ndarray | None = None  # (n,) float64 (a probability where the scan needs one)
     recommendation: np.ndarray | None = None  # (n,) int8 in {0, 1}
+    # nominal outcomes: class label -> (n,) float64 predicted probability of that class
+    classes: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 _ROLE_FIX = {
@@ -115,7 +120,7 @@ Runner = Callable[[Any, ScanContext], "ScanResult"]
 
 def lazy_runner(module: str, name: str) -> Runner:
     """A runner imported on its first call, so listing the registry (``audit validate``,
-    ``audit explain``, start-up) never imports numba, scipy or scikit-learn."""
+    ``audit explain``, start-up) never imports the compiled kernels, scipy or scikit-learn."""
 
     def run(spec: Any, ctx: ScanContext) -> ScanResult:
         runner: Runner = getattr(importlib.import_module(module), name)
@@ -127,14 +132,49 @@ def lazy_runner(module: str, name: str) -> Runner:
 
 def lazy_exports(module: str, names: Iterable[str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` re-exporting ``names`` of ``module`` on first access."""
-    wanted = frozenset(names)
+    return lazy_exports_of({module: names})
+
+
+def lazy_exports_of(sources: dict[str, Iterable[str]]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` re-exporting names of several modules (module -> its names),
+    each imported on first access."""
+    where = {name: module for module, names in sources.items() for name in names}
 
     def getattr_(name: str) -> Any:
-        if name not in wanted:
+        if name not in where:
             raise AttributeError(f"module has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(where[name]), name)
 
     return getattr_
+
+
+def lazy_hooks(module: str, name: str) -> RenderHooks:
+    """Render hooks imported when a report of the type is first drawn, so that start-up never
+    loads a scan type's detail models and renderers (a hook that type lacks renders nothing)."""
+
+    def hooks() -> RenderHooks:
+        loaded: RenderHooks = getattr(importlib.import_module(module), name)
+        return loaded
+
+    def markdown(scan: ScanResult) -> list[str]:
+        hook = hooks().markdown
+        return hook(scan) if hook is not None else []
+
+    def html(scan: ScanResult) -> str:
+        hook = hooks().html
+        return hook(scan) if hook is not None else ""
+
+    def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
+        hook = hooks().finding_markdown
+        return hook(scan, finding) if hook is not None else []
+
+    def finding_html(scan: ScanResult, finding: Finding) -> str:
+        hook = hooks().finding_html
+        return hook(scan, finding) if hook is not None else ""
+
+    return RenderHooks(
+        markdown=markdown, html=html, finding_markdown=finding_markdown, finding_html=finding_html
+    )
 
 
 # spec-level checks without data: (scan spec, the whole audit spec) -> issues whose `field` is

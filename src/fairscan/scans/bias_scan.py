@@ -5,12 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from fairscan.report.hooks import RenderHooks
-from fairscan.scans.base import ScanContext, ScanType
+from fairscan.scans.base import Role, ScanContext, ScanType
 from fairscan.scans.mdss_render import finding_markdown
-from fairscan.spec.base import MdssScanSpecBase, StrictModel
+from fairscan.spec.base import (
+    ALPHA_DOC,
+    MdssScanSpecBase,
+    StrictModel,
+    rule_error,
+    score_rule_errors,
+)
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
@@ -30,30 +36,146 @@ class CriticalValue(StrictModel):
     )
 
 
+OutcomeType = Literal["binary", "continuous", "count", "ordinal", "nominal"]
+BiasScore = Literal["bernoulli", "berk_jones", "gaussian", "poisson"]
+
+# The scores each outcome type admits (the first is the one a mismatch error suggests).
+SCORES_FOR: dict[str, tuple[str, ...]] = {
+    "binary": ("bernoulli", "berk_jones"),
+    "nominal": ("bernoulli",),
+    "continuous": ("gaussian",),
+    "count": ("poisson",),
+    "ordinal": ("poisson",),
+}
+
+
 class BiasScanSpec(MdssScanSpecBase):
     type: Literal["bias_scan"] = Field(
-        description="Calibration scan: observed outcome vs predicted probability."
+        description="Calibration scan: observed outcome vs predicted probability (or mean)."
     )
     direction: Literal["negative", "positive"] = Field(
         default="negative",
         description=(
-            "negative = predictions too high (observed outcomes below predicted, q < 1); "
-            "positive = predictions too low (observed above predicted, q > 1)."
+            "negative = predictions too high (observed outcomes below predicted, q < 1 or "
+            "mean shift < 0); positive = predictions too low (observed above predicted)."
+        ),
+    )
+    outcome_type: OutcomeType = Field(
+        default="binary",
+        description=(
+            "What the outcome column holds: binary (0/1, the default), continuous (any real "
+            "number; score gaussian), count (non-negative integers; score poisson), ordinal "
+            "(ordered codes 0, 1, 2, ... or the labels of `levels`; score poisson on the codes), "
+            "nominal (class labels; one scan per class against class_probabilities)."
+        ),
+    )
+    score: BiasScore = Field(
+        default="bernoulli",
+        description=(
+            "bernoulli (binary and nominal outcomes, the default), berk_jones (binary: the "
+            "outcome rate against the level `alpha`), gaussian (continuous: mean shift of the "
+            "residuals outcome - prediction), poisson (count, ordinal: rate multiplier of the "
+            "expected counts)."
+        ),
+    )
+    alpha: float | list[float] | None = Field(default=None, description=ALPHA_DOC)
+    variance_column: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "score gaussian: a column of per-row residual variances sigma_i^2 (> 0). Default: "
+            "one pooled variance, the sample variance (ddof 1) of the residuals outcome - "
+            "prediction (an error when they are all equal)."
+        ),
+    )
+    class_probabilities: dict[str | int, str] | None = Field(
+        default=None,
+        min_length=2,
+        description=(
+            "outcome_type nominal: class label -> column of its predicted probability (the "
+            "columns of a row sum to 1). Default: each class's base rate in the data."
+        ),
+    )
+    levels: list[str | int] | None = Field(
+        default=None,
+        min_length=2,
+        description=(
+            "outcome_type ordinal: the outcome's labels from lowest to highest (coded 0, 1, "
+            "...). Default: the outcome holds the codes themselves (non-negative integers)."
         ),
     )
 
+    @model_validator(mode="after")
+    def _type_rules(self) -> BiasScanSpec:
+        allowed = SCORES_FOR[self.outcome_type]
+        if self.score not in allowed:
+            raise rule_error(
+                f"score {self.score} does not fit outcome_type {self.outcome_type} "
+                f"(it takes {' or '.join(allowed)})",
+                "score",
+                hint=f"use score: {allowed[0]}, or set outcome_type to what the outcome holds",
+            )
+        score_rule_errors(self.score, self.alpha)
+        for key, needed, what in (
+            ("variance_column", self.score == "gaussian", "score gaussian"),
+            ("class_probabilities", self.outcome_type == "nominal", "outcome_type nominal"),
+            ("levels", self.outcome_type == "ordinal", "outcome_type ordinal"),
+            ("positive", self.outcome_type == "binary", "outcome_type binary"),
+        ):
+            if getattr(self, key) is not None and not needed:
+                raise rule_error(f"`{key}` is only used with {what}", key)
+        if self.outcome_type == "nominal" and self.prediction is not None:
+            raise rule_error(
+                "a nominal outcome has one predicted probability per class, not one prediction",
+                "prediction",
+                hint="name the columns in class_probabilities: {A: p_A, B: p_B, ...}",
+            )
+        if self.levels is not None and len(set(map(str, self.levels))) != len(self.levels):
+            raise rule_error("`levels` repeats a label", "levels")
+        return self
+
+    def alpha_grid(self) -> tuple[float, ...]:
+        if self.alpha is None:
+            return ()
+        return tuple(self.alpha) if isinstance(self.alpha, list) else (self.alpha,)
+
+
+def needs(spec: BiasScanSpec) -> tuple[Role, ...]:
+    """The outcome and its expectation: the prediction (a probability for a binary outcome),
+    or, when no prediction is given, the outcome's overall mean (AIF360's default); nominal
+    outcomes read their class probability columns instead."""
+    if spec.outcome_type == "nominal":
+        return ("outcome",)
+    return ("outcome", "expectation")
+
+
+def extra_columns(spec: BiasScanSpec) -> dict[str, str]:
+    return {spec.variance_column: "variance_column"} if spec.variance_column else {}
+
 
 def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    if spec.outcome_type != "binary" or spec.score != "bernoulli":
+        from fairscan.scans.bias_scores import run_scored_bias_scan
+
+        return run_scored_bias_scan(spec, ctx)
+    return run_calibration_scan(spec, ctx)
+
+
+def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    """The classic Bias Scan: binary outcome, Bernoulli score on the predicted probabilities."""
     from fairscan.engine.critical import critical_value
     from fairscan.engine.mdss import SubgroupScore, direction_code
     from fairscan.report.text import percent
+    from fairscan.scans.bias_scores import expectations
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
     from fairscan.scans.roles import outcome_text
 
     data = ctx.data
     outcome = ctx.role_names.get("outcome", "outcome")
     event = outcome_text(ctx.role_names, 1)
-    prediction = ctx.role_names.get("prediction", "prediction")
+    # no prediction: every row is expected at the outcome's overall rate (AIF360's default)
+    expected, expectation_note = expectations(spec, ctx)
+    prediction = ctx.role_names.get("prediction", f"the overall rate of {event}")
     rows = np.ones(data.n_rows, dtype=bool)
     verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
 
@@ -77,7 +199,7 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         MdssInputs(
             rows=rows,
             observed=ctx.outcome.astype(np.float64),
-            expected=ctx.prediction,
+            expected=expected,
             direction=direction_code(spec.direction),
             population=f"all rows ({outcome} vs predicted probability {prediction})",
             observed_label=event,
@@ -86,7 +208,7 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             reference_name=f"mean predicted probability ({prediction}) in the subgroup",
             describe=describe,
         ),
-        parameters={},
+        parameters={} if expectation_note is None else {"expectation": expectation_note},
     )
     # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
     profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
@@ -124,12 +246,20 @@ BIAS_SCAN = ScanType(
     type="bias_scan",
     spec_model=BiasScanSpec,
     runner=run_bias_scan,
-    needs=("outcome", "probability"),
+    needs=needs,
+    needs_doc=(
+        "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
+        "binary outcome, else the expected value; optional: the outcome's overall mean when "
+        "omitted, AIF360's default); nominal outcomes: class_probabilities"
+    ),
+    extra_columns=extra_columns,
     title="Bias Scan",
     render=RenderHooks(markdown=critical_value_markdown, finding_markdown=finding_markdown),
     summary=(
         "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
-        "(over-estimated risk for direction negative, under-estimated for positive). "
+        "(over-estimated risk for direction negative, under-estimated for positive); with "
+        "outcome_type/score also regression (Gaussian mean shift), count and ordinal (Poisson) "
+        "and multi-class (one-vs-all per class) models. "
         "Null hypothesis: the predicted probabilities are correct for every row."
     ),
 )

@@ -8,6 +8,7 @@ KL closed form and the search runs on cell counts alone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -15,19 +16,19 @@ from pydantic import Field
 
 from fairscan.scans.base import ScanContext, ScanType
 from fairscan.scans.mdss_render import MDSS_HOOKS
-from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase
+from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, ScoreOptions
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
 
 
-class FprScanSpec(DecisionOverrides, MdssScanSpecBase):
+class FprScanSpec(DecisionOverrides, ScoreOptions, MdssScanSpecBase):
     type: Literal["fpr_scan"] = Field(
         description="False-positive-rate scan among true negatives (y = 0)."
     )
 
 
-class TprScanSpec(DecisionOverrides, MdssScanSpecBase):
+class TprScanSpec(DecisionOverrides, ScoreOptions, MdssScanSpecBase):
     type: Literal["tpr_scan"] = Field(
         description="True-positive-rate scan among true positives (y = 1)."
     )
@@ -38,6 +39,7 @@ def run_error_rate_scan(
 ) -> ScanResult:
     """Scan the rows with outcome == ``outcome_class`` for excess positive recommendations."""
     from fairscan.engine.mdss import SubgroupScore
+    from fairscan.engine.scores import berk_jones
     from fairscan.report.text import percent
     from fairscan.scans.mdss_runner import MdssInputs, run_mdss
     from fairscan.scans.roles import outcome_text
@@ -53,6 +55,8 @@ def run_error_rate_scan(
     if " " not in recommendation:
         flagged = f"recommended positive ({recommendation} = 1)"
 
+    berk_jones_grid = spec.alpha_grid() if spec.score == "berk_jones" else ()
+
     def describe(
         who: str,
         best: SubgroupScore,
@@ -65,29 +69,36 @@ def run_error_rate_scan(
             if outside_rate is not None
             else "no other rows"
         )
+        level = (
+            f"; Berk-Jones score against the level alpha = {expected_rate:g}"
+            if berk_jones_grid
+            else ""
+        )
         return (
             f"Among {population}, the {round(best.size)} rows with {who} are {flagged} "
             f"{percent(observed_rate)} of the time ({rate_name}), vs {outside} and "
-            f"{percent(overall)} overall (odds multiplier q = {best.q:.2f})."
+            f"{percent(overall)} overall (odds multiplier q = {best.q:.2f}{level})."
         )
 
-    result = run_mdss(
-        spec,
-        ctx,
-        MdssInputs(
-            rows=rows,
-            observed=observed,
-            expected=np.full(observed.shape[0], overall),
-            direction=1,
-            population=population,
-            observed_label=flagged,
-            metric=rate_name,
-            reference="outside",
-            reference_name=f"the other {kind}",
-            describe=describe,
-        ),
-        parameters={"direction": "positive", f"overall_{rate_name.replace(' ', '_')}": overall},
+    inputs = MdssInputs(
+        rows=rows,
+        observed=observed,
+        expected=np.full(observed.shape[0], overall),
+        direction=1,
+        population=population,
+        observed_label=flagged,
+        metric=rate_name,
+        reference="outside",
+        reference_name=f"the other {kind}",
+        describe=describe,
     )
+    if berk_jones_grid:  # the null still flags every row with the overall rate
+        inputs = replace(inputs, score=berk_jones(berk_jones_grid), score_name="berk_jones")
+    parameters: dict[str, object] = {
+        "direction": "positive",
+        f"overall_{rate_name.replace(' ', '_')}": overall,
+    }
+    result = run_mdss(spec, ctx, inputs, parameters)
     if overall in (0.0, 1.0):
         result.warnings.append(
             f"every one of the {kind} has {recommendation} = {int(overall)}: the {rate_name} "

@@ -1,10 +1,12 @@
 """The finding detail of the subset scans and its render hook (shared by fpr/tpr/bias/ijdi/cbs).
 
 Kept apart from :mod:`fairscan.scans.mdss_runner` so that the registry, which needs the hooks,
-does not import the numba kernels at start-up.
+does not import the compiled kernels at start-up.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,15 +18,29 @@ from fairscan.report.text import fmt_p
 class MdssFindingDetail(BaseModel):
     """``findings[].detail`` of the subset scans: the search's own figures."""
 
-    model_config = ConfigDict(extra="allow")  # IJDI and CBS add their own blocks
+    model_config = ConfigDict(extra="allow", defer_build=True)  # IJDI and CBS add blocks
 
     score: float  # penalised objective J(S) = F(S) - penalty * c(S)
     llr: float  # unpenalised log-likelihood ratio F(S)
     penalty_cost: float  # penalty * c(S)
-    q: float  # direction-constrained MLE of the odds multiplier in the subgroup
-    observed_count: float  # sum of the observed indicator inside
+    # direction-constrained MLE of the odds (Poisson: rate) multiplier in the subgroup; null for
+    # the Gaussian score, whose parameter is the mean shift (the `mean_shift` extra)
+    q: float | None
+    observed_count: float  # sum of the observed indicator (outcome) inside
     expected_count: float  # sum of the expectations inside
     null_quantile: float | None  # (1 - alpha) quantile of the null maxima; null when untested
+
+
+def _parameter_text(d: dict[str, Any]) -> str:
+    """The fitted parameter in words, by scoring function (Bernoulli when not stated)."""
+    score = d.get("score_function", "bernoulli")
+    if score == "gaussian":
+        return f"mean shift {float(d['mean_shift']):+.4g}"
+    if score == "poisson":
+        return f"rate multiplier q = {float(d['q']):.3f}"
+    if score == "berk_jones":
+        return f"Berk-Jones level alpha = {float(d['alpha']):g}, odds multiplier q = {float(d['q']):.3f}"
+    return f"odds multiplier q = {float(d['q']):.3f}"
 
 
 def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
@@ -32,11 +48,18 @@ def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
     d = finding.detail
     if "llr" not in d:
         return []
+    binary = d.get("score_function", "bernoulli") in ("bernoulli", "berk_jones")
+    totals = (
+        f"{d['observed_count']:g} observed vs {d['expected_count']:.1f} expected events inside"
+        if binary
+        else f"outcome total {d['observed_count']:.6g} observed vs {d['expected_count']:.6g} "
+        "expected inside"
+    )
+    klass = f"class {d['class']}: " if "class" in d else ""
     return [
-        f"Search figures: odds multiplier q = {d['q']:.3f}; log-likelihood ratio {d['llr']:.2f}, "
+        f"Search figures: {klass}{_parameter_text(d)}; log-likelihood ratio {d['llr']:.2f}, "
         f"minus a complexity penalty of {d['penalty_cost']:.2f}, gives the score "
-        f"{d['score']:.2f}; {d['observed_count']:g} observed vs {d['expected_count']:.1f} expected "
-        f"events inside (p = {fmt_p(finding.p_value)}).",
+        f"{d['score']:.2f}; {totals} (p = {fmt_p(finding.p_value)}).",
         "",
     ]
 

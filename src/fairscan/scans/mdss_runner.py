@@ -4,26 +4,36 @@ The scan modules only decide which rows are scanned, what is observed and what i
 (and how to phrase it); everything else is here so all MDSS scans behave the same. The finding
 helpers (:func:`subgroup_labels`, :func:`mdss_finding`, :func:`null_distribution`) are shared
 with the IJDI-Scan and the CBS; the finding detail and its render hook live in
-:mod:`fairscan.scans.mdss_render` (no numba import: the registry loads it at start-up).
+:mod:`fairscan.scans.mdss_render` (no kernel import: the registry loads it at start-up).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from fairscan.data.table import EncodedAttribute
-from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, search
+from fairscan.engine import kernels
+from fairscan.engine.cells import Cells, compress
+from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material
 from fairscan.engine.randomization import (
     NullResult,
     NullSettings,
     child_seed,
     randomization_test,
     search_seed,
+)
+from fairscan.engine.scores import (
+    BERNOULLI,
+    Draw,
+    Score,
+    ScoredSubgroup,
+    best_subgroup,
+    pooled_means,
 )
 from fairscan.report.models import (
     Effect,
@@ -59,6 +69,15 @@ class MdssInputs:
     reference_name: str  # e.g. "the other true negatives"
     # (subgroup label, best, observed rate, expected rate, outside rate) -> one sentence
     describe: Describe
+    score: Score = BERNOULLI  # the scoring function (engine.scores)
+    draw: Draw = "binomial"  # how null replicates redraw the cells' observed sums
+    score_name: str = "bernoulli"  # the spec's name of the score, for the report
+    clip: bool = True  # clip expectations to [1e-6, 1 - 1e-6] (probabilities only)
+    # per-row cell weights (Gaussian with per-row variances: 1 / sigma_i^2); default 1
+    weight: np.ndarray | None = None
+    # the outcome and its expectation per scanned row, when ``observed``/``expected`` are
+    # transformed for the score (Gaussian residuals): the effect reports their means
+    raw: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def subgroup_labels(
@@ -108,16 +127,16 @@ def mdss_finding(
     extra: dict[str, Any] | None = None,
 ) -> Finding:
     """A subset-scan finding: the penalised score as statistic, the search figures as detail."""
-    detail = MdssFindingDetail(
-        score=best.score,
-        llr=best.llr,
-        penalty_cost=penalty * best.penalty_units,
-        q=best.q,
-        observed_count=best.observed,
-        expected_count=best.expected,
-        null_quantile=null.quantile if null else None,
-        **(extra or {}),
-    )
+    figures: dict[str, Any] = {
+        "score": best.score,
+        "llr": best.llr,
+        "penalty_cost": penalty * best.penalty_units,
+        "q": best.q,
+        "observed_count": best.observed,
+        "expected_count": best.expected,
+        "null_quantile": null.quantile if null else None,
+    }
+    detail = MdssFindingDetail(**{**figures, **(extra or {})})
     return Finding(
         subgroup=subgroup,
         label=subgroup_label(subgroup, attributes),
@@ -132,32 +151,83 @@ def mdss_finding(
     )
 
 
+def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
+    """The problem's cells: weighted by per-row ``inputs.weight`` (Gaussian precisions), and for
+    the Poisson score pooled by profile (exact, and as fast as a constant expectation)."""
+    if inputs.weight is not None:
+        return compress(
+            problem.codes, problem.observed, problem.expected, problem.cardinality, inputs.weight
+        )
+    if inputs.score.likelihood == kernels.POISSON:
+        return pooled_means(problem.cells())
+    return problem.cells()
+
+
+@dataclass(frozen=True)
+class MdssSearch:
+    """One scan's search: its problem, cells and best subgroup (and any clipping warning)."""
+
+    problem: ScanProblem
+    cells: Cells
+    found: ScoredSubgroup
+    warnings: tuple[str, ...] = ()
+
+
+def search_mdss(
+    spec: MdssScanSpecBase, inputs: MdssInputs, codes: np.ndarray, seed: np.random.SeedSequence
+) -> MdssSearch:
+    """Build the scanned problem from ``inputs`` and run the search under its score."""
+    problem = ScanProblem.build(codes, inputs.observed, inputs.expected, clip=inputs.clip)
+    cells = scan_cells(problem, inputs)
+    warnings: tuple[str, ...] = ()
+    if problem.clipped:
+        warnings = (
+            f"{problem.clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",
+        )
+    found = best_subgroup(
+        cells,
+        inputs.score,
+        direction=inputs.direction,
+        penalty=spec.penalty,
+        restarts=spec.restarts,
+        seed=search_seed(seed),
+    )
+    return MdssSearch(problem, cells, found, warnings)
+
+
 def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
     started = time.perf_counter()
-    problem = ScanProblem.build(ctx.data.codes[inputs.rows], inputs.observed, inputs.expected)
-    cells = problem.cells()
-    warnings: list[str] = []
-    if problem.clipped:
-        warnings.append(
-            f"{problem.clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range"
-        )
-    best = search(
-        cells,
-        direction=inputs.direction,
-        penalty=spec.penalty,
-        restarts=spec.restarts,
-        seed=search_seed(child_seed(ctx.seed, 0)),
-    )
+    scanned = search_mdss(spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, 0))
     search_done = time.perf_counter()
-    null = _significance(spec, ctx, inputs.direction, cells, best.score)
-    significance_done = time.perf_counter()
+    null = _significance(spec, ctx, inputs, scanned.cells, scanned.found.best.score)
+    done = time.perf_counter()
+    timing = ScanTiming(
+        search_seconds=search_done - started,
+        significance_seconds=done - search_done,
+        total_seconds=done - started,
+    )
+    return mdss_result(spec, ctx, inputs, scanned, null, parameters, timing)
 
+
+def mdss_result(
+    spec: MdssScanSpecBase,
+    ctx: ScanContext,
+    inputs: MdssInputs,
+    scanned: MdssSearch,
+    null: NullResult | None,
+    parameters: dict[str, object],
+    timing: ScanTiming,
+    extra: dict[str, Any] | None = None,
+) -> ScanResult:
+    """The scan result of a search (one finding at most) and its randomization test."""
+    problem, cells, found = scanned.problem, scanned.cells, scanned.found
     findings = []
-    if is_material(best):
-        findings.append(_finding(spec, ctx, inputs, problem, best, null))
+    if is_material(found.best):
+        findings.append(_finding(spec, ctx, inputs, problem, found, null, extra))
     n = int(problem.observed.shape[0])
+    observed_total, expected_total = _population_totals(problem, inputs)
     return ScanResult(
         id=spec.id,
         type=spec.type,
@@ -165,30 +235,56 @@ def run_mdss(
         parameters={
             **spec.model_dump(mode="json"),
             **parameters,
+            # `alpha` is the significance level here; a Berk-Jones level keeps its own key
             "alpha": ctx.alpha,
+            **_berk_jones_levels(spec),
+            **({} if inputs.draw == "binomial" else {"null_draws": inputs.draw}),
             "replicates": ctx.replicates,
             "cells": cells.n_cells,
         },
-        timing=ScanTiming(
-            search_seconds=search_done - started,
-            significance_seconds=significance_done - search_done,
-            total_seconds=significance_done - started,
-        ),
-        population=Population(
-            description=inputs.population,
-            size=n,
-            observed_rate=float(problem.observed.sum()) / n if n else None,
-            expected_rate=float(problem.expected.sum()) / n if n else None,
-            observed_label=inputs.observed_label,
-        ),
+        timing=timing,
+        population=_population(inputs, n, observed_total, expected_total),
         findings=findings,
         null_distribution=null_distribution(null, ctx.alpha),
-        warnings=warnings,
+        warnings=list(scanned.warnings),
     )
 
 
+def _population(inputs: MdssInputs, n: int, observed: float, expected: float) -> Population:
+    """The scanned rows; a mean outcome (Gaussian, Poisson) is told in the description, not as
+    a rate."""
+    if inputs.score_name not in ("gaussian", "poisson") or not n:
+        return Population(
+            description=inputs.population,
+            size=n,
+            observed_rate=observed / n if n else None,
+            expected_rate=expected / n if n else None,
+            observed_label=inputs.observed_label,
+        )
+    means = f"{inputs.observed_label} {observed / n:.6g} observed vs {expected / n:.6g} expected"
+    return Population(
+        description=f"{inputs.population}; {means}",
+        size=n,
+        observed_rate=None,
+        expected_rate=None,
+        observed_label=inputs.observed_label,
+    )
+
+
+def _berk_jones_levels(spec: MdssScanSpecBase) -> dict[str, object]:
+    levels = getattr(spec, "alpha", None)
+    return {} if levels is None else {"berk_jones_alpha": levels}
+
+
+def _population_totals(problem: ScanProblem, inputs: MdssInputs) -> tuple[float, float]:
+    """Sums of the outcome and its expectation over the scanned rows (raw values if given)."""
+    if inputs.raw is not None:
+        return float(inputs.raw[0].sum()), float(inputs.raw[1].sum())
+    return float(problem.observed.sum()), float(problem.expected.sum())
+
+
 def _significance(
-    spec: MdssScanSpecBase, ctx: ScanContext, direction: int, cells: Any, observed: float
+    spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, cells: Cells, observed: float
 ) -> NullResult | None:
     """The parametric randomization test of the maximum score (None with replicates 0)."""
     if ctx.replicates <= 0:
@@ -197,16 +293,52 @@ def _significance(
     try:
         return randomization_test(
             cells,
-            NullSettings(direction, spec.penalty, spec.restarts),
+            NullSettings(inputs.direction, spec.penalty, spec.restarts),
             observed,
             child_seed(ctx.seed, 1),
             ctx.replicates,
             ctx.alpha,
             workers=ctx.workers,
             on_progress=ctx.progress.advance,
+            draw=inputs.draw,
+            score=inputs.score,
+            residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
         )
     finally:
         ctx.progress.done()
+
+
+def reported_figures(
+    problem: ScanProblem, inputs: MdssInputs, best: SubgroupScore
+) -> SubgroupScore:
+    """The best subgroup with its size, observed and expected sums in the outcome's own units.
+
+    The cells of the Gaussian score hold transformed values (Delta / sigma^2 over weights
+    1 / sigma^2); the report needs rows, outcome and prediction totals instead.
+    """
+    if inputs.raw is None:
+        return best
+    inside = problem.members(best.selection)
+    outcome, expectation = inputs.raw
+    return replace(
+        best,
+        size=float(inside.sum()),
+        observed=float(outcome[inside].sum()),
+        expected=float(expectation[inside].sum()),
+    )
+
+
+def score_extra(inputs: MdssInputs, found: ScoredSubgroup) -> dict[str, Any]:
+    """Finding detail of a non-default score: its name and its fitted parameter."""
+    if inputs.score_name == "bernoulli":
+        return {}
+    extra: dict[str, Any] = {"score_function": inputs.score_name}
+    if inputs.score_name == "gaussian":
+        extra["mean_shift"] = found.best.log_q
+        extra["q"] = None
+    if found.alpha is not None:
+        extra["alpha"] = found.alpha
+    return extra
 
 
 def _finding(
@@ -214,13 +346,15 @@ def _finding(
     ctx: ScanContext,
     inputs: MdssInputs,
     problem: ScanProblem,
-    best: SubgroupScore,
+    found: ScoredSubgroup,
     null: NullResult | None,
+    extra: dict[str, Any] | None = None,
 ) -> Finding:
+    best = reported_figures(problem, inputs, found.best)
     subgroup = subgroup_labels(ctx.data.attributes, problem, best.selection)
     n = float(problem.observed.shape[0])
     outside_n = n - best.size
-    total_observed = float(problem.observed.sum())
+    total_observed, _ = _population_totals(problem, inputs)
     outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None
     observed_rate = best.observed / best.size if best.size else None
     expected_rate = best.expected / best.size if best.size else None
@@ -247,6 +381,7 @@ def _finding(
         effect=effect,
         null=null,
         description=description,
+        extra={**score_extra(inputs, found), **(extra or {})},
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fairscan.data.table import PreparedData, RoleColumn
+from fairscan.data.table import PreparedData, RoleColumn, RoleKind
 from fairscan.errors import Issue, ScanError
 from fairscan.scans.base import Role, RoleArrays
 from fairscan.spec.base import ScanSpecBase
@@ -38,10 +38,13 @@ class ScanRoles:
     threshold_rule: ThresholdRule = "ge"
     threshold_field: str | None = None
     names: dict[str, str] = field(default_factory=dict)  # role -> column (or rule) for wording
+    # nominal outcomes: (class label, its probability column), in the order written
+    classes: tuple[tuple[str, RoleColumn], ...] = ()
 
     def requests(self) -> list[RoleColumn]:
         """The role columns the data layer must load and check for this scan."""
-        return [r for r in (self.outcome, self.prediction, self.decision) if r is not None]
+        singles = [r for r in (self.outcome, self.prediction, self.decision) if r is not None]
+        return singles + [column for _, column in self.classes]
 
     def threshold_columns(self) -> dict[str, str]:
         """A per-row threshold column, as an extra column: {column: spec field}."""
@@ -80,6 +83,23 @@ def _decision_source(
     return None, None, columns.threshold_rule, None
 
 
+# How an outcome of each bias_scan `outcome_type` is read, and its expectation (the prediction).
+_OUTCOME_KIND: dict[str, RoleKind] = {
+    "binary": "outcome",
+    "continuous": "continuous",
+    "count": "count",
+    "ordinal": "ordinal",
+    "nominal": "nominal",
+}
+_EXPECTATION_KIND: dict[str, RoleKind] = {
+    "binary": "probability",
+    "continuous": "score",
+    "count": "mean",
+    "ordinal": "mean",
+    "nominal": "probability",
+}
+
+
 @dataclass
 class _Resolver:
     """Resolves one scan's roles, collecting an issue for each one it cannot find."""
@@ -109,22 +129,42 @@ class _Resolver:
             self.missing("an outcome column", hint, "columns")
             return None
         own = scan.outcome is not None
+        where = f"{self.prefix}.outcome" if own else "columns.outcome"
+        self.names["outcome"] = column
+        kind = _OUTCOME_KIND[self.outcome_type]
+        if kind != "outcome":  # not binary: no positive label
+            levels = getattr(scan, "levels", None)
+            return RoleColumn(column, kind, where, levels=tuple(levels) if levels else None)
         # columns.positive belongs to columns.outcome; the scan's own `positive` wins
         positive = scan.positive if scan.positive is not None or own else columns.positive
-        self.names["outcome"] = column
         if positive is not None:
             shown = str(positive).lower() if isinstance(positive, bool) else str(positive)
             self.names["positive"] = shown
-        where = f"{self.prefix}.outcome" if own else "columns.outcome"
         return RoleColumn(column, "outcome", where, positive)
+
+    @property
+    def outcome_type(self) -> str:
+        return str(getattr(self.scan, "outcome_type", "binary"))
+
+    def classes(self) -> tuple[tuple[str, RoleColumn], ...]:
+        """A nominal outcome's class probability columns (``class_probabilities``)."""
+        mapping = getattr(self.scan, "class_probabilities", None) or {}
+        out = []
+        for label, column in mapping.items():
+            where = f"{self.prefix}.class_probabilities.{label}"
+            self.names[f"class {label}"] = column
+            out.append((str(label), RoleColumn(column, "probability", where)))
+        return tuple(out)
 
     def prediction(
         self, derives_recommendation: bool, threshold_field: str | None
     ) -> RoleColumn | None:
-        if not (self.needs & {"probability", "score"} or derives_recommendation):
+        if not (self.needs & {"probability", "score", "expectation"} or derives_recommendation):
             return None
         probability = "probability" in self.needs
         column = self.scan.prediction or self.columns.prediction
+        if column is None and "expectation" in self.needs:
+            return None  # the scan expects the outcome's overall mean
         if column is None:
             what = (
                 "a predicted probability column" if probability else "a prediction (score) column"
@@ -137,6 +177,8 @@ class _Resolver:
         self.names["prediction"] = column
         own = self.scan.prediction is not None
         where = f"{self.prefix}.prediction" if own else "columns.prediction"
+        if "expectation" in self.needs:
+            return RoleColumn(column, _EXPECTATION_KIND[self.outcome_type], where)
         return RoleColumn(column, "probability" if probability else "score", where)
 
     def resolve(self) -> ScanRoles:
@@ -168,6 +210,7 @@ class _Resolver:
             outcome=outcome,
             prediction=prediction,
             decision=decision,
+            classes=self.classes() if "outcome" in self.needs else (),
             threshold=threshold if decision is None else None,
             threshold_rule=rule,
             threshold_field=threshold_field,
@@ -197,6 +240,7 @@ def bind_roles(data: PreparedData, roles: ScanRoles) -> RoleArrays:
     outcome = data.role(roles.outcome) if roles.outcome is not None else None
     prediction = data.role(roles.prediction) if roles.prediction is not None else None
     recommendation = data.role(roles.decision) if roles.decision is not None else None
+    classes = {label: data.role(column) for label, column in roles.classes}
     if recommendation is None and roles.threshold is not None and prediction is not None:
         threshold: float | np.ndarray
         if isinstance(roles.threshold, str):
@@ -212,7 +256,9 @@ def bind_roles(data: PreparedData, roles: ScanRoles) -> RoleArrays:
         else:
             threshold = float(roles.threshold)
         recommendation = compare(prediction, threshold, roles.threshold_rule)
-    return RoleArrays(outcome=outcome, prediction=prediction, recommendation=recommendation)
+    return RoleArrays(
+        outcome=outcome, prediction=prediction, recommendation=recommendation, classes=classes
+    )
 
 
 def _number(value: float) -> str:

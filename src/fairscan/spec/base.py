@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 RULE_ERROR_TYPE = "spec_rule"
@@ -20,7 +20,9 @@ class StrictModel(BaseModel):
     non-finite tolerance, target or penalty would otherwise pass a CI gate silently.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 def rule_error(message: str, *loc: str | int, hint: str | None = None) -> PydanticCustomError:
@@ -105,3 +107,75 @@ class MdssScanSpecBase(ScanSpecBase):
         le=100_000,
         description="Random restarts of the coordinate ascent (restart 1 starts from all values).",
     )
+
+
+ALPHA_DOC = (
+    "Berk-Jones level(s) (score: berk_jones only): a number in (0, 1), or a grid such as "
+    "[0.01, 0.05, 0.1]; with a grid the statistic is the maximum over it and the randomization "
+    "test takes the same maximum in every replicate."
+)
+SCORE_DOC = (
+    "The scoring function: bernoulli (odds multiplier on the expectations, the default) or "
+    "berk_jones (the nonparametric scan: rate against the constant level `alpha`)."
+)
+
+
+def score_rule_errors(score: str, alpha: float | list[float] | None) -> None:
+    """The rules of `alpha` (Berk-Jones levels): needed by berk_jones, meaningless otherwise."""
+    if score != "berk_jones":
+        if alpha is not None:
+            raise rule_error(
+                f"`alpha` in a scan is the Berk-Jones level; it has no meaning with score {score}",
+                "alpha",
+                hint="the significance level belongs under `significance.alpha`; for a "
+                "Berk-Jones scan set score: berk_jones",
+            )
+        return
+    if alpha is None:
+        raise rule_error(
+            "score berk_jones needs `alpha`, the level the rates are compared with",
+            "score",
+            hint="add e.g. alpha: 0.05, or a grid alpha: [0.01, 0.05, 0.1]",
+        )
+    grid = alpha if isinstance(alpha, list) else [alpha]
+    if not grid:
+        raise rule_error("the `alpha` grid is empty", "alpha", hint="give at least one level")
+    for i, level in enumerate(grid):
+        if not 0.0 < level < 1.0:
+            where: tuple[str | int, ...] = ("alpha", i) if isinstance(alpha, list) else ("alpha",)
+            raise rule_error(
+                f"a Berk-Jones level must lie strictly between 0 and 1, got {level:g}",
+                *where,
+                hint="e.g. alpha: 0.05",
+            )
+    if len(set(grid)) != len(grid):
+        raise rule_error("the `alpha` grid repeats a level", "alpha")
+
+
+class ScoreOptions(StrictModel):
+    """``score`` and ``alpha`` of an MDSS scan that scores binary indicators."""
+
+    score: Literal["bernoulli", "berk_jones"] = Field(default="bernoulli", description=SCORE_DOC)
+    alpha: float | list[float] | None = Field(default=None, description=ALPHA_DOC)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _bias_scan_scores(cls, value: object) -> object:
+        if value in ("gaussian", "poisson"):
+            raise rule_error(
+                f"score {value} scores continuous or count outcomes: it is an option of "
+                "bias_scan only (this scan counts binary recommendations)",
+                hint=f"use score: bernoulli or berk_jones here, or a bias_scan with score: {value}",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _score_rules(self) -> ScoreOptions:
+        score_rule_errors(self.score, self.alpha)
+        return self
+
+    def alpha_grid(self) -> tuple[float, ...]:
+        """The Berk-Jones levels, in the order written (empty for other scores)."""
+        if self.alpha is None:
+            return ()
+        return tuple(self.alpha) if isinstance(self.alpha, list) else (self.alpha,)

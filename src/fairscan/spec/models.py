@@ -239,7 +239,9 @@ class AuditSpec(StrictModel):
     description: str | None = Field(default=None, description="Free text shown in reports.")
     data: DataSpec = Field(description="The data file to audit and an optional row filter.")
     columns: ColumnsSpec = Field(
-        description="Which columns hold the outcome, the prediction and the recommendation."
+        default_factory=ColumnsSpec,
+        description="Which columns hold the outcome, the prediction and the recommendation "
+        "(may be left out when every scan names its own `outcome` and `prediction`).",
     )
     attributes: list[str] = Field(
         min_length=1, description="Columns whose value combinations form the subgroups."

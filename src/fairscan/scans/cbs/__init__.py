@@ -16,21 +16,7 @@ models), :mod:`.render` (Markdown/HTML hooks).
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
-from fairscan.scans.cbs.models import (
-    CbsCalibration,
-    CbsFindingDetail,
-    CbsReliabilityBin,
-    CbsRun,
-    CbsScanDetail,
-)
-from fairscan.scans.cbs.render import (
-    CBS_HOOKS,
-    render_finding_html,
-    render_finding_markdown,
-    render_html,
-    render_markdown,
-)
+from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.cbs.spec import (
     METRICS,
     CbsModels,
@@ -64,7 +50,7 @@ CBS = ScanType(
     ),
     extra_columns=extra_columns,
     check=check,
-    render=CBS_HOOKS,
+    render=lazy_hooks("fairscan.scans.cbs.render", "CBS_HOOKS"),
 )
 
 __all__ = [
@@ -94,5 +80,24 @@ __all__ = [
     "run_cbs",
 ]
 
-# the runner (scikit-learn models, numba kernels) is imported on first use
-__getattr__ = lazy_exports("fairscan.scans.cbs.runner", ("CbsInputs", "CbsRunOutput", "run_cbs"))
+
+# detail models, renderers and the runner load on first use (start-up cost)
+__getattr__ = lazy_exports_of(
+    {
+        "fairscan.scans.cbs.runner": ("CbsInputs", "CbsRunOutput", "run_cbs"),
+        "fairscan.scans.cbs.models": (
+            "CbsCalibration",
+            "CbsFindingDetail",
+            "CbsReliabilityBin",
+            "CbsRun",
+            "CbsScanDetail",
+        ),
+        "fairscan.scans.cbs.render": (
+            "CBS_HOOKS",
+            "render_finding_html",
+            "render_finding_markdown",
+            "render_html",
+            "render_markdown",
+        ),
+    }
+)

@@ -12,9 +12,7 @@ proves a disparity, every tested group that cannot be certified when it would pr
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
-from fairscan.scans.certification.models import AuditGroup, AuditPlotData, CertificationResult
-from fairscan.scans.certification.render import CERTIFICATION_HOOKS
+from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.certification.spec import (
     CertifySpec,
     FlagSpec,
@@ -42,7 +40,7 @@ FLAG = ScanType(
         "FDR control (Cherian & Candès, Algorithm 4)."
     ),
     extra_columns=extra_columns,
-    render=CERTIFICATION_HOOKS,
+    render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
 )
 
 CERTIFY = ScanType(
@@ -57,7 +55,7 @@ CERTIFY = ScanType(
         "metric gap of every group of a fixed collection (Cherian & Candès, Algorithms 1-3, 6, 7)."
     ),
     extra_columns=extra_columns,
-    render=CERTIFICATION_HOOKS,
+    render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
 )
 
 __all__ = [
@@ -73,5 +71,16 @@ __all__ = [
     "run_audit",
 ]
 
-# the runner (numpy/scipy bootstrap) is imported on first use
-__getattr__ = lazy_exports("fairscan.scans.certification.runner", ("finding_mask", "run_audit"))
+
+# detail models, renderers and the runner load on first use (start-up cost)
+__getattr__ = lazy_exports_of(
+    {
+        "fairscan.scans.certification.runner": ("finding_mask", "run_audit"),
+        "fairscan.scans.certification.models": (
+            "AuditGroup",
+            "AuditPlotData",
+            "CertificationResult",
+        ),
+        "fairscan.scans.certification.render": ("CERTIFICATION_HOOKS",),
+    }
+)

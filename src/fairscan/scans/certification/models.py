@@ -14,7 +14,7 @@ DETAIL_KEY = "certification"
 
 
 class DetailModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class AuditGroup(DetailModel):
@@ -86,3 +86,12 @@ class CertificationResult(DetailModel):
     )
     groups: list[AuditGroup]
     plot: AuditPlotData
+
+
+def flag_region(side: str, tolerance: float) -> str:
+    """What a flagged gap does, in words: 'exceeds the tolerance of 0.05'."""
+    if side == "above":
+        return f"exceeds the tolerance of {tolerance:g}"
+    if side == "below":
+        return f"falls below the tolerance of {tolerance:g}"
+    return f"differs by more than the tolerance of {abs(tolerance):g}"

@@ -7,8 +7,12 @@ from functools import partial
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import ScanResult
 from fairscan.report.text import fmt_number, fmt_p
-from fairscan.scans.certification.models import DETAIL_KEY, AuditGroup, CertificationResult
-from fairscan.scans.certification.runner import flag_region
+from fairscan.scans.certification.models import (
+    DETAIL_KEY,
+    AuditGroup,
+    CertificationResult,
+    flag_region,
+)
 
 _f = partial(fmt_number, signed=True)
 _p = partial(fmt_p, missing="n/a")

@@ -16,9 +16,10 @@ import numpy as np
 
 from fairscan.engine import audit_bootstrap as ab
 from fairscan.engine.audit_groups import GroupCollection, from_masks, intersections, intervals
-from fairscan.engine.audit_metrics import METRIC_WORDS, METRICS, metric_values
+from fairscan.engine.audit_metrics import metric_values
 from fairscan.engine.randomization import child_seed
 from fairscan.errors import FairscanError, ScanError
+from fairscan.metric_table import METRIC_WORDS, METRICS
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -36,6 +37,7 @@ from fairscan.scans.certification.models import (
     AuditGroup,
     AuditPlotData,
     CertificationResult,
+    flag_region,
 )
 from fairscan.scans.certification.spec import (
     AttributeGroups,
@@ -477,15 +479,6 @@ def num(x: float | None) -> str:
     if x is None:
         return "n/a"
     return f"{x:.2f}" if x == 0 or abs(x) >= 0.1 else f"{x:.2g}"
-
-
-def flag_region(side: str, tolerance: float) -> str:
-    """What a flagged gap does, in words: 'exceeds the tolerance of 0.05'."""
-    if side == "above":
-        return f"exceeds the tolerance of {tolerance:g}"
-    if side == "below":
-        return f"falls below the tolerance of {tolerance:g}"
-    return f"differs by more than the tolerance of {abs(tolerance):g}"
 
 
 def _description(

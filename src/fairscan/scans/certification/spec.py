@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.engine.audit_metrics import METRICS
+from fairscan.metric_table import METRICS
 from fairscan.scans.base import Role
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
 
@@ -163,7 +163,7 @@ class _AuditSpecBase(ScanSpecBase, DecisionOverrides):
         return self
 
     def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``engine.audit_metrics.METRICS``); () for a loss column."""
+        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
         return () if self.metric is None else METRICS[self.metric][0]
 
 
@@ -197,7 +197,7 @@ class CertifySpec(_AuditSpecBase):
 
 AuditSpec = FlagSpec | CertifySpec
 
-# inputs of engine.audit_metrics.METRICS that are data roles (the rest: the metric's own column)
+# inputs of fairscan.metric_table.METRICS that are data roles (the rest: the metric's own column)
 _ROLES: dict[str, Role] = {
     "outcome": "outcome",
     "recommendation": "recommendation",

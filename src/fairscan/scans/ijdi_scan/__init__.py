@@ -17,18 +17,7 @@ randomization test -> optional mitigation -> result), :mod:`.models` (``detail``
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
-from fairscan.scans.ijdi_scan.models import (
-    IjdiCorrectionInfo,
-    IjdiCriterion,
-    IjdiScanDetail,
-    MitigationStep,
-)
-from fairscan.scans.ijdi_scan.render import (
-    IJDI_HOOKS,
-    render_finding_markdown,
-    render_markdown,
-)
+from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.ijdi_scan.spec import (
     IjdiCosts,
     IjdiScanSpec,
@@ -52,7 +41,7 @@ IJDI_SCAN = ScanType(
         "Null hypothesis: recommendations follow those base-rate-adjusted expectations."
     ),
     extra_columns=extra_columns,
-    render=IJDI_HOOKS,
+    render=lazy_hooks("fairscan.scans.ijdi_scan.render", "IJDI_HOOKS"),
 )
 
 __all__ = [
@@ -76,8 +65,27 @@ __all__ = [
     "run_ijdi_scan",
 ]
 
-# the runner (numba kernels, scikit-learn) is imported on first use
-__getattr__ = lazy_exports(
-    "fairscan.scans.ijdi_scan.runner",
-    ("IjdiInputs", "IjdiPass", "IjdiReplicate", "estimate_base_rate", "run_ijdi_scan"),
+
+# detail models, renderers and the runner load on first use (start-up cost)
+__getattr__ = lazy_exports_of(
+    {
+        "fairscan.scans.ijdi_scan.runner": (
+            "IjdiInputs",
+            "IjdiPass",
+            "IjdiReplicate",
+            "estimate_base_rate",
+            "run_ijdi_scan",
+        ),
+        "fairscan.scans.ijdi_scan.models": (
+            "IjdiCorrectionInfo",
+            "IjdiCriterion",
+            "IjdiScanDetail",
+            "MitigationStep",
+        ),
+        "fairscan.scans.ijdi_scan.render": (
+            "IJDI_HOOKS",
+            "render_finding_markdown",
+            "render_markdown",
+        ),
+    }
 )

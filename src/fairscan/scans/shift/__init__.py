@@ -17,11 +17,9 @@ finding's detail). With no named tilt the scan reports t* and the worst case, st
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_runner
+from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.certification import NEEDS_DOC
 from fairscan.scans.certification.spec import needs
-from fairscan.scans.shift.models import ShiftResult, TiltResult
-from fairscan.scans.shift.render import SHIFT_HOOKS
 from fairscan.scans.shift.spec import ShiftSpec, extra_columns
 
 SHIFT = ScanType(
@@ -37,7 +35,7 @@ SHIFT = ScanType(
         "(Cherian & Candès, Algorithms 5 and 8)."
     ),
     extra_columns=extra_columns,
-    render=SHIFT_HOOKS,
+    render=lazy_hooks("fairscan.scans.shift.render", "SHIFT_HOOKS"),
     reading=(
         "Each named tilt reweights the audited rows toward its kernel centers. The lower (upper) "
         "bound holds simultaneously for every such shift at level 1 - alpha; a lower bound above "
@@ -48,3 +46,14 @@ SHIFT = ScanType(
 )
 
 __all__ = ["SHIFT", "ShiftResult", "ShiftSpec", "TiltResult"]
+
+# detail models, renderers and the runner load on first use (start-up cost)
+__getattr__ = lazy_exports_of(
+    {
+        "fairscan.scans.shift.models": (
+            "ShiftResult",
+            "TiltResult",
+        ),
+        "fairscan.scans.shift.render": ("SHIFT_HOOKS",),
+    }
+)

@@ -260,6 +260,15 @@ def _finding(spec: ShiftSpec, t: TiltResult, result: ShiftResult) -> Finding:
 
 
 def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
+    # The kernel sums are dense BLAS work; the CLI starts BLAS single-threaded (its spinning
+    # threads cost every other run start-up time), so give this scan the run's workers.
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, ctx.workers), user_api="blas"):
+        return _run_shift(spec, ctx)
+
+
+def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     warnings: list[str] = []
     metric = metric_inputs(cast("AuditSpec", spec), ctx)

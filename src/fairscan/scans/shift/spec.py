@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.engine.audit_metrics import METRICS
+from fairscan.metric_table import METRICS
 from fairscan.scans.certification.spec import MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
 
@@ -161,7 +161,7 @@ class ShiftSpec(ScanSpecBase, DecisionOverrides):
         return self
 
     def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``engine.audit_metrics.METRICS``); () for a loss column."""
+        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
         return () if self.metric is None else METRICS[self.metric][0]
 
 

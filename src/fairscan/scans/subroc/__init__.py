@@ -25,15 +25,7 @@ Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> engin
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports, lazy_runner
-from fairscan.scans.subroc.models import (
-    SubrocCover,
-    SubrocFindingDetail,
-    SubrocPattern,
-    SubrocResult,
-    SubrocRoc,
-)
-from fairscan.scans.subroc.render import SUBROC_HOOKS
+from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.subroc.spec import (
     SubrocSignificanceSpec,
     SubrocSpec,
@@ -54,7 +46,7 @@ SUBROC = ScanType(
         "split is significantly worse than random subsets with the same class counts."
     ),
     extra_columns=extra_columns,
-    render=SUBROC_HOOKS,
+    render=lazy_hooks("fairscan.scans.subroc.render", "SUBROC_HOOKS"),
 )
 
 __all__ = [
@@ -72,7 +64,18 @@ __all__ = [
     "run_subroc",
 ]
 
-# the runner (numba search kernels) is imported on first use
-__getattr__ = lazy_exports(
-    "fairscan.scans.subroc.runner", ("reported_mask", "roc_points", "run_subroc")
+
+# detail models, renderers and the runner load on first use (start-up cost)
+__getattr__ = lazy_exports_of(
+    {
+        "fairscan.scans.subroc.runner": ("reported_mask", "roc_points", "run_subroc"),
+        "fairscan.scans.subroc.models": (
+            "SubrocCover",
+            "SubrocFindingDetail",
+            "SubrocPattern",
+            "SubrocResult",
+            "SubrocRoc",
+        ),
+        "fairscan.scans.subroc.render": ("SUBROC_HOOKS",),
+    }
 )

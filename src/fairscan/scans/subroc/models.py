@@ -13,7 +13,7 @@ MEASURE_TEXT = {"roc_auc": "ROC AUC", "pr_auc": "PR AUC", "ranking_loss": "avera
 
 
 class DetailModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class SubrocCover(DetailModel):

@@ -1,0 +1,188 @@
+"""Bias Scan of a nominal outcome: one Bernoulli scan per class (one-vs-all), the best reported.
+
+Class k's scan observes 1{y = k} against the predicted probability of k (a column of
+``class_probabilities``, or the class's base rate). The statistic is the best score over the
+classes; every null replicate draws one class per row from its class probabilities (jointly for
+all classes) and takes the same maximum, so the p-value is corrected for the number of classes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairscan.engine.mdss import SubgroupScore, direction_code
+from fairscan.engine.randomization import (
+    NominalReplicate,
+    NullResult,
+    NullSettings,
+    child_seed,
+    run_replicates,
+    summarize,
+)
+from fairscan.errors import ScanError
+from fairscan.report.models import ScanTiming
+from fairscan.report.text import percent
+from fairscan.scans.base import ScanContext
+from fairscan.scans.mdss_runner import MdssInputs, MdssSearch, mdss_result, search_mdss
+
+if TYPE_CHECKING:
+    from fairscan.report.models import ScanResult
+    from fairscan.scans.bias_scan import BiasScanSpec
+
+# Class probabilities of a row may miss 1 by this much (rounding in the file), no more.
+SUM_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class ClassModel:
+    """The classes scanned and each row's predicted probability of each (n, K)."""
+
+    labels: tuple[str, ...]
+    probabilities: np.ndarray
+    source: str  # "class_probabilities" or "base rates"
+
+
+def class_model(spec: BiasScanSpec, ctx: ScanContext) -> ClassModel:
+    """The class probabilities: the spec's columns (checked), or the classes' base rates."""
+    outcome = np.asarray(ctx.outcome, dtype=object)
+    present = sorted(set(outcome.tolist()))
+    if not ctx.roles.classes:
+        rates = np.array([np.mean(outcome == label) for label in present])
+        return ClassModel(tuple(present), np.tile(rates, (outcome.shape[0], 1)), "base rates")
+    labels = tuple(ctx.roles.classes)
+    missing = [label for label in present if label not in labels]
+    if missing:
+        name = ctx.role_names.get("outcome", "outcome")
+        counts = ", ".join(f"{m!r} ({int(np.sum(outcome == m))} rows)" for m in missing[:5])
+        raise ScanError(
+            f"outcome {name!r} holds classes with no column in class_probabilities: {counts}",
+            field="class_probabilities",
+            hint="add a probability column for each class, e.g. "
+            + ", ".join(f"{m}: p_{m}" for m in missing[:3]),
+        )
+    probabilities = np.column_stack([ctx.roles.classes[label] for label in labels])
+    _check_sums(probabilities)
+    return ClassModel(labels, probabilities, "class_probabilities")
+
+
+def _check_sums(probabilities: np.ndarray) -> None:
+    sums = probabilities.sum(axis=1)
+    bad = np.abs(sums - 1.0) > SUM_TOLERANCE
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ScanError(
+            f"the class probabilities of {int(bad.sum())} rows do not sum to 1 (within "
+            f"{SUM_TOLERANCE:g}); e.g. scanned row {first + 1} sums to {sums[first]:.6g}",
+            field="class_probabilities",
+            hint="name one column per class (all classes of the model), each row summing to 1",
+        )
+
+
+def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: int) -> MdssInputs:
+    label = model.labels[k]
+    outcome = ctx.role_names.get("outcome", "outcome")
+    column = ctx.role_names.get(f"class {label}", f"the base rate of {label}")
+    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"Class {label}: the {round(best.size)} rows with {who} have {outcome} = {label} in "
+            f"{percent(observed_rate)} of cases but a mean predicted probability ({column}) of "
+            f"{percent(expected_rate)}: class {label} is {verdict} there (odds multiplier "
+            f"q = {best.q:.2f}; best of {len(model.labels)} classes, p-value corrected for them)."
+        )
+
+    return MdssInputs(
+        rows=np.ones(ctx.data.n_rows, dtype=bool),
+        observed=(np.asarray(ctx.outcome, dtype=object) == label).astype(np.float64),
+        expected=model.probabilities[:, k],
+        direction=direction_code(spec.direction),
+        population=f"all rows ({outcome}, one-vs-all per class; best class {label})",
+        observed_label=f"{outcome} = {label}",
+        metric=f"rate of {outcome} = {label}",
+        reference="expected",
+        reference_name=f"mean predicted probability of {label} ({column}) in the subgroup",
+        describe=describe,
+    )
+
+
+def _null(
+    spec: BiasScanSpec,
+    ctx: ScanContext,
+    model: ClassModel,
+    searches: list[MdssSearch],
+    observed: float,
+) -> NullResult | None:
+    """The randomization test of the best class's score: categorical draws, max over classes."""
+    if ctx.replicates <= 0:
+        return None
+    job = NominalReplicate(
+        tuple(s.cells for s in searches),
+        model.probabilities,
+        NullSettings(direction_code(spec.direction), spec.penalty, spec.restarts),
+        child_seed(ctx.seed, 1),
+    )
+    ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
+    try:
+        scores = run_replicates(
+            job, ctx.replicates, workers=ctx.workers, on_progress=ctx.progress.advance
+        )
+    finally:
+        ctx.progress.done()
+    return summarize(observed, scores, ctx.alpha)
+
+
+def run_nominal_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    started = time.perf_counter()
+    model = class_model(spec, ctx)
+    inputs = [_class_inputs(spec, ctx, model, k) for k in range(len(model.labels))]
+    searches = [
+        search_mdss(spec, inputs[k], ctx.data.codes, child_seed(ctx.seed, 0, k))
+        for k in range(len(model.labels))
+    ]
+    scores = [s.found.best.score for s in searches]
+    top = int(np.argmax(scores))  # ties: the first class in the written order
+    search_done = time.perf_counter()
+    null = _null(spec, ctx, model, searches, scores[top])
+    done = time.perf_counter()
+    timing = ScanTiming(
+        search_seconds=search_done - started,
+        significance_seconds=done - search_done,
+        total_seconds=done - started,
+    )
+    parameters: dict[str, object] = {
+        "score": spec.score,
+        "outcome_type": "nominal",
+        "classes": list(model.labels),
+        "class_probabilities_source": model.source,
+    }
+    result = mdss_result(
+        spec,
+        ctx,
+        inputs[top],
+        searches[top],
+        null,
+        parameters,
+        timing,
+        extra={"class": model.labels[top], "classes_scanned": len(model.labels)},
+    )
+    result.detail["classes"] = [
+        {
+            "class": label,
+            "score": s.found.best.score,
+            "size": s.found.best.size,
+            "q": s.found.best.q,
+        }
+        for label, s in zip(model.labels, searches, strict=True)
+    ]
+    return result

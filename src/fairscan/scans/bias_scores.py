@@ -1,0 +1,259 @@
+"""Bias Scan beyond the binary Bernoulli calibration scan: Berk-Jones, Gaussian and Poisson scores
+over binary, continuous, count and ordinal outcomes (nominal outcomes: :mod:`bias_nominal`).
+
+Each outcome type decides what the cells observe and expect, how the null redraws them, and how
+a finding reads; the search, the randomization test and the report are the shared MDSS runner's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairscan.engine.mdss import SubgroupScore, direction_code
+from fairscan.engine.scores import POISSON, berk_jones, gaussian
+from fairscan.errors import ScanError
+from fairscan.report.text import percent
+from fairscan.scans.base import ScanContext
+from fairscan.scans.mdss_runner import Describe, MdssInputs, run_mdss
+from fairscan.scans.roles import outcome_text
+
+if TYPE_CHECKING:
+    from fairscan.report.models import ScanResult
+    from fairscan.scans.bias_scan import BiasScanSpec
+
+
+def run_scored_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    if spec.outcome_type == "nominal":
+        from fairscan.scans.bias_nominal import run_nominal_scan
+
+        return run_nominal_scan(spec, ctx)
+    expectation, expectation_note = expectations(spec, ctx)
+    build = _BUILDERS[spec.score]
+    inputs = build(spec, ctx, expectation)
+    parameters: dict[str, object] = {"score": spec.score, "outcome_type": spec.outcome_type}
+    if expectation_note:
+        parameters["expectation"] = expectation_note
+    result = run_mdss(spec, ctx, inputs, parameters)
+    if inputs.score.sigma != 1.0 or spec.score == "gaussian":
+        result.parameters.update(_variance_parameters(spec, ctx, expectation))
+    return result
+
+
+def expectations(spec: BiasScanSpec, ctx: ScanContext) -> tuple[np.ndarray, str | None]:
+    """The prediction, or (no prediction given) the outcome's overall mean, AIF360's default."""
+    if ctx.roles.prediction is not None:
+        return ctx.roles.prediction, None
+    outcome = np.asarray(ctx.outcome, dtype=np.float64)
+    mean = float(outcome.mean()) if outcome.size else 0.0
+    name = ctx.role_names.get("outcome", "outcome")
+    return np.full(outcome.shape[0], mean), f"overall mean of {name} ({mean:.6g}): no prediction"
+
+
+def _names(ctx: ScanContext) -> tuple[str, str]:
+    outcome = ctx.role_names.get("outcome", "outcome")
+    prediction = ctx.role_names.get("prediction", f"the overall mean of {outcome}")
+    return outcome, prediction
+
+
+def _verdict(spec: BiasScanSpec) -> str:
+    return "over-predicts" if spec.direction == "negative" else "under-predicts"
+
+
+# --------------------------------------------------------------------------------------------
+# Binary outcome, Berk-Jones score
+# --------------------------------------------------------------------------------------------
+
+
+def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -> MdssInputs:
+    """Binary outcome against the Berk-Jones level(s); the null keeps the expectations."""
+    grid = spec.alpha_grid()
+    event = outcome_text(ctx.role_names, 1)
+    side = "above" if spec.direction == "positive" else "below"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"The {round(best.size)} rows with {who} have {event} in {percent(observed_rate)} "
+            f"of cases, {side} the Berk-Jones level alpha = {expected_rate:g} (odds multiplier "
+            f"q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)})."
+        )
+
+    return MdssInputs(
+        rows=np.ones(ctx.data.n_rows, dtype=bool),
+        observed=ctx.outcome.astype(np.float64),
+        expected=expected,
+        direction=direction_code(spec.direction),
+        population=f"all rows ({ctx.role_names.get('outcome', 'outcome')}, Berk-Jones score)",
+        observed_label=event,
+        metric=f"rate of {event}",
+        reference="expected",
+        reference_name="the Berk-Jones level alpha",
+        describe=describe,
+        score=berk_jones(grid),
+        score_name="berk_jones",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Continuous outcome, Gaussian mean-shift score
+# --------------------------------------------------------------------------------------------
+
+
+def residual_variances(spec: BiasScanSpec, ctx: ScanContext, residual: np.ndarray) -> np.ndarray:
+    """Per-row variances sigma_i^2: the variance column, or one pooled sample variance."""
+    if spec.variance_column is not None:
+        values = ctx.data.extra.get(spec.variance_column)
+        if values is None or values.dtype == object:
+            raise ScanError(
+                f"variance column {spec.variance_column!r} must hold numbers",
+                field="variance_column",
+                column=spec.variance_column,
+                hint="point variance_column at a column of residual variances (> 0)",
+            )
+        bad = ~(np.isfinite(values) & (values > 0))
+        if bad.any():
+            raise ScanError(
+                f"variance column {spec.variance_column!r} must hold variances > 0; "
+                f"{int(bad.sum())} rows do not (min {float(np.min(values)):.6g})",
+                field="variance_column",
+                column=spec.variance_column,
+                hint="a zero variance would divide by zero; drop or fix those rows",
+            )
+        return np.asarray(values, dtype=np.float64)
+    pooled = pooled_variance(residual)
+    return np.full(residual.shape[0], pooled)
+
+
+def pooled_variance(residual: np.ndarray) -> float:
+    """The sample variance (ddof 1) of the residuals; an error where it is 0 (or undefined)."""
+    variance = float(np.var(residual, ddof=1)) if residual.size > 1 else 0.0
+    if not (np.isfinite(variance) and variance > 0.0):
+        raise ScanError(
+            "the residuals (outcome - prediction) are all equal, so their pooled variance is 0 "
+            "and the Gaussian score would divide by zero",
+            field="score",
+            hint="give per-row variances with variance_column, or check the outcome and "
+            "prediction columns",
+        )
+    return variance
+
+
+def _variance_parameters(
+    spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
+) -> dict[str, object]:
+    if spec.variance_column is not None:
+        return {"variance": f"per-row variances from column {spec.variance_column!r}"}
+    residual = np.asarray(ctx.outcome, dtype=np.float64) - expected
+    return {"variance": "pooled", "pooled_variance": pooled_variance(residual)}
+
+
+def gaussian_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -> MdssInputs:
+    """Residuals Delta = outcome - expectation, weighted by 1 / sigma_i^2 (sigma 1 in the kernel)."""
+    outcome_values = np.asarray(ctx.outcome, dtype=np.float64)
+    residual = outcome_values - expected
+    variance = residual_variances(spec, ctx, residual)
+    outcome, prediction = _names(ctx)
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_mean: float | None,
+        expected_mean: float | None,
+        outside_mean: float | None,
+    ) -> str:
+        shift = (observed_mean or 0.0) - (expected_mean or 0.0)
+        return (
+            f"The {round(best.size)} rows with {who} have mean {outcome} {observed_mean:.6g} "
+            f"observed vs {expected_mean:.6g} predicted ({prediction}; mean shift "
+            f"{shift:+.4g}): the model {_verdict(spec)} {outcome} there."
+        )
+
+    return MdssInputs(
+        rows=np.ones(ctx.data.n_rows, dtype=bool),
+        observed=residual / variance,
+        expected=np.zeros(residual.shape[0]),
+        direction=direction_code(spec.direction),
+        population=f"all rows ({outcome} vs prediction {prediction}, Gaussian mean shift)",
+        observed_label=f"mean {outcome}",
+        metric=f"mean {outcome}",
+        reference="expected",
+        reference_name=f"mean predicted {outcome} ({prediction}) in the subgroup",
+        describe=describe,
+        score=gaussian(),
+        draw="gaussian",
+        score_name="gaussian",
+        clip=False,
+        weight=1.0 / variance,
+        raw=(outcome_values, expected),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Count and ordinal outcomes, Poisson score
+# --------------------------------------------------------------------------------------------
+
+
+def poisson_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -> MdssInputs:
+    """Counts (or ordinal codes, as AIF360 scores them) against their expected means."""
+    outcome, prediction = _names(ctx)
+    per_row = f"{outcome} per row" if spec.outcome_type == "count" else f"mean {outcome} code"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_mean: float | None,
+        expected_mean: float | None,
+        outside_mean: float | None,
+    ) -> str:
+        ratio = best.observed / best.expected if best.expected > 0 else float("inf")
+        return (
+            f"The {round(best.size)} rows with {who} have {observed_mean:.4g} {per_row} observed "
+            f"vs {expected_mean:.4g} expected ({prediction}; rate ratio {ratio:.2f}): the "
+            f"model {_verdict(spec)} {outcome} there (outside the subgroup: "
+            f"{'n/a' if outside_mean is None else f'{outside_mean:.4g}'} observed)."
+        )
+
+    return MdssInputs(
+        rows=np.ones(ctx.data.n_rows, dtype=bool),
+        observed=np.asarray(ctx.outcome, dtype=np.float64),
+        expected=expected,
+        direction=direction_code(spec.direction),
+        population=f"all rows ({outcome} vs expectation {prediction}, Poisson rate)",
+        observed_label=per_row,
+        metric=per_row,
+        reference="expected",
+        reference_name=f"expected {per_row} ({prediction}) in the subgroup",
+        describe=describe,
+        score=POISSON,
+        # counts: Poisson draws; ordinal codes: their residuals permuted (their own spread)
+        draw="poisson" if spec.outcome_type == "count" else "permutation",
+        score_name="poisson",
+        clip=False,
+    )
+
+
+Builder = Callable[["BiasScanSpec", ScanContext, np.ndarray], MdssInputs]
+_BUILDERS: dict[str, Builder] = {
+    "berk_jones": berk_jones_inputs,
+    "gaussian": gaussian_inputs,
+    "poisson": poisson_inputs,
+}
+
+__all__ = [
+    "Describe",
+    "berk_jones_inputs",
+    "expectations",
+    "gaussian_inputs",
+    "poisson_inputs",
+    "pooled_variance",
+    "residual_variances",
+    "run_scored_bias_scan",
+]

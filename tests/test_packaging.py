@@ -1,0 +1,116 @@
+"""Packaging (issue 11): the kernels are compiled when the project is built, never at run time.
+
+``pip install .`` into a fresh virtual environment compiles them and the installed ``audit``
+runs an audit; ``python -m build`` makes an sdist with the Cython sources and a wheel (built from
+that sdist) with the compiled modules. The fresh environments get the project only; its
+dependencies come from this test environment's site-packages (a ``.pth`` line), so the tests
+need no download beyond the build requirements of ``pip install .``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CREDIT = ROOT / "sample_data" / "credit.csv"
+
+SPEC = """\
+version: 1
+name: packaging-probe
+data: {{path: {data}}}
+columns: {{outcome: default, prediction: score, recommendation: high_risk}}
+attributes: [sex, ethnicity, age_group, region]
+scans:
+  - {{id: fpr, type: fpr_scan, penalty: 1, restarts: 20}}
+significance: {{replicates: 49, seed: 0}}
+output: {{dir: reports, formats: [json]}}
+"""
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _fresh_venv(path: Path) -> Path:
+    """A new venv whose dependencies are this environment's (fairscan itself is not there)."""
+    done = _run([sys.executable, "-m", "venv", str(path)], path.parent)
+    assert done.returncode == 0, done.stderr
+    python = path / "bin" / "python"
+    purelib = _run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], path.parent
+    ).stdout.strip()
+    # appended after the venv's own site-packages, so the installed fairscan comes first
+    Path(purelib, "deps-of-the-test-environment.pth").write_text(
+        sysconfig.get_path("purelib") + "\n", encoding="utf-8"
+    )
+    return python
+
+
+def _audit_runs(venv: Path, work: Path) -> None:
+    python = venv / "bin" / "python"
+    where = _run(
+        [
+            str(python),
+            "-c",
+            "import fairscan.engine.kernels as k, fairscan.engine.subroc_kernels"
+            " as s; print(k.__file__); print(s.__file__)",
+        ],
+        work,
+    )
+    assert where.returncode == 0, where.stderr
+    for line in where.stdout.split():
+        assert line.startswith(str(venv)) and line.endswith(".so"), where.stdout
+    spec = work / "probe.audit.yaml"
+    spec.write_text(SPEC.format(data=CREDIT.as_posix()), encoding="utf-8")
+    done = _run([str(venv / "bin" / "audit"), "run", str(spec), "--no-progress"], work)
+    assert done.returncode == 1, done.stdout + done.stderr  # the injected bias is found
+    assert (work / "reports" / "packaging-probe.json").is_file()
+
+
+def test_pip_install_builds_the_kernels_and_the_installed_audit_runs(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    python = _fresh_venv(venv)
+    done = _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(ROOT)], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    _audit_runs(venv, tmp_path)
+
+
+def test_python_m_build_makes_an_sdist_with_sources_and_a_wheel_with_kernels(
+    tmp_path: Path,
+) -> None:
+    dist = tmp_path / "dist"
+    # --no-isolation: build with this environment's setuptools and Cython (the test extras)
+    done = _run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (sdist,) = dist.glob("fairscan-*.tar.gz")
+    (wheel,) = dist.glob("fairscan-*.whl")
+    with tarfile.open(sdist) as archive:
+        sources = archive.getnames()
+    for name in ("setup.py", "engine/kernels.pyx", "engine/subroc_kernels.pyx"):
+        assert any(n.endswith(name) for n in sources), name
+    assert not any(n.endswith((".so", ".c")) for n in sources)
+    with zipfile.ZipFile(wheel) as archive:
+        members = archive.namelist()
+    compiled = [n for n in members if n.startswith("fairscan/engine/") and n.endswith(".so")]
+    assert len(compiled) == 2, compiled
+    assert "fairscan/py.typed" in members and "fairscan/engine/kernels.pyi" in members
+    venv = tmp_path / "venv"
+    python = _fresh_venv(venv)
+    done = _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    _audit_runs(venv, tmp_path)
