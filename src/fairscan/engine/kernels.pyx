@@ -846,32 +846,40 @@ cdef double _ascend(const Problem* pr, Workspace* ws, uint8_t* sel, int32_t* mis
 # --------------------------------------------------------------------------------------------
 
 
-cdef int _problem(Problem* pr, const int32_t[:, ::1] codes, const double[::1] c,
-                  const double[::1] w, const double[::1] p, bint const_p,
-                  const int32_t[::1] card, int direction, int likelihood,
-                  double sigma) except -1:
-    cdef int64_t a
+cdef int _cells_view(Problem* pr, const int32_t[:, ::1] codes, const double[::1] c,
+                     const double[::1] w, const double[::1] p, int direction, int likelihood,
+                     double sigma) except -1:
+    """Point ``pr`` at the cells (checked) and set the score; attributes come from the caller."""
     cdef int64_t n_cells = codes.shape[0]
     if likelihood not in (C_BERNOULLI, C_GAUSSIAN, C_POISSON):
         raise ValueError(f"unknown likelihood code {likelihood}")
     if c.shape[0] != n_cells or w.shape[0] != n_cells or p.shape[0] != n_cells:
         raise ValueError("cells: codes, c, w and p must have the same length")
-    if codes.shape[1] != card.shape[0]:
-        raise ValueError("cells: one cardinality per attribute column is needed")
     pr.codes = &codes[0, 0] if codes.shape[0] > 0 and codes.shape[1] > 0 else NULL
     pr.c = &c[0] if n_cells > 0 else NULL
     pr.w = &w[0] if n_cells > 0 else NULL
     pr.p = &p[0] if n_cells > 0 else NULL
-    pr.card = &card[0] if card.shape[0] > 0 else NULL
     pr.n_cells = n_cells
-    pr.m = card.shape[0]
+    pr.m = codes.shape[1]
+    pr.direction = direction
+    pr.likelihood = likelihood
+    pr.sigma2 = sigma * sigma
+    return 0
+
+
+cdef int _problem(Problem* pr, const int32_t[:, ::1] codes, const double[::1] c,
+                  const double[::1] w, const double[::1] p, bint const_p,
+                  const int32_t[::1] card, int direction, int likelihood,
+                  double sigma) except -1:
+    cdef int64_t a
+    _cells_view(pr, codes, c, w, p, direction, likelihood, sigma)
+    if codes.shape[1] != card.shape[0]:
+        raise ValueError("cells: one cardinality per attribute column is needed")
+    pr.card = &card[0] if card.shape[0] > 0 else NULL
     pr.kmax = 1
     for a in range(pr.m):
         pr.kmax = max(pr.kmax, <int64_t>card[a])
     pr.const_p = const_p or likelihood != C_BERNOULLI
-    pr.direction = direction
-    pr.likelihood = likelihood
-    pr.sigma2 = sigma * sigma
     return 0
 
 
@@ -934,26 +942,14 @@ def score_selection_lik(const int32_t[:, ::1] codes, const double[::1] c, const 
     """As :func:`score_selection` for any likelihood; Gaussian: (F, mu, n, sum Delta, 0)."""
     cdef Problem pr
     cdef int64_t n_cells = codes.shape[0]
-    if likelihood not in (C_BERNOULLI, C_GAUSSIAN, C_POISSON):
-        raise ValueError(f"unknown likelihood code {likelihood}")
-    if c.shape[0] != n_cells or w.shape[0] != n_cells or p.shape[0] != n_cells:
-        raise ValueError("cells: codes, c, w and p must have the same length")
+    _cells_view(&pr, codes, c, w, p, direction, likelihood, sigma)
     sel_arr = np.ascontiguousarray(np.asarray(sel))
     if sel_arr.dtype != np.bool_ or sel_arr.ndim != 2 or sel_arr.shape[0] != codes.shape[1]:
         raise ValueError("sel must be a 2-d boolean array with one row per attribute")
     cdef uint8_t[:, ::1] sel_c = sel_arr.view(np.uint8)
-    pr.codes = &codes[0, 0] if n_cells > 0 and codes.shape[1] > 0 else NULL
-    pr.c = &c[0] if n_cells > 0 else NULL
-    pr.w = &w[0] if n_cells > 0 else NULL
-    pr.p = &p[0] if n_cells > 0 else NULL
-    pr.card = NULL
-    pr.n_cells = n_cells
-    pr.m = codes.shape[1]
+    pr.card = NULL  # scoring a given subgroup needs no cardinalities
     pr.kmax = sel_c.shape[1]
     pr.const_p = False
-    pr.direction = direction
-    pr.likelihood = likelihood
-    pr.sigma2 = sigma * sigma
     cdef double[::1] bc = np.empty(n_cells + 1)
     cdef double[::1] bw = np.empty(n_cells + 1)
     cdef double[::1] bp = np.empty(n_cells + 1)
