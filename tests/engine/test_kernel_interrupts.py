@@ -58,17 +58,27 @@ def test_ctrl_c_inside_the_coordinate_ascent_raises_promptly() -> None:
     assert elapsed < BUDGET
 
 
-def test_ctrl_c_inside_the_subroc_null_draws_raises_promptly() -> None:
+def test_ctrl_c_inside_the_subroc_cover_passes_raises_promptly() -> None:
+    # 6000 parents, each covering all 200,000 rows: about 10 s in one call on a 2-core runner
+    # (0.35 s per 200 parents), little memory; without the checks between batches of parents
+    # the interrupt would only be seen once the call returns
+    n, parents = 200_000, 6000
     rng = np.random.default_rng(1)
-    n = 50_000
-    y = (rng.random(n) < 0.3).astype(np.int8)
-    grp = np.arange(n, dtype=np.int32)
-    pos = np.flatnonzero(y == 1).astype(np.int64)
-    neg = np.flatnonzero(y == 0).astype(np.int64)
-    replicates = 100_000  # about 14 s in one call on a 2-core runner
-    up = rng.random((replicates, 40))
-    un = rng.random((replicates, 60))
-    elapsed = _assert_interrupted(
-        lambda: subroc_kernels.null_measures(up, un, pos, neg, y, grp, 0, threads=2)
+    bits = np.full((1, (n + 63) // 64), np.iinfo(np.uint64).max, dtype=np.uint64)
+    bits[0, -1] = np.uint64((1 << (n % 64)) - 1) if n % 64 else bits[0, -1]
+    args = (
+        np.zeros((parents, 1), np.int32),  # every parent is the root: all rows
+        bits,
+        np.arange(parents + 1, dtype=np.int64),  # one task per parent
+        np.zeros(parents, np.int32),
+        np.arange(parents, dtype=np.int64) * 4,
+        parents * 4,
+        rng.integers(0, 4, (1, n)).astype(np.int32),
+        np.array([4], np.int32),
+        (rng.random(n) < 0.3).astype(np.int8),
+        np.arange(n, dtype=np.int32),
+        True,
+        parents,
     )
+    elapsed = _assert_interrupted(lambda: subroc_kernels.evaluate_children(*args, threads=2))
     assert elapsed < BUDGET
