@@ -34,6 +34,11 @@ extensions = [
         "fairscan.engine.kernels", ["src/fairscan/engine/kernels.pyx"], extra_compile_args=_optimise
     ),
     Extension(
+        "fairscan.engine.expectation_kernels",
+        ["src/fairscan/engine/expectation_kernels.pyx"],
+        extra_compile_args=_optimise,
+    ),
+    Extension(
         "fairscan.engine.subroc_kernels",
         ["src/fairscan/engine/subroc_kernels.pyx"],
         extra_compile_args=_optimise + _omp_compile,

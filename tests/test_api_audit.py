@@ -150,6 +150,7 @@ def test_a_spec_file_gives_its_settings_and_keywords_override_them(
         "alpha": 0.05,
         "seed": 0,
         "workers": 1,
+        "executor": "local",
     }
     assert overridden.provenance.spec_sha256 != cli["provenance"]["spec_sha256"]
     # None: the field's default
@@ -165,7 +166,6 @@ def test_polars_pandas_pyarrow_and_path_inputs_agree(
     frames = {
         "<in-memory pandas DataFrame>": pd.read_csv(CREDIT, keep_default_na=False),
         "<in-memory pyarrow Table>": pa_csv.read_csv(CREDIT),
-        "<in-memory polars LazyFrame>": credit.lazy(),
     }
     expected = credit_report.model_dump(mode="json")["scans"]
     for label, data in frames.items():
@@ -176,6 +176,10 @@ def test_polars_pandas_pyarrow_and_path_inputs_agree(
         assert _without_timing(report.model_dump(mode="json")["scans"]) == _without_timing(expected)
     from_path = fairscan.audit(str(CREDIT), **CREDIT_FIELDS)
     assert _without_timing(from_path.model_dump(mode="json")["scans"]) == _without_timing(expected)
+    # a LazyFrame is streamed: the same scans; its data hash is of the aggregated table it read
+    lazy = fairscan.audit(credit.lazy(), **CREDIT_FIELDS)
+    assert lazy.provenance.data_path == "<in-memory polars LazyFrame>"
+    assert _without_timing(lazy.model_dump(mode="json")["scans"]) == _without_timing(expected)
 
 
 def _without_timing(scans: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -107,7 +107,7 @@ def test_python_m_build_makes_an_sdist_with_sources_and_a_wheel_with_kernels(
     with zipfile.ZipFile(wheel) as archive:
         members = archive.namelist()
     compiled = [n for n in members if n.startswith("fairscan/engine/") and n.endswith(".so")]
-    assert len(compiled) == 2, compiled
+    assert len(compiled) == 3, compiled
     assert "fairscan/py.typed" in members and "fairscan/engine/kernels.pyi" in members
     venv = tmp_path / "venv"
     python = _fresh_venv(venv)

@@ -17,8 +17,8 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,8 +52,11 @@ from fairscan.spec.models import AuditSpec
 if TYPE_CHECKING:
     import polars as pl
 
-    from fairscan.data.table import PreparedData, RoleColumn
+    from fairscan.data.backends import LazyTable
+    from fairscan.data.sources import DatasetSource
+    from fairscan.data.table import Aggregation, PreparedData, RoleColumn
     from fairscan.engine.critical import Detectability
+    from fairscan.engine.executors import Executor
     from fairscan.scans.roles import ScanRoles
 
 
@@ -79,6 +82,7 @@ class RunOptions:
     seed: int | None = None
     replicates: int | None = None
     workers: int | None = None
+    executor: str | None = None  # overrides significance.executor: local or dask://HOST:PORT
     write: bool = True
     progress: Progress = field(default_factory=NullProgress)
     baseline: Path | None = None  # a previous JSON report to label findings against
@@ -98,6 +102,18 @@ class PreparedAudit:
     # issues point at the spec file's lines; False where the spec is not (only) the file's
     # (fairscan.audit keyword arguments): issues then name the field path alone
     located: bool = True
+    # aggregated data expanded to rows, made once for the scans that work on rows
+    _rows: dict[str, PreparedData] = field(default_factory=dict, compare=False, repr=False)
+
+    def data_for(self, weighted_rows: bool) -> PreparedData:
+        """The data a scan type reads: aggregated rows with their counts if it can use them,
+        else one row per data row (expanded once, after a memory check)."""
+        if weighted_rows or self.data.row_weight is None:
+            return self.data
+        if "rows" not in self._rows:
+            _check_expansion(self.data)
+            self._rows["rows"] = self.data.expanded()
+        return self._rows["rows"]
 
 
 @dataclass(frozen=True)
@@ -236,13 +252,15 @@ def extra_columns(spec: AuditSpec, roles: list[ScanRoles]) -> dict[str, str]:
 
 def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
     significance = spec.significance
-    updates = {}
+    updates: dict[str, int | str] = {}
     if options.seed is not None:
         updates["seed"] = options.seed
     if options.replicates is not None:
         updates["replicates"] = options.replicates
     if options.workers is not None:
         updates["workers"] = options.workers
+    if options.executor is not None:
+        updates["executor"] = options.executor
     if updates:
         significance = type(significance).model_validate({**significance.model_dump(), **updates})
         spec = spec.model_copy(update={"significance": significance})
@@ -273,6 +291,12 @@ def prepare_audit(
         )
         raise _locate(loaded, _with_spec_issues(error, spec_issues)) from exc
     try:
+        source = _streamed_source(spec, data_path)
+    except DataError as error:
+        raise _locate(loaded, _with_spec_issues(error, spec_issues)) from error
+    if source is not None:
+        return _prepare_streamed(loaded, spec, roles, source, extra_roles, spec_issues, options)
+    try:
         frame = read_table(data_path)
         sha = file_sha256(data_path)
     except DataError as error:
@@ -288,6 +312,185 @@ def prepare_audit(
         located=True,
         spec_issues=spec_issues,
     )
+
+
+def _check_expansion(data: PreparedData) -> None:
+    """A :class:`ScanError` before expanding aggregated data to more rows than memory holds."""
+    from fairscan.data.load import available_memory
+    from fairscan.data.stream import bytes_text
+
+    available = available_memory()
+    columns = data.codes.shape[1] + len(data.roles) + len(data.extra)
+    # the rows' arrays, and about as much again for the copies a scan makes
+    needed = data.n_data_rows * (2 * (4 * data.codes.shape[1] + 8 * (columns + 1)))
+    if available is None or needed <= available:
+        return
+    raise ScanError(
+        f"this scan works on rows: the {data.n_data_rows:,} rows need about "
+        f"{bytes_text(needed)} of memory, more than the {bytes_text(available)} available",
+        hint="audit a uniform sample of the rows: data: {sample: {rows: 1000000, seed: 0}} "
+        "(the aggregate scans, fpr_scan and tpr_scan, can still run on all rows in an audit "
+        "of their own)",
+    )
+
+
+def _streamed_source(spec: AuditSpec, data_path: Path) -> DatasetSource | None:
+    """The data as a lazily scanned dataset when it is one (a directory, glob or URL), when
+    it is sampled or streaming is asked for, or when the file is too large to read at once;
+    None: read the file into memory."""
+    from fairscan.data.load import fits_in_memory
+    from fairscan.data.sources import dataset_source, file_source
+
+    source = dataset_source(spec.data.path, data_path)
+    if source is not None or spec.data.streaming is False:
+        return source
+    if spec.data.streaming or spec.data.sample is not None or not fits_in_memory(data_path):
+        return file_source(data_path)
+    return None
+
+
+def _used_columns(
+    spec: AuditSpec, roles: list[ScanRoles], extra_roles: Sequence[RoleColumn]
+) -> list[str]:
+    """Every data column the audit reads: roles, attributes and the scans' extra columns."""
+    columns = [request.column for r in roles for request in r.requests()]
+    columns += [request.column for request in extra_roles]
+    columns += list(spec.attributes)
+    columns += list(extra_columns(spec, roles))
+    return list(dict.fromkeys(columns))
+
+
+def _prepare_streamed(
+    loaded: LoadedSpec,
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    source: DatasetSource | LazyTable,
+    extra_roles: Sequence[RoleColumn] = (),
+    spec_issues: list[Issue] | None = None,
+    options: RunOptions | None = None,
+    located: bool = True,
+) -> PreparedAudit:
+    """Stream a dataset or lazy table: a uniform sample of its rows (``data.sample``), or its
+    distinct rows with their counts (the aggregate scans run on those; the others get them
+    as rows)."""
+    from fairscan.data.sources import DatasetSource
+
+    spec_issues = spec_issues or []
+    progress = (options or RunOptions()).progress
+    try:
+        frame, aggregation, sample_note = _read_streamed(
+            spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+        )
+        sha = source.fingerprint() if isinstance(source, DatasetSource) else None
+    except (DataError, SpecError) as error:
+        raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
+    finally:
+        progress.done()
+    if sha is None:
+        from fairscan.data.load import frame_sha256
+
+        sha = frame_sha256(frame)
+    prepared = _prepare(
+        loaded,
+        spec,
+        roles,
+        frame,
+        source.location,
+        sha,
+        extra_roles,
+        located,
+        spec_issues,
+        prefiltered=aggregation is None,
+        aggregated=aggregation,
+    )
+    if sample_note is None:
+        return prepared
+    n_raw, note = sample_note
+    data = replace(prepared.data, n_rows_raw=n_raw, warnings=(*prepared.data.warnings, note))
+    return replace(prepared, data=data)
+
+
+def _read_streamed(
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    source: DatasetSource | LazyTable,
+    extra_roles: Sequence[RoleColumn],
+    progress: Callable[[int], None],
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """(table, its aggregation or None for a sample, (data rows, note) of a sample)."""
+    from fairscan.data.load import available_memory
+    from fairscan.data.stream import aggregated_table, sampled_table, stream_query
+
+    query, schema = stream_query(
+        source.scan(),
+        sliceable=source.sliceable,
+        columns=_used_columns(spec, roles, extra_roles),
+        attributes=list(spec.attributes),
+        filter=spec.data.filter,
+        strip_whitespace=spec.data.strip_whitespace,
+        progress=progress,
+        weight=source.weight,
+    )
+    sample = spec.data.sample
+    if sample is not None:
+        frame, n_raw, n_filtered = sampled_table(query, sample.rows, sample.seed)
+        note = (
+            f"audited a uniform sample of {frame.height:,} of the {n_filtered:,} rows the "
+            f"filter keeps (data.sample, seed {sample.seed})"
+        )
+        return frame, None, (n_raw, note)
+    available = available_memory()
+    # distinct rows held while merging: about 3 copies of ~16 bytes a column
+    max_rows = None if available is None else available // (3 * 16 * (len(query.columns) + 1))
+    frame, aggregation = aggregated_table(
+        query,
+        schema,
+        attributes=list(spec.attributes),
+        discretize=spec.discretize,
+        max_rows=max_rows,
+    )
+    return frame, aggregation, None
+
+
+def prepare_lazy(
+    loaded: LoadedSpec,
+    data: Any,
+    *,
+    spec: AuditSpec | None = None,
+    located: bool = True,
+) -> PreparedAudit:
+    """Check the spec, then stream a lazy table (``fairscan.audit``): a polars LazyFrame, a
+    DuckDB relation / Dask / PySpark DataFrame aggregated where it lives, or a
+    :class:`~fairscan.data.sources.DatasetSource` (a directory, glob or URL)."""
+    from fairscan.data.backends import lazy_table
+    from fairscan.data.filters import filter_columns, parse_filter
+    from fairscan.data.sources import DatasetSource
+
+    spec = loaded.spec if spec is None else spec
+    roles, spec_issues = _checked_roles(loaded, spec)
+    if isinstance(data, DatasetSource):
+        return _prepare_streamed(loaded, spec, roles, data, (), spec_issues, None, located)
+    filter_keys: list[str] = []
+    if spec.data.filter is not None:
+        try:
+            filter_keys = sorted(filter_columns(parse_filter(spec.data.filter)))
+        except SpecError as error:
+            raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
+    try:
+        source = lazy_table(data, _used_columns(spec, roles, ()), filter_keys)
+    except DataError as error:
+        raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
+    return _prepare_streamed(loaded, spec, roles, source, (), spec_issues, None, located)
+
+
+def _stream_progress(progress: Progress, location: str) -> Callable[[int], None]:
+    """Progress of a streamed read, in data rows read (a pass per quantile column, then one)."""
+    progress.start(f"reading {location} (rows read)", None)
+
+    def advance(rows: int) -> None:
+        progress.advance(rows)
+
+    return advance
 
 
 def prepare_frame(
@@ -337,8 +540,14 @@ def _prepare(
     extra_roles: Sequence[RoleColumn],
     located: bool,
     spec_issues: list[Issue] | None = None,
+    *,
+    prefiltered: bool = False,
+    aggregated: Aggregation | None = None,
 ) -> PreparedAudit:
     """Check and encode the table for the checked spec: the step every entry point shares.
+
+    ``prefiltered``: the streaming reader applied ``data.filter`` already (a sample);
+    ``aggregated``: ``frame`` holds distinct rows with counts (a streamed dataset).
 
     ``spec_issues`` (from :func:`check_spec`) are raised here, together with what the data
     checks find, so a user fixes both in one round.
@@ -353,9 +562,10 @@ def _prepare(
             attributes=list(spec.attributes),
             discretize=spec.discretize,
             max_categories=spec.max_categories,
-            filter=spec.data.filter,
+            filter=None if prefiltered else spec.data.filter,
             extra_columns=extra_columns(spec, roles),
             strip_whitespace=spec.data.strip_whitespace,
+            aggregated=aggregated,
         )
     except (DataError, SpecError) as error:
         raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
@@ -475,6 +685,7 @@ def run_scan(
     workers: int,
     progress: Progress,
     debug: bool = False,
+    executor: Executor | None = None,
 ) -> ScanResult:
     """Run one scan of a prepared audit.
 
@@ -488,13 +699,15 @@ def run_scan(
     roles = prepared.roles[index]
     started = time.perf_counter()
     try:
-        bound = bind_roles(prepared.data, roles)
+        data = prepared.data_for(SCAN_TYPES[scan.type].reads_weighted_rows(scan))
+        bound = bind_roles(data, roles)
         ctx = ScanContext(
-            data=prepared.data,
+            data=data,
             alpha=prepared.spec.significance.alpha,
             replicates=prepared.spec.significance.replicates,
             seed=scan_seed(root, scan.id),
             workers=workers,
+            executor=executor,
             progress=progress,
             role_names=dict(roles.names),
             roles=bound,
@@ -553,7 +766,7 @@ def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
     (``<in-memory ...>``), and absolute when the two share no folder but the root (or lie on
     different drives)."""
     text = str(data_path)
-    if text.startswith("<"):
+    if text.startswith("<") or "://" in text:  # in memory, or a URL
         return text
     data = os.path.abspath(text)
     spec_dir = os.path.dirname(os.path.abspath(spec_path))
@@ -584,7 +797,7 @@ def _provenance(
         data_path=_relative_data_path(prepared.data_path, prepared.loaded.path),
         data_sha256=prepared.data_sha256,
         data_rows=prepared.data.n_rows_raw,
-        rows_after_filter=prepared.data.n_rows,
+        rows_after_filter=prepared.data.n_data_rows,
         filter=spec.data.filter,
         seed=spec.significance.seed,
         seed_entropy=str(root.entropy),
@@ -592,6 +805,7 @@ def _provenance(
         finished_utc_time=_utc(time.time()),
         total_seconds=elapsed,
         workers=workers,
+        executor=spec.significance.executor,
         parameters=spec.model_dump(mode="json", by_alias=True),
         environment=_environment(),
     )
@@ -599,9 +813,12 @@ def _provenance(
 
 def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> AuditOutcome:
     """Run every scan of a prepared audit and (optionally) write the reports."""
+    from fairscan.engine.executors import open_executor
     from fairscan.engine.randomization import default_workers
 
     options = options or RunOptions()
+    if options.executor is not None:  # audit scan and fairscan.audit: not applied yet
+        prepared = replace(prepared, spec=apply_overrides(prepared.spec, options))
     spec = prepared.spec
     # read the baseline before scanning: a bad path fails fast
     baseline = load_report(options.baseline) if options.baseline is not None else None
@@ -610,13 +827,23 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     root = np.random.SeedSequence(spec.significance.seed)
     workers = spec.significance.workers or default_workers()
     count = len(spec.scans)
-    results = [
-        # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
-        run_scan(
-            prepared, i, root, workers, ScanProgress(options.progress, i + 1, count), options.debug
-        )
-        for i in range(count)
-    ]
+    # one connection to a Dask cluster for the whole run (none without replicates)
+    with open_executor(
+        spec.significance.executor, connect=spec.significance.replicates > 0
+    ) as executor:
+        results = [
+            # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
+            run_scan(
+                prepared,
+                i,
+                root,
+                workers,
+                ScanProgress(options.progress, i + 1, count),
+                options.debug,
+                executor,
+            )
+            for i in range(count)
+        ]
     report = AuditReport(
         name=spec.name,
         description=spec.description,

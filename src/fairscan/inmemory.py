@@ -96,6 +96,17 @@ def audit(
         raise api._locate(loaded, SpecError(issues=issues), located)
     if issues:
         raise SpecError(issues=issues)
+    streamed = _streamed(data, model)
+    if streamed is not None:
+        spec_model = spec_model.model_copy(
+            update={"data": spec_model.data.model_copy(update={"path": streamed[1]})}
+        )
+        run_loaded = loaded if located and loaded is not None else None
+        if run_loaded is None:
+            where = loaded.path if loaded is not None else ARGUMENTS
+            run_loaded = api.resolved_spec(spec_model, where)
+        prepared = api.prepare_lazy(run_loaded, streamed[0], spec=spec_model, located=located)
+        return api.run_prepared(prepared, api.RunOptions(write=False)).report
     frame, data_path, data_sha256, label = _table(data, loaded)
     if model is not None and features is not None and prediction_column is not None:
         from fairscan.data.load import frame_sha256
@@ -263,6 +274,23 @@ def _as_keyword(issue: Issue) -> Issue:
 
 
 # --- the table ------------------------------------------------------------------------------
+
+
+def _streamed(data: Any, model: Any) -> tuple[Any, str] | None:
+    """(what to stream, the report's data path) for lazy tables (a polars LazyFrame, a
+    DuckDB relation, a Dask or PySpark DataFrame) and paths of datasets (a directory, glob
+    or URL); None for tables read into memory (and whenever a model adds predictions)."""
+    from fairscan.data.backends import engine_of
+    from fairscan.data.sources import dataset_source
+
+    if model is not None:
+        return None
+    if isinstance(data, str | os.PathLike):
+        text = os.fspath(data)
+        source = dataset_source(text, Path(text).expanduser().resolve())
+        return None if source is None else (source, text)
+    engine = engine_of(data)
+    return None if engine is None else (data, f"<in-memory {engine}>")
 
 
 def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str, str | None]:

@@ -60,21 +60,26 @@ def expand_specs(paths: list[Path]) -> list[Path]:
 
 
 def check_overrides(
-    *, out_dir: str | None = None, replicates: int | None = None, workers: int | None = None
+    *,
+    out_dir: str | None = None,
+    replicates: int | None = None,
+    workers: int | None = None,
+    executor: str | None = None,
 ) -> None:
     """Usage errors for override values the spec would reject or that mean nothing: an empty
-    ``FAIRSCAN_*`` variable (click would silently ignore it), ``--out ''``, and replicates or
-    workers beyond the spec's limits."""
+    ``FAIRSCAN_*`` variable (click would silently ignore it), ``--out ''``, replicates or
+    workers beyond the spec's limits, and an executor that is neither local nor dask://HOST:PORT."""
     import os
 
-    from fairscan.spec.models import MAX_REPLICATES, MAX_WORKERS
+    from fairscan.spec.models import MAX_REPLICATES, MAX_WORKERS, SignificanceSpec
 
-    for _, flag, env in OVERRIDES.values():
+    for name, (_, flag, env) in OVERRIDES.items():
         value = os.environ.get(env)
         if value is not None and not value.strip():
+            what = "local or dask://HOST:PORT" if name == "executor" else "a whole number"
             raise UsageError(
                 "the environment variable is set but empty",
-                hint=f"unset it (`unset {env}`) or give a whole number, as for {flag}",
+                hint=f"unset it (`unset {env}`) or give {what}, as for {flag}",
                 field=env,
             )
     if out_dir is not None and not out_dir.strip():
@@ -84,7 +89,7 @@ def check_overrides(
     if out_dir is not None and "\0" in out_dir:
         raise UsageError("contains a NUL byte", hint="give a report directory path", field="--out")
 
-    def named(name: str, value: int) -> str:
+    def named(name: str, value: int | str) -> str:
         _, flag, env = OVERRIDES[name]
         return env if os.environ.get(env, "").strip() == str(value) else flag
 
@@ -100,6 +105,19 @@ def check_overrides(
             hint="omit --workers to use one worker per CPU",
             field=named("workers", workers),
         )
+    if executor is not None:
+        from pydantic import ValidationError
+
+        try:
+            SignificanceSpec(executor=executor)
+        except ValidationError as exc:
+            _, flag, env = OVERRIDES["executor"]
+            issue = exc.errors()[0]
+            raise UsageError(
+                issue["msg"],
+                hint=(issue.get("ctx") or {}).get("spec_hint"),
+                field=env if os.environ.get(env) == executor else flag,
+            ) from None
 
 
 # Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
@@ -119,14 +137,24 @@ WorkersOption = Annotated[
     int | None,
     typer.Option(help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"),
 ]
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Where null replicates run: local (default) or dask://HOST:PORT, a Dask scheduler "
+        "(overrides significance.executor; needs fairscan[dask]; results do not depend on it). "
+        "SubROC, certify, flag and shift scans always run here.",
+        envvar="FAIRSCAN_EXECUTOR",
+    ),
+]
 OVERRIDES = {
     "seed": ("significance.seed", "--seed", "FAIRSCAN_SEED"),
     "replicates": ("significance.replicates", "--replicates", "FAIRSCAN_REPLICATES"),
     "workers": ("significance.workers", "--workers", "FAIRSCAN_WORKERS"),
+    "executor": ("significance.executor", "--executor", "FAIRSCAN_EXECUTOR"),
 }
 
 
-def _override_sources(ctx: typer.Context, values: dict[str, int | None]) -> list[str]:
+def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -> list[str]:
     """``significance.seed = 5  (from --seed)`` for each override given by a flag or env."""
     lines = []
     for name, value in values.items():
@@ -161,6 +189,7 @@ def run(
     seed: SeedOption = None,
     replicates: ReplicatesOption = None,
     workers: WorkersOption = None,
+    executor: ExecutorOption = None,
     exit_zero: ExitZeroOption = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the verdict line per spec.")
@@ -181,7 +210,7 @@ def run(
 
     worst = int(ExitCode.OK)
     try:
-        check_overrides(out_dir=out_dir, replicates=replicates, workers=workers)
+        check_overrides(out_dir=out_dir, replicates=replicates, workers=workers, executor=executor)
         spec_paths = expand_specs(specs)
     except FairscanError as error:
         print_error(error)
@@ -192,6 +221,7 @@ def run(
         seed=seed,
         replicates=replicates,
         workers=workers,
+        executor=executor,
         progress=observer,
         baseline=baseline,
         debug=debug,
@@ -280,6 +310,7 @@ def validate(
     seed: SeedOption = None,
     replicates: ReplicatesOption = None,
     workers: WorkersOption = None,
+    executor: ExecutorOption = None,
 ) -> None:
     """Check specs (and their data) without scanning. Exit 0 if valid, 2 if not."""
     from fairscan.api import RunOptions, apply_overrides, check_spec, load_spec, prepare_audit
@@ -287,13 +318,15 @@ def validate(
 
     worst = 0
     try:
-        check_overrides(replicates=replicates, workers=workers)
+        check_overrides(replicates=replicates, workers=workers, executor=executor)
         spec_paths = expand_specs(specs)
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
-    options = RunOptions(seed=seed, replicates=replicates, workers=workers)
-    sources = _override_sources(ctx, {"seed": seed, "replicates": replicates, "workers": workers})
+    options = RunOptions(seed=seed, replicates=replicates, workers=workers, executor=executor)
+    sources = _override_sources(
+        ctx, {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
+    )
     for spec_path in spec_paths:
         try:
             if no_data:

@@ -29,7 +29,7 @@ from fairscan.cli import (
     print_error,
     print_summary,
 )
-from fairscan.cli.run import check_overrides
+from fairscan.cli.run import ExecutorOption, check_overrides
 from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
 from fairscan.errors import ExitCode, FairscanError, UsageError
 
@@ -207,6 +207,7 @@ def scan(
             envvar="FAIRSCAN_WORKERS",
         ),
     ] = None,
+    executor: ExecutorOption = None,
     out_text: Annotated[
         str | None,
         typer.Option(
@@ -270,7 +271,7 @@ def scan(
     )
     try:
         # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
-        check_overrides(out_dir=out_text, replicates=replicates, workers=workers)
+        check_overrides(out_dir=out_text, replicates=replicates, workers=workers, executor=executor)
         if formats and out_dir is None and save_spec is None:
             raise UsageError(
                 "--format chooses the reports written to --out",
@@ -293,7 +294,10 @@ def scan(
                 soft_wrap=True,
             )
         observer = make_progress(progress and not quiet)
-        result = run_prepared(prepared, RunOptions(write=False, progress=observer, debug=debug))
+        result = run_prepared(
+            prepared,
+            RunOptions(write=False, progress=observer, debug=debug, executor=executor),
+        )
         report = _finish(result.report, plan.flags, spec_path, spec_sha)
         written: list[Path] = []
         report_formats: tuple[str, ...] = ()

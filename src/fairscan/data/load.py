@@ -198,6 +198,16 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
+def fits_in_memory(path: Path, share: float = 0.5) -> bool:
+    """Whether a data file read whole needs at most ``share`` of the available memory (True
+    when that cannot be told, e.g. the file is missing: reading it reports the problem)."""
+    fmt = _FORMATS.get(Path(path).suffix.lower())
+    available = available_memory()
+    if fmt is None or available is None or not Path(path).is_file():
+        return True
+    return estimate_memory(Path(path), fmt) <= available * share
+
+
 def check_memory(path: Path, fmt: str) -> None:
     """A :class:`DataError` before reading a file that needs more memory than is available."""
     available = available_memory()
@@ -210,9 +220,9 @@ def check_memory(path: Path, fmt: str) -> None:
         f"data file {str(path)!r} ({_bytes(path.stat().st_size)} on disk) needs about "
         f"{_bytes(needed)} of memory to read, more than the {_bytes(available)} available",
         field=FIELD,
-        hint="make the file smaller before the audit: keep only the rows you audit (the "
-        "rows data.filter keeps) and the columns the spec uses, e.g. with polars or duckdb, "
-        "saved as Parquet; or run the audit on a machine with more memory",
+        hint="let fairscan stream it (remove `streaming: false` from data), audit a sample "
+        "(data: {sample: {rows: 1000000, seed: 0}}), or keep only the rows and columns the "
+        "audit uses before it",
     )
 
 

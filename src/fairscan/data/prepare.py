@@ -16,11 +16,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from fairscan.data.discretize import bin_labels, format_number
 from fairscan.data.discretize import discretize as bin_numeric
-from fairscan.data.discretize import format_number
 from fairscan.data.filters import FIELD as FILTER_FIELD
 from fairscan.data.filters import filter_expression, quote_identifier
-from fairscan.data.table import MISSING_LABEL, EncodedAttribute, Label, PreparedData, RoleColumn
+from fairscan.data.table import (
+    MISSING_LABEL,
+    Aggregation,
+    EncodedAttribute,
+    Label,
+    PreparedData,
+    RoleColumn,
+)
 from fairscan.errors import DataError, Issue, SpecError
 from fairscan.spec.models import DiscretizeSpec
 
@@ -106,19 +113,31 @@ class _Context:
     issues: list[Issue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     attribute_fields: dict[str, str] = field(default_factory=dict)  # name -> "attributes[i]"
+    # aggregated data (a streamed dataset): the data rows each row of ``frame`` stands for
+    weights: np.ndarray | None = None
+    binned: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # already in bins
 
     def attribute_field(self, name: str) -> str:
         return self.attribute_fields.get(name, "attributes")
 
     @property
     def n(self) -> int:
-        return self.frame.height
+        """Data rows after the filter."""
+        return self.frame.height if self.weights is None else int(self.weights.sum())
+
+    def count(self, mask: pl.Series) -> int:
+        """Data rows where ``mask`` holds."""
+        if self.weights is None:
+            return int(mask.sum())
+        return int(self.weights[mask.fill_null(False).to_numpy()].sum())
 
     def add(self, message: str, *, field: str, column: str | None, hint: str | None) -> None:
         self.issues.append(Issue(message, hint=hint, field=field, column=column))
 
     def rows(self, mask: pl.Series) -> str:
         """'data rows 4, 17, 90, …' for the first rows where ``mask`` holds (1-based)."""
+        if self.weights is not None:  # aggregated: the rows' numbers are not known
+            return _plural(self.count(mask), "data row")
         idx = self.frame[self.row_col].filter(mask).head(_SHOW_VALUES).to_list()
         text = ", ".join(str(i + 1) for i in idx)
         if int(mask.sum()) > len(idx):
@@ -176,7 +195,7 @@ def _role_series(ctx: _Context, request: RoleColumn, null_dtype: type[pl.DataTyp
 
 def _report_missing(ctx: _Context, request: RoleColumn, missing: pl.Series, what: str = "") -> bool:
     """Add the 'has N missing values' issue; True when there were none."""
-    n_missing = int(missing.sum())
+    n_missing = ctx.count(missing)
     if n_missing:
         ctx.add(
             f"{_ROLE_WORD[request.kind]} column {request.column!r} has "
@@ -225,10 +244,11 @@ def _binary_default(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
     if invalid is not None and bool(invalid.any()):
         ok = False
         bad = s.filter(invalid)
+        n_bad = ctx.count(invalid)
         ctx.add(
             f"{_ROLE_WORD[request.kind]} column {request.column!r} must be binary "
-            f"({_BINARY_ACCEPTED}); {_plural(bad.len(), 'row')} "
-            f"{'holds' if bad.len() == 1 else 'hold'} other values: {_offending(bad)}",
+            f"({_BINARY_ACCEPTED}); {_plural(n_bad, 'row')} "
+            f"{'holds' if n_bad == 1 else 'hold'} other values: {_offending(bad)}",
             field=request.field,
             column=request.column,
             hint=f"recode {request.column!r} to 0/1, name its positive label with `positive`, "
@@ -345,7 +365,7 @@ def _binary_positive(ctx: _Context, request: RoleColumn, label: Label) -> np.nda
 
 def _both_classes(ctx: _Context, request: RoleColumn, values: np.ndarray) -> bool:
     """An outcome must hold both classes (after the filter); adds the issue when it does not."""
-    n_pos = int(values.sum())
+    n_pos = int(values.sum() if ctx.weights is None else (values * ctx.weights).sum())
     if n_pos not in (0, ctx.n):
         return True
     value = 0 if n_pos == 0 else 1
@@ -382,7 +402,7 @@ def _report_not_numeric(ctx: _Context, request: RoleColumn, s: pl.Series) -> Non
 
 
 def _check_unit_interval(ctx: _Context, request: RoleColumn, present: pl.Series) -> bool:
-    n_out = int(((present < 0.0) | (present > 1.0)).sum())
+    n_out = int(((present < 0.0) | (present > 1.0)).sum())  # distinct values if aggregated
     if n_out:
         ctx.add(
             f"prediction column {request.column!r} must hold probabilities in [0, 1]; "
@@ -672,6 +692,31 @@ def _encode_binned(
     return _Encoded(binned.codes, list(binned.labels[:n_bins]), binned.edges, ordered=True)
 
 
+def _encode_prebinned(
+    ctx: _Context, name: str, disc: DiscretizeSpec | None, max_categories: int
+) -> _Encoded | None:
+    """An attribute the streaming reader already cut into bins: its values are bin codes."""
+    edges = ctx.binned[name]
+    labels = list(bin_labels(edges))
+    if len(labels) > max_categories:
+        ctx.add(
+            f"{_discretize_field(name)} makes {len(labels)} bins, more than max_categories "
+            f"({max_categories})",
+            field=_discretize_field(name),
+            column=name,
+            hint=f"use fewer bins, or raise max_categories (now {max_categories})",
+        )
+        return None
+    if disc is not None and disc.quantiles is not None and 0 < len(labels) < disc.quantiles:
+        ctx.warnings.append(
+            f"{_discretize_field(name)}: quantiles: {disc.quantiles} gave only "
+            f"{_plural(len(labels), 'bin')} ({', '.join(labels)}) because quantiles coincide; "
+            f"give explicit edges instead, e.g. discretize: {{{name}: {{edges: [...]}}}}"
+        )
+    codes = ctx.frame[name].cast(pl.Int32).fill_null(len(labels)).to_numpy()
+    return _Encoded(codes.astype(np.int32, copy=False), labels, edges, ordered=True)
+
+
 def _warn_collapsed(
     ctx: _Context, name: str, s: pl.Series, quantiles: int, labels: Sequence[str]
 ) -> None:
@@ -764,6 +809,8 @@ def _encode_attribute(
 ) -> _Encoded | None:
     """Encode one attribute by its type, or add an issue and return None."""
     dtype = ctx.frame[name].dtype
+    if name in ctx.binned:
+        return _encode_prebinned(ctx, name, disc, max_categories)
     if disc is not None:
         return _encode_binned(ctx, name, disc, max_categories)
     if dtype == pl.Null:
@@ -1005,7 +1052,8 @@ def _encode_attributes(
 def _finish_attribute(ctx: _Context, name: str, enc: _Encoded) -> EncodedAttribute:
     """The attribute with its missing label appended, warning about nulls and single values."""
     k = len(enc.labels)
-    n_missing = int(np.count_nonzero(enc.codes == k))
+    missing = enc.codes == k
+    n_missing = int(missing.sum() if ctx.weights is None else ctx.weights[missing].sum())
     labels = list(enc.labels)
     if n_missing:
         labels.append(MISSING_LABEL)
@@ -1035,9 +1083,9 @@ def _read_extra(ctx: _Context, extra_columns: Mapping[str, str]) -> dict[str, np
             continue
         values = series.cast(pl.Float64)
         missing = _missing_mask(values)
-        if int(missing.sum()):
+        if ctx.count(missing):
             ctx.add(
-                f"column {column!r} has {_plural(int(missing.sum()), 'missing value')} "
+                f"column {column!r} has {_plural(ctx.count(missing), 'missing value')} "
                 f"(null or NaN; {ctx.rows(missing)})",
                 field=spec_field,
                 column=column,
@@ -1058,6 +1106,7 @@ def prepare_data(
     filter: str | None,
     extra_columns: Mapping[str, str] | None = None,
     strip_whitespace: bool = True,
+    aggregated: Aggregation | None = None,
 ) -> PreparedData:
     """Filter, validate and encode ``frame`` for the scans.
 
@@ -1069,7 +1118,9 @@ def prepare_data(
     :class:`DataError`; a filter that cannot be parsed or type-checked raises
     :class:`SpecError` (``data.filter``) unless other problems were found as well.
     ``strip_whitespace`` strips surrounding whitespace from text attribute values before the
-    filter (``data.strip_whitespace``).
+    filter (``data.strip_whitespace``). ``aggregated``: ``frame`` holds the distinct rows of a
+    streamed dataset (filtered already, discretised attributes as bin codes) with their counts;
+    the result then carries those counts as ``row_weight``.
     """
     if frame.height == 0:
         raise DataError(
@@ -1084,7 +1135,13 @@ def prepare_data(
     present = _drop_nested(frame, wanted, present, issues)
     frame, strip_warnings = _strip_attributes(frame, attributes, strip_whitespace)
 
-    ctx = _filtered(frame, filter, present, issues)
+    if aggregated is None:
+        ctx = _filtered(frame, filter, present, issues)
+    else:
+        ctx = _filtered(frame, None, [*present, aggregated.weight_column], issues)
+        ctx.filter, ctx.n_raw = filter, aggregated.n_rows_raw
+        ctx.weights = ctx.frame[aggregated.weight_column].to_numpy().astype(np.int64)
+        ctx.binned = aggregated.binned
     ctx.warnings.extend(strip_warnings)
     ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
     role_values = _read_roles(ctx, requests)
@@ -1093,10 +1150,11 @@ def prepare_data(
     if ctx.issues:
         raise DataError(issues=ctx.issues)
     return PreparedData(
-        n_rows_raw=frame.height,
+        n_rows_raw=ctx.n_raw,
         attributes=encoded,
         codes=codes,
         roles=role_values,
         warnings=tuple(ctx.warnings),
         extra=extra,
+        row_weight=ctx.weights,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -63,6 +63,16 @@ class EncodedAttribute:
 
 
 @dataclass(frozen=True)
+class Aggregation:
+    """How a table handed to :func:`fairscan.data.prepare.prepare_data` was aggregated by the
+    streaming reader: each row is a distinct row of the data, counted in ``weight_column``."""
+
+    weight_column: str
+    n_rows_raw: int  # rows in the data, before the filter (which was applied while streaming)
+    binned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # attribute -> edges
+
+
+@dataclass(frozen=True)
 class PreparedData:
     """Rows after the spec's filter; attributes encoded once; role columns as numpy arrays."""
 
@@ -75,6 +85,9 @@ class PreparedData:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     # further columns some scans read (column name -> filtered values; float64 or object strings)
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    # aggregated data (a streamed dataset): each row stands for this many data rows (int64);
+    # None: one data row each
+    row_weight: np.ndarray | None = None
 
     def role(self, request: RoleColumn) -> np.ndarray:
         """The values of a role column requested from :func:`fairscan.data.prepare.prepare_data`."""
@@ -82,7 +95,31 @@ class PreparedData:
 
     @property
     def n_rows(self) -> int:
+        """Rows of the arrays (distinct rows when aggregated; see :attr:`n_data_rows`)."""
         return int(self.codes.shape[0])
+
+    @property
+    def n_data_rows(self) -> int:
+        """Data rows after the filter (the sum of the row weights when aggregated)."""
+        return self.n_rows if self.row_weight is None else int(self.row_weight.sum())
+
+    def expanded(self) -> PreparedData:
+        """One row per data row: aggregated rows repeated by their weights (for the scans
+        that work on rows), in the aggregated table's fixed order."""
+        if self.row_weight is None:
+            return self
+        counts = self.row_weight
+
+        def repeat(values: np.ndarray) -> np.ndarray:
+            return np.repeat(values, counts, axis=0)
+
+        return replace(
+            self,
+            codes=np.ascontiguousarray(repeat(self.codes)),
+            roles={k: repeat(v) for k, v in self.roles.items()},
+            extra={k: repeat(v) for k, v in self.extra.items()},
+            row_weight=None,
+        )
 
     @property
     def attribute_names(self) -> tuple[str, ...]:

@@ -34,7 +34,8 @@ raises promptly (KeyboardInterrupt) instead of waiting for the search to end.
 """
 
 from libc.math cimport exp, expm1, log, log1p, sqrt, fabs, INFINITY
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort
+from libc.string cimport memcmp, memcpy
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 import numpy as np
@@ -352,6 +353,24 @@ cdef struct Problem:
     double sigma2
 
 
+# The LTSS step for attribute j is a function of j and the selection of the other attributes
+# only (the mismatch counts derive from it): within one search, the restarts keep reaching the
+# same (j, other attributes) states, so each step is computed once and looked up afterwards.
+# The ascent's random draws never depend on how a step's result was obtained, so every search
+# visits the same states and returns the same bits as without the memo.
+cdef struct StepMemo:
+    int64_t capacity  # slots, a power of two (0: no memo)
+    int64_t key_len  # m * kmax bytes: the selection with attribute j's row cleared
+    int64_t kmax
+    int64_t filled
+    uint8_t* used  # capacity
+    int64_t* attribute  # capacity: j
+    uint8_t* keys  # capacity * key_len
+    uint8_t* rows  # capacity * kmax: the step's chosen values of j
+    double* parts  # capacity: the step's value
+    uint8_t* key  # key_len: the key being looked up
+
+
 cdef struct Workspace:
     int64_t* counts  # kmax + 1
     int64_t* offsets  # kmax + 1
@@ -370,6 +389,144 @@ cdef struct Workspace:
     double* ends  # 2 kmax
     uint8_t* keep  # kmax
     uint8_t* chosen  # kmax
+    StepMemo memo  # the coordinate ascent's LTSS steps already taken (empty: not used)
+
+
+# memory of the memo at most (it is an optimisation: smaller problems use less)
+cdef int64_t _MEMO_BYTES = 32 * 1024 * 1024
+cdef int64_t _MEMO_MAX_SLOTS = 1 << 18
+
+
+cdef int _memo_alloc(StepMemo* memo, int64_t m, int64_t kmax) except -1:
+    """An empty memo for the steps of one search (it grows as they come)."""
+    memo.capacity = 0
+    memo.key_len = m * kmax
+    memo.kmax = kmax
+    memo.filled = 0
+    memo.used = NULL
+    memo.attribute = NULL
+    memo.keys = NULL
+    memo.rows = NULL
+    memo.parts = NULL
+    memo.key = <uint8_t*>malloc(memo.key_len + 1)
+    if memo.key != NULL:
+        _memo_resize(memo, 256)
+    return 0
+
+
+cdef bint _memo_resize(StepMemo* memo, int64_t capacity) noexcept nogil:
+    """Move the entries into ``capacity`` slots; False (the memo unchanged) when that is over
+    the memory budget or cannot be allocated: the search then stops adding steps."""
+    cdef int64_t n = memo.key_len
+    cdef int64_t kmax = memo.kmax
+    cdef int64_t entry = n + kmax + 2 * sizeof(int64_t) + 1
+    cdef int64_t old, slot
+    cdef bint found
+    cdef StepMemo grown
+    if capacity > _MEMO_MAX_SLOTS or capacity * entry > _MEMO_BYTES:
+        return False
+    grown = memo[0]
+    grown.capacity = capacity
+    grown.filled = 0
+    grown.used = <uint8_t*>calloc(capacity, sizeof(uint8_t))
+    grown.attribute = <int64_t*>malloc(capacity * sizeof(int64_t))
+    grown.keys = <uint8_t*>malloc(capacity * n + 1)
+    grown.rows = <uint8_t*>malloc(capacity * kmax + 1)
+    grown.parts = <double*>malloc(capacity * sizeof(double))
+    if (grown.used == NULL or grown.attribute == NULL or grown.keys == NULL
+            or grown.rows == NULL or grown.parts == NULL):
+        free(grown.used)
+        free(grown.attribute)
+        free(grown.keys)
+        free(grown.rows)
+        free(grown.parts)
+        return False
+    for old in range(memo.capacity):
+        if memo.used[old]:
+            slot = _memo_find(&grown, &memo.keys[old * n], memo.attribute[old], &found)
+            _memo_put(&grown, slot, &memo.keys[old * n], memo.attribute[old],
+                      &memo.rows[old * kmax], memo.parts[old])
+    free(memo.used)
+    free(memo.attribute)
+    free(memo.keys)
+    free(memo.rows)
+    free(memo.parts)
+    grown.key = memo.key
+    memo[0] = grown
+    return True
+
+
+cdef void _memo_free(StepMemo* memo) noexcept:
+    free(memo.used)
+    free(memo.attribute)
+    free(memo.keys)
+    free(memo.rows)
+    free(memo.parts)
+    free(memo.key)
+    memo.used = NULL
+    memo.attribute = NULL
+    memo.keys = NULL
+    memo.rows = NULL
+    memo.parts = NULL
+    memo.key = NULL
+    memo.capacity = 0
+
+
+cdef int64_t _memo_find(const StepMemo* memo, const uint8_t* key, int64_t j,
+                        bint* found) noexcept nogil:
+    """The slot holding (j, key), or the free slot where it goes (the memo is never full:
+    it grows, or stops adding, at half its slots)."""
+    cdef int64_t n = memo.key_len
+    cdef int64_t i, slot
+    cdef uint64_t h = 1469598103934665603ULL ^ <uint64_t>j
+    for i in range(n):
+        h = (h ^ key[i]) * 1099511628211ULL
+    slot = <int64_t>(h & <uint64_t>(memo.capacity - 1))
+    while memo.used[slot]:
+        if memo.attribute[slot] == j and memcmp(&memo.keys[slot * n], key, n) == 0:
+            found[0] = True
+            return slot
+        slot = (slot + 1) & (memo.capacity - 1)
+    found[0] = False
+    return slot
+
+
+cdef void _memo_put(StepMemo* memo, int64_t slot, const uint8_t* key, int64_t j,
+                    const uint8_t* row, double part) noexcept nogil:
+    memo.used[slot] = 1
+    memo.attribute[slot] = j
+    memcpy(&memo.keys[slot * memo.key_len], key, memo.key_len)
+    memcpy(&memo.rows[slot * memo.kmax], row, memo.kmax)
+    memo.parts[slot] = part
+    memo.filled += 1
+
+
+cdef double _memo_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
+                       const int32_t* mismatch, int64_t j, double penalty,
+                       uint8_t* out_row) noexcept nogil:
+    """:func:`_ltss_step`, computed once per (j, selection of the other attributes)."""
+    cdef StepMemo* memo = &ws.memo
+    cdef bint found = False
+    cdef int64_t slot, v
+    cdef int64_t kmax = memo.kmax
+    cdef double part
+    if memo.capacity == 0:
+        return _ltss_step(pr, ws, sel, mismatch, j, penalty, out_row)
+    memcpy(memo.key, sel, memo.key_len)
+    for v in range(kmax):
+        memo.key[j * kmax + v] = 0
+    slot = _memo_find(memo, memo.key, j, &found)
+    if found:
+        for v in range(pr.card[j]):
+            out_row[v] = memo.rows[slot * kmax + v]
+        return memo.parts[slot]
+    part = _ltss_step(pr, ws, sel, mismatch, j, penalty, out_row)
+    if 2 * (memo.filled + 1) > memo.capacity:
+        if not _memo_resize(memo, 2 * memo.capacity):
+            return part  # over budget: this step is not kept
+        slot = _memo_find(memo, memo.key, j, &found)
+    _memo_put(memo, slot, memo.key, j, out_row, part)
+    return part
 
 
 cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -1:
@@ -391,6 +548,13 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
     ws.ends = <double*>malloc((2 * kmax + 2) * sizeof(double))
     ws.keep = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
     ws.chosen = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
+    ws.memo.capacity = 0  # the coordinate ascent adds its memo (_memo_alloc)
+    ws.memo.used = NULL
+    ws.memo.attribute = NULL
+    ws.memo.keys = NULL
+    ws.memo.rows = NULL
+    ws.memo.parts = NULL
+    ws.memo.key = NULL
     if (ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
             or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
             or ws.ap == NULL or ws.bc == NULL or ws.bw == NULL or ws.bp == NULL
@@ -402,6 +566,7 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
 
 
 cdef void _workspace_free(Workspace* ws) noexcept:
+    _memo_free(&ws.memo)
     free(ws.counts)
     free(ws.offsets)
     free(ws.fill)
@@ -822,7 +987,7 @@ cdef double _ascend(const Problem* pr, Workspace* ws, uint8_t* sel, int32_t* mis
                     j = a
                     break
                 pick -= 1
-        part = _ltss_step(pr, ws, sel, mismatch, j, penalty, row)
+        part = _memo_step(pr, ws, sel, mismatch, j, penalty, row)
         cand = part - penalty * _penalty_units(sel, pr.card, m, kmax, j)
         if cand > cur + _REL_IMPROVEMENT * max(1.0, fabs(cur)):
             for i in range(pr.n_cells):
@@ -1012,6 +1177,7 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
         return best_arr, 0.0
     _workspace_alloc(&ws, pr.n_cells, kmax)
     try:
+        _memo_alloc(&ws.memo, m, kmax)
         for r in range(restarts):
             PyErr_CheckSignals()  # Ctrl-C between restarts raises here
             if r == 0:

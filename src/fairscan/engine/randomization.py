@@ -7,7 +7,7 @@ statistic is the maximised penalised objective J*. Other scores draw from their 
 ordinal residuals) and a nominal outcome draws one class per row from its class probabilities
 (:class:`NominalReplicate`). Replicate ``r`` draws from its own ``SeedSequence`` child,
 addressed by index, so results are bit-identical for a seed whatever the number of worker
-processes.
+processes, and on a Dask cluster (:mod:`fairscan.engine.executors`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from typing import Protocol
 import numpy as np
 
 from fairscan.engine.cells import Cells
+from fairscan.engine.executors import LOCAL_EXECUTOR, Executor
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
 from fairscan.interrupts import interrupt_of
 
 # null scores within this relative distance of the observed score count as ties
 TIE_TOLERANCE = 1e-9
-# Effective cost of starting the worker pool on 2 cores (spawn, imports of numpy and the engine),
-# measured in benchmarks/RESULTS.md section 2: 999 cheap replicates took 2.5 s serially, 3.3 s
-# on two workers.
-WORKER_STARTUP_SECONDS = 2.0
+# Effective cost of starting the worker pool (spawn, imports of numpy and the compiled engine):
+# 0.14 s of wall for one worker, 0.30 s for two, about 0.5 s of CPU each, which a loaded machine
+# pays in wall time too (benchmarks/RESULTS.md, issue 12; 2.0 s in the numba days, RESULTS.md §2).
+WORKER_STARTUP_SECONDS = 1.0
 # Replicates are sent to the workers in chunks of about this many seconds (estimated from
 # replicate 0), so that progress moves and no chunk holds a worker for long.
 CHUNK_SECONDS = 0.5
@@ -167,15 +168,19 @@ def run_replicates(
     *,
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> np.ndarray:
-    """``job(r)`` for r = 0..replicates-1, in parallel processes; results in replicate order."""
+    """``job(r)`` for r = 0..replicates-1, here (in parallel processes) or on the ``executor``'s
+    cluster; results in replicate order, identical wherever they ran."""
     scores = np.empty(replicates)
     if replicates == 0:
         return scores
     # Replicate 0 runs here: it warms the kernels and tells whether worker processes pay off
-    # (each costs about a second to start: interpreter, numpy, the engine). Replicates are
-    # addressed by index, so the results do not depend on where each one runs.
-    started = time.perf_counter()
+    # (each costs about half a second of CPU to start: interpreter, numpy, the engine). Its CPU
+    # time, not its wall time, is the estimate: on a busy machine a preempted replicate 0 would
+    # otherwise start a pool for a job that takes a second. Replicates are addressed by index,
+    # so the results do not depend on where each one runs.
+    started = time.process_time()
     try:
         scores[0] = job(0)
     except SystemError as exc:
@@ -183,7 +188,21 @@ def run_replicates(
         raise
     if on_progress is not None:
         on_progress(1)
-    per_replicate = time.perf_counter() - started
+    per_replicate = time.process_time() - started
+    (executor or LOCAL_EXECUTOR).run_rest(job, scores, per_replicate, workers, on_progress)
+    return scores
+
+
+def run_local(
+    job: ReplicateJob,
+    scores: np.ndarray,
+    per_replicate: float,
+    workers: int,
+    on_progress: Callable[[int], None] | None,
+) -> None:
+    """Replicates 1..R-1 on this machine: serially, or in ``workers`` spawned processes when
+    that pays off (``per_replicate``: replicate 0's time)."""
+    replicates = len(scores)
     serial_estimate = per_replicate * (replicates - 1)
     # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
     if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
@@ -195,7 +214,7 @@ def run_replicates(
         except SystemError as exc:
             _reraise_interrupt(exc)
             raise
-        return scores
+        return
     n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
     n_chunks = min(replicates - 1, n_chunks)
     bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
@@ -203,7 +222,6 @@ def run_replicates(
     from fairscan.engine.workers import run_chunks
 
     run_chunks(job, scores, bounds, workers, on_progress)
-    return scores
 
 
 def null_scores(
@@ -217,10 +235,13 @@ def null_scores(
     draw: Draw = "binomial",
     score: Score = BERNOULLI,
     residuals: np.ndarray | None = None,
+    executor: Executor | None = None,
 ) -> np.ndarray:
     """Scores of ``replicates`` parametric null replicates of a plain MDSS scan."""
     job = MdssReplicate(cells, settings, seed, draw, score, residuals)
-    return run_replicates(job, replicates, workers=workers, on_progress=on_progress)
+    return run_replicates(
+        job, replicates, workers=workers, on_progress=on_progress, executor=executor
+    )
 
 
 def p_value(observed: float, scores: np.ndarray) -> tuple[float, int]:
@@ -256,6 +277,7 @@ def randomization_test(
     draw: Draw = "binomial",
     score: Score = BERNOULLI,
     residuals: np.ndarray | None = None,
+    executor: Executor | None = None,
 ) -> NullResult:
     scores = null_scores(
         cells,
@@ -267,5 +289,6 @@ def randomization_test(
         draw=draw,
         score=score,
         residuals=residuals,
+        executor=executor,
     )
     return summarize(observed_score, scores, alpha)

@@ -201,6 +201,13 @@ class Provenance(ReportModel):
     finished_utc_time: str
     total_seconds: float
     workers: int
+    executor: str = Field(
+        default="local",
+        description=(
+            "Where the null replicates ran: `local` (this machine) or the `dask://HOST:PORT` "
+            "address of a Dask scheduler (significance.executor)."
+        ),
+    )
     parameters: dict[str, Any] = Field(
         description="The resolved spec (defaults filled in, CLI overrides applied)."
     )

@@ -32,6 +32,7 @@ from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
+    from fairscan.engine.executors import Executor
     from fairscan.report.models import Finding, ScanResult
 
 # outcome: the binary outcome (or the scan's `outcome_type`); probability: the prediction used
@@ -71,6 +72,8 @@ class ScanContext:
     replicates: int
     seed: np.random.SeedSequence  # this scan's own stream (spawned from the run's root)
     workers: int = 1
+    # where null replicates run (significance.executor); None: this machine
+    executor: Executor | None = None
     progress: Progress = field(default_factory=NullProgress)
     role_names: dict[str, str] = field(default_factory=dict)  # role -> column name, for wording
     roles: RoleArrays = field(default_factory=RoleArrays)
@@ -201,6 +204,16 @@ class ScanType:
     reading: str | None = None
     # `audit explain`: the roles in words, when `needs` depends on the settings
     needs_doc: str | None = None
+    # the runner reads aggregated data (``ctx.data.row_weight``, a streamed dataset's distinct
+    # rows with their counts), always or for the specs this says; the others get the data
+    # expanded to one row per data row
+    weighted_rows: bool | Callable[[Any], bool] = False
+
+    def reads_weighted_rows(self, spec: Any) -> bool:
+        """Whether the runner of ``spec`` works on aggregated rows with their counts."""
+        if callable(self.weighted_rows):
+            return self.weighted_rows(spec)
+        return self.weighted_rows
 
     def roles_for(self, spec: Any) -> frozenset[Role]:
         """The roles this scan needs for ``spec``."""

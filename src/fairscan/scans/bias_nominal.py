@@ -135,7 +135,11 @@ def _null(
     ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
     try:
         scores = run_replicates(
-            job, ctx.replicates, workers=ctx.workers, on_progress=ctx.progress.advance
+            job,
+            ctx.replicates,
+            workers=ctx.workers,
+            on_progress=ctx.progress.advance,
+            executor=ctx.executor,
         )
     finally:
         ctx.progress.done()

@@ -207,6 +207,9 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             reference="expected",
             reference_name=f"mean predicted probability ({prediction}) in the subgroup",
             describe=describe,
+            # continuous probabilities: search and null replicates over profile summaries
+            summarise_expectations=True,
+            multiplicity=data.row_weight,
         ),
         parameters={} if expectation_note is None else {"expectation": expectation_note},
     )
@@ -247,6 +250,8 @@ BIAS_SCAN = ScanType(
     spec_model=BiasScanSpec,
     runner=run_bias_scan,
     needs=needs,
+    # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows
+    weighted_rows=lambda spec: spec.outcome_type == "binary" and spec.score == "bernoulli",
     needs_doc=(
         "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
         "binary outcome, else the expected value; optional: the outcome's overall mean when "

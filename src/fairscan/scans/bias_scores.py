@@ -47,7 +47,8 @@ def expectations(spec: BiasScanSpec, ctx: ScanContext) -> tuple[np.ndarray, str 
     if ctx.roles.prediction is not None:
         return ctx.roles.prediction, None
     outcome = np.asarray(ctx.outcome, dtype=np.float64)
-    mean = float(outcome.mean()) if outcome.size else 0.0
+    # aggregated data (a streamed dataset): each row stands for row_weight data rows
+    mean = float(np.average(outcome, weights=ctx.data.row_weight)) if outcome.size else 0.0
     name = ctx.role_names.get("outcome", "outcome")
     return np.full(outcome.shape[0], mean), f"overall mean of {name} ({mean:.6g}): no prediction"
 

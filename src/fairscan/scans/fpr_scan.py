@@ -47,7 +47,9 @@ def run_error_rate_scan(
     recommendation = ctx.role_names.get("recommendation", "recommendation")
     rows = ctx.outcome == outcome_class
     observed = ctx.recommendation[rows].astype(np.float64)
-    overall = float(observed.mean())
+    # aggregated data (a streamed dataset): each row stands for this many data rows
+    multiplicity = None if ctx.data.row_weight is None else ctx.data.row_weight[rows]
+    overall = float(np.average(observed, weights=multiplicity))
     kind = "true negatives" if outcome_class == 0 else "true positives"
     rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
     population = f"{kind} ({outcome_text(ctx.role_names, outcome_class)})"
@@ -91,6 +93,7 @@ def run_error_rate_scan(
         reference="outside",
         reference_name=f"the other {kind}",
         describe=describe,
+        multiplicity=multiplicity,
     )
     if berk_jones_grid:  # the null still flags every row with the overall rate
         inputs = replace(inputs, score=berk_jones(berk_jones_grid), score_name="berk_jones")
@@ -120,6 +123,7 @@ FPR_SCAN = ScanType(
     spec_model=FprScanSpec,
     runner=run_fpr_scan,
     needs=("outcome", "recommendation"),
+    weighted_rows=True,
     title="FPR-Scan",
     render=MDSS_HOOKS,
     summary=(
@@ -134,6 +138,7 @@ TPR_SCAN = ScanType(
     spec_model=TprScanSpec,
     runner=run_tpr_scan,
     needs=("outcome", "recommendation"),
+    weighted_rows=True,
     title="TPR-Scan",
     render=MDSS_HOOKS,
     summary=(

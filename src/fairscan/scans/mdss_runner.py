@@ -19,13 +19,23 @@ import numpy as np
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells, compress
-from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material
+from fairscan.engine.expectation_cells import (
+    ExpectationCells,
+    ExpectationReplicate,
+    profiles_of,
+    search_selection,
+    summarise,
+    worth_summarising,
+)
+from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_subgroup
 from fairscan.engine.randomization import (
     NullResult,
     NullSettings,
     child_seed,
     randomization_test,
+    run_replicates,
     search_seed,
+    summarize,
 )
 from fairscan.engine.scores import (
     BERNOULLI,
@@ -78,6 +88,29 @@ class MdssInputs:
     # the outcome and its expectation per scanned row, when ``observed``/``expected`` are
     # transformed for the score (Gaussian residuals): the effect reports their means
     raw: tuple[np.ndarray, np.ndarray] | None = None
+    # aggregated data (a streamed dataset): the data rows each scanned row stands for
+    multiplicity: np.ndarray | None = None
+    # Bernoulli with per-row probabilities (bias_scan): search over attribute profiles with
+    # each profile's probabilities summarised (engine.expectation_cells), and draw the null
+    # replicates that way, when the rows do not compress into (profile, expectation) cells
+    summarise_expectations: bool = False
+
+    def rows_weight(self) -> np.ndarray | None:
+        """Cell weight of each scanned row: its multiplicity times its precision."""
+        if self.multiplicity is None:
+            return self.weight
+        if self.weight is None:
+            return self.multiplicity.astype(np.float64)
+        return self.multiplicity * self.weight
+
+    def total(self, values: np.ndarray, inside: np.ndarray | None = None) -> float:
+        """Sum of ``values`` over the scanned (``inside``) rows, counting multiplicities."""
+        if inside is not None:
+            values = values[inside]
+        if self.multiplicity is None:
+            return float(values.sum())
+        m = self.multiplicity if inside is None else self.multiplicity[inside]
+        return float((values * m).sum())
 
 
 def subgroup_labels(
@@ -154,10 +187,15 @@ def mdss_finding(
 def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
     """The problem's cells: weighted by per-row ``inputs.weight`` (Gaussian precisions), and for
     the Poisson score pooled by profile (exact, and as fast as a constant expectation)."""
-    if inputs.weight is not None:
-        return compress(
-            problem.codes, problem.observed, problem.expected, problem.cardinality, inputs.weight
-        )
+    weight = inputs.rows_weight()
+    if weight is not None:
+        observed = problem.observed
+        if inputs.multiplicity is not None:  # cell sums count every data row
+            observed = observed * inputs.multiplicity
+        cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
+        if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
+            return pooled_means(cells)
+        return cells
     if inputs.score.likelihood == kernels.POISSON:
         return pooled_means(problem.cells())
     return problem.cells()
@@ -171,6 +209,8 @@ class MdssSearch:
     cells: Cells
     found: ScoredSubgroup
     warnings: tuple[str, ...] = ()
+    # per-row Bernoulli expectations summarised by profile (null replicates use it)
+    expectation: ExpectationCells | None = None
 
 
 def search_mdss(
@@ -184,6 +224,16 @@ def search_mdss(
         warnings = (
             f"{problem.clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",
         )
+    expectation = expectation_summary(inputs, cells)
+    if expectation is not None:
+        # the search over profiles finds the row-level search's subgroup (same restarts, same
+        # candidate sets; tests/engine/test_expectation_cells.py); the score reported is the
+        # subgroup's row-level score
+        selection = search_selection(
+            expectation, penalty=spec.penalty, restarts=spec.restarts, seed=search_seed(seed)
+        )
+        best = score_subgroup(cells, selection, inputs.direction, spec.penalty)
+        return MdssSearch(problem, cells, ScoredSubgroup(best), warnings, expectation)
     found = best_subgroup(
         cells,
         inputs.score,
@@ -195,13 +245,31 @@ def search_mdss(
     return MdssSearch(problem, cells, found, warnings)
 
 
+def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | None:
+    """The profile summary of per-row Bernoulli expectations, where it pays off (else None)."""
+    if not (
+        inputs.summarise_expectations
+        and inputs.score == BERNOULLI
+        and inputs.draw == "binomial"
+        and inputs.clip
+        and not cells.constant_expectation
+    ):
+        return None
+    profiles = profiles_of(cells)
+    if not worth_summarising(cells, profiles):
+        return None
+    return summarise(cells, inputs.direction, profiles)
+
+
 def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
     started = time.perf_counter()
     scanned = search_mdss(spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, 0))
     search_done = time.perf_counter()
-    null = _significance(spec, ctx, inputs, scanned.cells, scanned.found.best.score)
+    null = _significance(
+        spec, ctx, inputs, scanned.cells, scanned.found.best.score, scanned.expectation
+    )
     done = time.perf_counter()
     timing = ScanTiming(
         search_seconds=search_done - started,
@@ -226,7 +294,7 @@ def mdss_result(
     findings = []
     if is_material(found.best):
         findings.append(_finding(spec, ctx, inputs, problem, found, null, extra))
-    n = int(problem.observed.shape[0])
+    n = round(inputs.total(np.ones(problem.observed.shape[0])))
     observed_total, expected_total = _population_totals(problem, inputs)
     return ScanResult(
         id=spec.id,
@@ -279,18 +347,40 @@ def _berk_jones_levels(spec: MdssScanSpecBase) -> dict[str, object]:
 def _population_totals(problem: ScanProblem, inputs: MdssInputs) -> tuple[float, float]:
     """Sums of the outcome and its expectation over the scanned rows (raw values if given)."""
     if inputs.raw is not None:
-        return float(inputs.raw[0].sum()), float(inputs.raw[1].sum())
-    return float(problem.observed.sum()), float(problem.expected.sum())
+        return inputs.total(inputs.raw[0]), inputs.total(inputs.raw[1])
+    return inputs.total(problem.observed), inputs.total(problem.expected)
 
 
 def _significance(
-    spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, cells: Cells, observed: float
+    spec: MdssScanSpecBase,
+    ctx: ScanContext,
+    inputs: MdssInputs,
+    cells: Cells,
+    observed: float,
+    expectation: ExpectationCells | None = None,
 ) -> NullResult | None:
-    """The parametric randomization test of the maximum score (None with replicates 0)."""
+    """The parametric randomization test of the maximum score (None with replicates 0).
+
+    With an ``expectation`` summary a replicate draws Bernoulli(p) per row, sums the draws per
+    profile and searches the profiles (:class:`ExpectationReplicate`)."""
     if ctx.replicates <= 0:
         return None
     ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
     try:
+        if expectation is not None:
+            job = ExpectationReplicate(
+                expectation,
+                NullSettings(inputs.direction, spec.penalty, spec.restarts),
+                child_seed(ctx.seed, 1),
+            )
+            scores = run_replicates(
+                job,
+                ctx.replicates,
+                workers=ctx.workers,
+                on_progress=ctx.progress.advance,
+                executor=ctx.executor,
+            )
+            return summarize(observed, scores, ctx.alpha)
         return randomization_test(
             cells,
             NullSettings(inputs.direction, spec.penalty, spec.restarts),
@@ -299,6 +389,7 @@ def _significance(
             ctx.replicates,
             ctx.alpha,
             workers=ctx.workers,
+            executor=ctx.executor,
             on_progress=ctx.progress.advance,
             draw=inputs.draw,
             score=inputs.score,
@@ -322,9 +413,9 @@ def reported_figures(
     outcome, expectation = inputs.raw
     return replace(
         best,
-        size=float(inside.sum()),
-        observed=float(outcome[inside].sum()),
-        expected=float(expectation[inside].sum()),
+        size=inputs.total(np.ones(inside.shape[0]), inside),
+        observed=inputs.total(outcome, inside),
+        expected=inputs.total(expectation, inside),
     )
 
 
@@ -352,7 +443,7 @@ def _finding(
 ) -> Finding:
     best = reported_figures(problem, inputs, found.best)
     subgroup = subgroup_labels(ctx.data.attributes, problem, best.selection)
-    n = float(problem.observed.shape[0])
+    n = inputs.total(np.ones(problem.observed.shape[0]))
     outside_n = n - best.size
     total_observed, _ = _population_totals(problem, inputs)
     outside_rate = (total_observed - best.observed) / outside_n if outside_n > 0 else None

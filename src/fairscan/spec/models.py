@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import Field, create_model, field_validator, model_validator
 
+from fairscan.errors import truncate
 from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -40,6 +42,19 @@ MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
 # Limits of the significance settings, shared with the command-line overrides.
 MAX_REPLICATES = 1_000_000
 MAX_WORKERS = 256
+# significance.executor: `local` or dask://HOST:PORT (host name, IPv4 or [IPv6]); the same
+# pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
+EXECUTOR_PATTERN = (
+    r"^(local|dask://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
+)
+
+
+class SampleSpec(StrictModel):
+    rows: int = Field(
+        ge=1,
+        description="Rows drawn uniformly without replacement from the rows the filter keeps.",
+    )
+    seed: int = Field(default=0, ge=0, description="Seed of the draw (the same rows every run).")
 
 
 class DataSpec(StrictModel):
@@ -47,9 +62,12 @@ class DataSpec(StrictModel):
         min_length=1,
         description=(
             "Data file, relative to the spec file. Format by extension: "
-            ".csv, .parquet, .ndjson/.jsonl, .arrow/.ipc/.feather."
+            ".csv, .parquet, .ndjson/.jsonl, .arrow/.ipc/.feather. Also a directory or glob "
+            "of such files (hive partitions such as year=2024/ become columns) and s3://, "
+            "gs://, az://, https:// URLs (credentials from the environment, as polars reads "
+            "them): those are streamed, never read into memory whole."
         ),
-        examples=["compas.csv"],
+        examples=["compas.csv", "predictions/*.parquet", "s3://bucket/predictions/"],
     )
     filter: str | None = Field(
         default=None,
@@ -58,6 +76,22 @@ class DataSpec(StrictModel):
             "e.g. \"age >= 18 AND race IN ('A', 'B')\"."
         ),
         examples=["age >= 18"],
+    )
+    sample: SampleSpec | None = Field(
+        default=None,
+        description=(
+            "Audit a uniform random sample of the filtered rows, e.g. {rows: 1000000, seed: 0}: "
+            "the way out when scans that need every row (CBS, SubROC, IJDI with an "
+            "estimated base rate) would need more memory than the machine has."
+        ),
+    )
+    streaming: bool | None = Field(
+        default=None,
+        description=(
+            "Stream the data in slices and aggregate it to its distinct rows (memory of the "
+            "cells, not of the rows). Default: for directories, globs, URLs and files too "
+            "large to read into memory."
+        ),
     )
     strip_whitespace: bool = Field(
         default=True,
@@ -172,6 +206,29 @@ class SignificanceSpec(StrictModel):
             "Results do not depend on it."
         ),
     )
+    executor: str = Field(
+        default="local",
+        description=(
+            "Where null replicates and permutations run: `local` (this machine, in `workers` "
+            "processes) or `dask://HOST:PORT`, a Dask scheduler whose workers have the same "
+            "fairscan installed (`fairscan[dask]`). Results do not depend on it. SubROC, "
+            "certify, flag and shift scans always run here."
+        ),
+        examples=["local", "dask://scheduler.example.org:8786"],
+        json_schema_extra={"pattern": EXECUTOR_PATTERN},
+    )
+
+    @field_validator("executor")
+    @classmethod
+    def _executor_address(cls, value: str) -> str:
+        match = re.match(EXECUTOR_PATTERN, value)
+        if match is None or (match.group(4) is not None and not 1 <= int(match.group(4)) <= 65535):
+            raise rule_error(
+                f"not an executor: {truncate(repr(value))}",
+                hint="write `local` (this machine, the default) or `dask://HOST:PORT`, the "
+                "address of a Dask scheduler, e.g. dask://scheduler.example.org:8786",
+            )
+        return value
 
 
 ReportFormat = Literal["json", "markdown", "junit", "github", "html"]

@@ -201,9 +201,17 @@ def _permutation_test(
         return None
     ctx.progress.start(f"{spec.id}: permutations ({label})", ctx.replicates)
     try:
-        job = engine.CbsPermutation(inputs.data, a, inputs.settings, child_seed(ctx.seed, 1, index))
+        # prepared: the pattern fits' starts are built before replicate 0, whose time decides
+        # whether worker processes pay off
+        job = engine.CbsPermutation(
+            inputs.data, a, inputs.settings, child_seed(ctx.seed, 1, index)
+        ).prepared()
         scores = run_replicates(
-            job, ctx.replicates, workers=ctx.workers, on_progress=ctx.progress.advance
+            job,
+            ctx.replicates,
+            workers=ctx.workers,
+            on_progress=ctx.progress.advance,
+            executor=ctx.executor,
         )
     finally:
         ctx.progress.done()

@@ -167,7 +167,11 @@ def _scan_pass(
                 cells, inputs.lam, spec.penalty, spec.restarts, spec.max_passes, test_seed
             )
             scores = run_replicates(
-                job, ctx.replicates, workers=ctx.workers, on_progress=ctx.progress.advance
+                job,
+                ctx.replicates,
+                workers=ctx.workers,
+                on_progress=ctx.progress.advance,
+                executor=ctx.executor,
             )
         finally:
             ctx.progress.done()

@@ -1,0 +1,95 @@
+"""Lazy tables handed to ``fairscan.audit()``: a polars LazyFrame, or a table that lives in
+another engine (a DuckDB relation, a Dask or PySpark DataFrame, anything narwhals wraps as a
+lazy frame).
+
+A polars LazyFrame is streamed like a dataset on disk (:mod:`fairscan.data.stream`). A table
+of another engine is aggregated where it lives: its distinct rows of the columns the audit
+uses, with their counts, are computed by that engine (through narwhals, the optional extra
+``fairscan[backends]``) and only that small table comes back; the filter, the discretisation
+and the checks then run on it as on a streamed dataset.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from fairscan.data.load import IN_MEMORY_FIELD
+from fairscan.data.stream import WEIGHT_COLUMN
+from fairscan.errors import DataError
+
+# modules whose lazy tables narwhals wraps (checked by name: none of them is imported here)
+_ENGINES = {
+    "duckdb": "DuckDB relation",
+    "dask": "Dask DataFrame",
+    "pyspark": "PySpark DataFrame",
+    "sqlframe": "SQLFrame DataFrame",
+    "ibis": "Ibis table",
+}
+
+
+@dataclass(frozen=True)
+class LazyTable:
+    """A lazy table to stream: its polars LazyFrame and how to read it."""
+
+    lazy: pl.LazyFrame
+    location: str  # the report's data path, e.g. "<in-memory DuckDB relation>"
+    weight: str | None = None  # the count column of a table aggregated where it lives
+    sliceable: bool = False
+
+    def scan(self) -> pl.LazyFrame:
+        return self.lazy
+
+
+def engine_of(data: object) -> str | None:
+    """The engine's name in words when ``data`` is a lazy table fairscan streams, else None."""
+    if isinstance(data, pl.LazyFrame):
+        return "polars LazyFrame"
+    root = type(data).__module__.split(".", 1)[0]
+    return _ENGINES.get(root)
+
+
+def lazy_table(data: Any, columns: Sequence[str], extra_keys: Sequence[str]) -> LazyTable:
+    """``data`` as a :class:`LazyTable`; a table of another engine is aggregated there by
+    ``columns`` and ``extra_keys`` (the filter's columns) first."""
+    engine = engine_of(data)
+    label = f"<in-memory {engine}>"
+    if isinstance(data, pl.LazyFrame):
+        return LazyTable(data, label)
+    try:
+        import narwhals as nw
+    except ImportError as exc:  # pragma: no cover - narwhals comes with scikit-learn
+        raise DataError(
+            f"auditing a {engine} needs narwhals",
+            field=IN_MEMORY_FIELD,
+            hint="pip install 'fairscan[backends]'",
+        ) from exc
+    try:
+        with warnings.catch_warnings():  # narwhals' notice that Dask moves to a plugin
+            warnings.filterwarnings("ignore", category=FutureWarning, message=".*narwhals-dask")
+            frame = nw.from_native(data)
+        lazy = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
+        names = lazy.collect_schema().names()
+        keys = [c for c in dict.fromkeys([*columns, *extra_keys]) if c in names]
+        grouped = (
+            lazy.select(keys)
+            .group_by(keys, drop_null_keys=False)
+            .agg(nw.len().alias(WEIGHT_COLUMN))
+        )
+        table = grouped.collect(backend="polars").to_native()
+    except DataError:
+        raise
+    except Exception as exc:
+        text = str(exc).strip()
+        raise DataError(
+            f"cannot aggregate the {engine}: {text.splitlines()[0] if text else type(exc).__name__}",
+            field=IN_MEMORY_FIELD,
+            hint="check that the table's query runs in its engine and that its columns have "
+            "plain types (strings, numbers, booleans, dates)",
+        ) from exc
+    assert isinstance(table, pl.DataFrame)
+    return LazyTable(table.lazy(), label, weight=WEIGHT_COLUMN, sliceable=True)

@@ -1,0 +1,211 @@
+"""Where ``data.path`` points: one file, a directory or glob of files, or a URL.
+
+A single local file is read into memory as before (:func:`fairscan.data.load.read_table`).
+Datasets (a directory, hive-partitioned or not, a glob such as ``parts/*.parquet``) and remote
+data (``s3://``, ``gs://``, ``az://``, ``https://`` ...) are scanned lazily with polars' own
+readers (credentials come from the environment, as polars reads them) and streamed in slices
+(:mod:`fairscan.data.stream`), so that they never need to fit in memory.
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from fairscan.errors import DataError
+
+FIELD = "data.path"
+
+# schemes polars reads through its object-store layer (credentials from the environment)
+REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "http", "https", "hf")
+_URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+_GLOB_CHARS = ("*", "?", "[")
+_SCAN_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".ndjson": "ndjson",
+    ".jsonl": "ndjson",
+    ".arrow": "ipc",
+    ".ipc": "ipc",
+    ".feather": "ipc",
+}
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """Data scanned lazily: a directory, a glob, a URL, or a file too large to read at once."""
+
+    location: str  # what data.path resolved to (a path, a glob or a URL)
+    format: str  # parquet | csv | ndjson | ipc
+    files: tuple[Path, ...]  # the local files it reads (empty for a URL)
+    remote: bool = False
+    weight: None = None  # rows are data rows (a table aggregated elsewhere has a count column)
+
+    @property
+    def sliceable(self) -> bool:
+        """Slices are cheap (row groups and record batches are skipped, not parsed)."""
+        return self.format in ("parquet", "ipc")
+
+    def scan(self) -> pl.LazyFrame:
+        """The lazy frame of the whole dataset (nothing is read yet)."""
+        target: str | list[str] = self.location
+        if self.files:
+            target = [str(f) for f in self.files]
+        try:
+            if self.format == "parquet":
+                if self.files and not self.remote:
+                    return pl.scan_parquet(target, hive_partitioning=self._hive())
+                return pl.scan_parquet(target)
+            if self.format == "ipc":
+                return pl.scan_ipc(target)
+            if self.format == "ndjson":
+                return pl.scan_ndjson(target)
+            return pl.scan_csv(target, infer_schema_length=10_000, null_values=None)
+        except (Exception, pl.exceptions.PanicException) as exc:
+            raise DataError(
+                f"cannot scan {self.location!r}: {_first_line(exc)}",
+                field=FIELD,
+                hint=_scan_hint(self),
+            ) from exc
+
+    def _hive(self) -> bool:
+        """Hive partitions (``key=value`` folders) become columns."""
+        return any("=" in part for f in self.files for part in f.parent.parts)
+
+    def fingerprint(self) -> str:
+        """SHA-256 over the files' names (relative to the dataset), sizes and contents; for a
+        URL, over the URL only (the report's data hash then names what was read, not its
+        bytes, which would mean downloading the data twice)."""
+        digest = hashlib.sha256()
+        if self.remote or not self.files:
+            digest.update(self.location.encode())
+            return digest.hexdigest()
+        root = Path(_common_root(self.files))
+        for file in self.files:
+            digest.update(str(file.relative_to(root)).encode() + b"\0")
+            with file.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+        return digest.hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _scan_hint(source: DatasetSource) -> str:
+    if source.remote:
+        return (
+            "check the URL and that the credentials polars needs are set in the environment "
+            "(e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION for s3://)"
+        )
+    return "check that every file of the dataset has the same columns and format"
+
+
+def _common_root(files: tuple[Path, ...]) -> str:
+    parents = [str(f.parent) for f in files]
+    root = parents[0]
+    for p in parents[1:]:
+        while not (p == root or p.startswith(root.rstrip("/") + "/")):
+            root = str(Path(root).parent)
+    return root
+
+
+def is_dataset_location(text: str) -> bool:
+    """``data.path`` names a URL or a glob (a directory is told once the path is resolved)."""
+    return bool(_URL.match(text)) or any(c in text for c in _GLOB_CHARS)
+
+
+def _format_of(name: str, where: str) -> str:
+    suffix = Path(name.split("?", 1)[0]).suffix.lower()
+    fmt = _SCAN_FORMATS.get(suffix)
+    if fmt is None:
+        raise DataError(
+            f"cannot tell the format of {where!r}: extension {suffix or '(none)'!r}",
+            field=FIELD,
+            hint=f"name files with one of the extensions {', '.join(_SCAN_FORMATS)}",
+        )
+    return fmt
+
+
+def _single_format(files: list[Path], where: str) -> str:
+    formats = {_format_of(f.name, str(f)) for f in files}
+    if len(formats) > 1:
+        raise DataError(
+            f"{where!r} mixes data formats ({', '.join(sorted(formats))})",
+            field=FIELD,
+            hint="keep one format per dataset, or point data.path at a glob such as "
+            "'folder/*.parquet'",
+        )
+    return formats.pop()
+
+
+def _url_source(text: str) -> DatasetSource:
+    match = _URL.match(text)
+    assert match is not None
+    scheme = match.group(1).lower()
+    if scheme not in REMOTE_SCHEMES:
+        raise DataError(
+            f"data.path {text!r} uses the scheme {scheme!r}, which fairscan cannot read",
+            field=FIELD,
+            hint=f"use a local path or one of {', '.join(s + '://' for s in REMOTE_SCHEMES)}",
+        )
+    path_part = text[match.end() :].split("?", 1)[0]
+    # a URL of a folder or of many files (s3://bucket/table/, .../*.parquet) is a Parquet dataset
+    if path_part.endswith("/") or not Path(path_part).suffix:
+        return DatasetSource(location=text, format="parquet", files=(), remote=True)
+    return DatasetSource(location=text, format=_format_of(path_part, text), files=(), remote=True)
+
+
+def _local_files(pattern: str) -> list[Path]:
+    return sorted(Path(p) for p in globbing.glob(pattern, recursive=True) if Path(p).is_file())
+
+
+def _directory_files(folder: Path) -> list[Path]:
+    files = [
+        f
+        for f in sorted(folder.rglob("*"))
+        if f.is_file()
+        and f.suffix.lower() in _SCAN_FORMATS
+        and not any(part.startswith((".", "_")) for part in f.relative_to(folder).parts)
+    ]
+    return files
+
+
+def dataset_source(text: str, resolved: Path) -> DatasetSource | None:
+    """The dataset ``data.path`` names (``text`` as written, ``resolved`` against the spec's
+    folder), or None when it names a single local file."""
+    if _URL.match(text):
+        return _url_source(text)
+    if any(c in text for c in _GLOB_CHARS):
+        files = _local_files(str(resolved))
+        if not files:
+            raise DataError(
+                f"data.path {text!r} matches no file",
+                field=FIELD,
+                hint="check the pattern; it is resolved against the spec file's folder",
+            )
+        return DatasetSource(str(resolved), _single_format(files, text), tuple(files))
+    if resolved.is_dir():
+        files = _directory_files(resolved)
+        if not files:
+            raise DataError(
+                f"the folder {text!r} holds no data files",
+                field=FIELD,
+                hint=f"put files with the extensions {', '.join(_SCAN_FORMATS)} in it "
+                "(hive partitions such as year=2024/ are read as columns)",
+            )
+        return DatasetSource(str(resolved), _single_format(files, text), tuple(files))
+    return None
+
+
+def file_source(path: Path) -> DatasetSource:
+    """One local file scanned lazily (a file too large to read into memory at once)."""
+    return DatasetSource(str(path), _format_of(path.name, str(path)), (path,))

@@ -1,0 +1,246 @@
+"""Where null replicates run: this machine (``local``) or a Dask cluster (``dask://HOST:PORT``).
+
+:func:`fairscan.engine.randomization.run_replicates` runs replicate 0 in-process, then hands the
+rest to an executor:
+
+* :data:`LOCAL` runs them here, serially or in a spawned process pool
+  (:mod:`fairscan.engine.workers`) when that pays off;
+* :class:`DaskExecutor` sends the job once to every worker of a Dask distributed cluster, then
+  submits chunks of replicate indices and gathers the scores in replicate order.
+
+Replicate ``r`` is ``job(r)`` wherever it runs (its random stream is addressed by index), so the
+scores are bit-identical to a local run for the same seed, given the same fairscan and numpy on
+the workers. ``distributed`` (the ``fairscan[dask]`` extra) is imported only when a Dask
+executor connects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from fairscan import __version__
+from fairscan.errors import ScanError
+
+if TYPE_CHECKING:
+    from fairscan.engine.randomization import ReplicateJob
+
+LOCAL = "local"
+# dask://HOST:PORT: a host name, an IPv4 address or a bracketed IPv6 address, and a port
+EXECUTOR_PATTERN = (
+    r"^(local|dask://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
+)
+EXECUTOR_HELP = (
+    "write `local` (this machine, the default) or `dask://HOST:PORT`, the address of a Dask "
+    "scheduler, e.g. dask://scheduler.example.org:8786"
+)
+# How long to wait for the Dask scheduler to answer when connecting.
+CONNECT_TIMEOUT_SECONDS = 10.0
+# Chunks of about this many seconds of replicates (estimated from replicate 0): long enough that
+# the per-task overhead (a few milliseconds) does not count, short enough to balance the load.
+DASK_CHUNK_SECONDS = 1.0
+# At least this many chunks per worker thread, so that a slow worker does not hold the end back.
+DASK_CHUNKS_PER_THREAD = 4
+# The main thread checks the chunks this often, so that it notices Ctrl-C promptly.
+POLL_SECONDS = 0.05
+
+
+def parse_executor(text: str) -> tuple[str, int] | None:
+    """``None`` for ``local``, else the (host, port) of ``dask://HOST:PORT``; ValueError when
+    ``text`` is neither."""
+    match = re.match(EXECUTOR_PATTERN, text)
+    port = int(match.group(4)) if match and match.group(4) else None
+    if match is None or (port is not None and not 1 <= port <= 65535):
+        raise ValueError(f"not an executor: {text!r}; {EXECUTOR_HELP}")
+    if match.group(1) == LOCAL:
+        return None
+    return match.group(2), int(match.group(4))
+
+
+class Executor(Protocol):
+    """Runs replicates 1..R-1 of a job, once replicate 0 has run here."""
+
+    @property
+    def name(self) -> str:
+        """``local`` or the ``dask://HOST:PORT`` address (the report's provenance)."""
+        ...
+
+    def run_rest(
+        self,
+        job: ReplicateJob,
+        scores: np.ndarray,
+        per_replicate: float,
+        workers: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        """Fill ``scores[1:]`` with ``job(r)``; ``per_replicate`` is replicate 0's time."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalExecutor:
+    """This machine: serially, or in ``workers`` spawned processes when they pay off."""
+
+    name: str = LOCAL
+
+    def run_rest(
+        self,
+        job: ReplicateJob,
+        scores: np.ndarray,
+        per_replicate: float,
+        workers: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        from fairscan.engine.randomization import run_local
+
+        run_local(job, scores, per_replicate, workers, on_progress)
+
+
+LOCAL_EXECUTOR = LocalExecutor()
+
+
+def _run_chunk(job: ReplicateJob, start: int, stop: int) -> np.ndarray:
+    """On a Dask worker: the scores of replicates ``start..stop-1``."""
+    return np.array([job(r) for r in range(start, stop)], dtype=np.float64)
+
+
+class DaskExecutor:
+    """A Dask distributed cluster; connected by :func:`open_executor`, closed when it exits.
+
+    ``workers`` (the local process count) does not apply: the cluster's worker threads set the
+    parallelism.
+    """
+
+    def __init__(self, name: str, client: Any) -> None:
+        self.name = name
+        self._client = client
+
+    def threads(self) -> int:
+        return max(1, sum(self._client.nthreads().values()))
+
+    def run_rest(
+        self,
+        job: ReplicateJob,
+        scores: np.ndarray,
+        per_replicate: float,
+        workers: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        replicates = len(scores)
+        if replicates <= 1:
+            return
+        serial_estimate = per_replicate * (replicates - 1)
+        n_chunks = max(
+            self.threads() * DASK_CHUNKS_PER_THREAD, math.ceil(serial_estimate / DASK_CHUNK_SECONDS)
+        )
+        n_chunks = min(replicates - 1, n_chunks)
+        bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
+        client = self._client
+        futures: list[Any] = []
+        try:
+            # the job (the cells, the settings, the seed) travels once to every worker
+            shared = client.scatter(job, broadcast=True, hash=False)
+            # replicate 0 once more on the cluster: a worker with another fairscan or numpy
+            # would give other scores, and the run must not mix them silently
+            check = client.submit(_run_chunk, shared, 0, 1, pure=False)
+            futures = [check]
+            chunks = {}
+            for a, b in itertools.pairwise(bounds):
+                future = client.submit(_run_chunk, shared, int(a), int(b), pure=False)
+                futures.append(future)
+                chunks[future.key] = int(a)
+            pending = list(futures)
+            while pending:
+                still = []
+                for future in pending:
+                    if not future.done():
+                        still.append(future)
+                        continue
+                    values = future.result()  # re-raises a failing replicate's error
+                    if future is check:
+                        if not np.array_equal(values, scores[:1]):
+                            raise ScanError(
+                                f"the Dask workers of {self.name} compute replicate 0 as "
+                                f"{values[0]!r}, this machine as {scores[0]!r}",
+                                hint="install the same fairscan version (and numpy) on the "
+                                f"workers as here: pip install 'fairscan[dask]=={__version__}'",
+                            )
+                        continue
+                    start = chunks[future.key]
+                    scores[start : start + len(values)] = values
+                    if on_progress is not None:
+                        on_progress(len(values))
+                pending = still
+                if pending:
+                    time.sleep(POLL_SECONDS)
+        except BaseException:
+            # Ctrl-C, a failing replicate, a lost scheduler: drop the queued chunks now
+            with contextlib.suppress(Exception):
+                client.cancel(futures, force=True)
+            raise
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._client.close(timeout=2)
+
+
+def _connect(name: str, host: str, port: int, timeout: float) -> DaskExecutor:
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ScanError(
+            f"the executor {name} needs the `distributed` package, which is not installed",
+            hint="pip install 'fairscan[dask]' (or run here: executor: local, --executor local)",
+        ) from exc
+    address = f"tcp://{host}:{port}"
+    try:
+        client = distributed.Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        why = "" if "timed out" in str(exc).lower() else f": {exc}"
+        raise ScanError(
+            f"cannot reach the Dask scheduler of the executor {name} ({address}) within "
+            f"{timeout:g} s{why}",
+            hint=f"start one there (`dask scheduler --port {port}`, then `dask worker "
+            f"{address}` on each machine), check the address, or run here (executor: local, "
+            "--executor local)",
+        ) from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError):
+        client.close(timeout=2)
+        raise ScanError(
+            f"the Dask scheduler of the executor {name} ({address}) has no workers "
+            f"(waited {timeout:g} s)",
+            hint=f"start some: `dask worker {address} --nworkers N --nthreads 1` on each machine",
+        ) from None
+    return DaskExecutor(name, client)
+
+
+@contextlib.contextmanager
+def open_executor(
+    text: str = LOCAL, *, timeout: float | None = None, connect: bool = True
+) -> Iterator[Executor]:
+    """The executor ``text`` names (``local`` or ``dask://HOST:PORT``), connected while the
+    block runs; ``connect=False`` (no replicate will run) never contacts a cluster."""
+    try:
+        address = parse_executor(text)
+    except ValueError as exc:
+        raise ScanError(str(exc), field="significance.executor") from None
+    if address is None or not connect:
+        yield LOCAL_EXECUTOR
+        return
+    executor = _connect(
+        text, *address, timeout=CONNECT_TIMEOUT_SECONDS if timeout is None else timeout
+    )
+    try:
+        yield executor
+    finally:
+        executor.close()
