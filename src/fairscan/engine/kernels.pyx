@@ -501,16 +501,27 @@ cdef void _memo_put(StepMemo* memo, int64_t slot, const uint8_t* key, int64_t j,
     memo.filled += 1
 
 
+cdef inline void _refresh_mismatch(const Problem* pr, const uint8_t* sel, int32_t* mismatch,
+                                   bint* mismatch_ok) noexcept nogil:
+    if not mismatch_ok[0]:
+        _compute_mismatch_c(pr, sel, mismatch)
+        mismatch_ok[0] = True
+
+
 cdef double _memo_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
-                       const int32_t* mismatch, int64_t j, double penalty,
+                       int32_t* mismatch, bint* mismatch_ok, int64_t j, double penalty,
                        uint8_t* out_row) noexcept nogil:
-    """:func:`_ltss_step`, computed once per (j, selection of the other attributes)."""
+    """:func:`_ltss_step`, computed once per (j, selection of the other attributes).
+
+    ``mismatch`` is brought up to date (``mismatch_ok``) only when a step is computed: the
+    ascent skips that O(cells) bookkeeping while its steps are looked up."""
     cdef StepMemo* memo = &ws.memo
     cdef bint found = False
     cdef int64_t slot, v
     cdef int64_t kmax = memo.kmax
     cdef double part
     if memo.capacity == 0:
+        _refresh_mismatch(pr, sel, mismatch, mismatch_ok)
         return _ltss_step(pr, ws, sel, mismatch, j, penalty, out_row)
     memcpy(memo.key, sel, memo.key_len)
     for v in range(kmax):
@@ -520,6 +531,7 @@ cdef double _memo_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
         for v in range(pr.card[j]):
             out_row[v] = memo.rows[slot * kmax + v]
         return memo.parts[slot]
+    _refresh_mismatch(pr, sel, mismatch, mismatch_ok)
     part = _ltss_step(pr, ws, sel, mismatch, j, penalty, out_row)
     if 2 * (memo.filled + 1) > memo.capacity:
         if not _memo_resize(memo, 2 * memo.capacity):
@@ -527,6 +539,30 @@ cdef double _memo_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
         slot = _memo_find(memo, memo.key, j, &found)
     _memo_put(memo, slot, memo.key, j, out_row, part)
     return part
+
+
+cdef double _memo_start_score(const Problem* pr, Workspace* ws,
+                              const uint8_t* sel) noexcept nogil:
+    """F of a restart's random start, computed once per selection (attribute -1 in the memo:
+    the random starts of one search repeat when the attributes have few values)."""
+    cdef StepMemo* memo = &ws.memo
+    cdef bint found = False
+    cdef int64_t slot
+    cdef double score5[5]
+    if memo.capacity > 0:
+        memcpy(memo.key, sel, memo.key_len)
+        slot = _memo_find(memo, memo.key, -1, &found)
+        if found:
+            return memo.parts[slot]
+    _score_set(pr, sel, ws.bc, ws.bw, ws.bp, score5)
+    if memo.capacity == 0:
+        return score5[0]
+    if 2 * (memo.filled + 1) > memo.capacity:
+        if not _memo_resize(memo, 2 * memo.capacity):
+            return score5[0]
+        slot = _memo_find(memo, memo.key, -1, &found)
+    _memo_put(memo, slot, memo.key, -1, ws.chosen, score5[0])
+    return score5[0]
 
 
 cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -1:
@@ -929,9 +965,25 @@ cdef int64_t _compute_mismatch_c(const Problem* pr, const uint8_t* sel,
     return inside
 
 
-cdef void _random_start(const Problem* pr, uint8_t* sel, int32_t* mismatch,
-                        uint64_t* state) noexcept nogil:
-    """A random non-empty initial subgroup (10 tries), else all values."""
+cdef bint _any_inside(const Problem* pr, const uint8_t* sel) noexcept nogil:
+    """Whether some cell lies in the subgroup ``sel``."""
+    cdef int64_t i, a
+    cdef int64_t m = pr.m
+    cdef bint inside
+    for i in range(pr.n_cells):
+        inside = True
+        for a in range(m):
+            if not sel[a * pr.kmax + pr.codes[i * m + a]]:
+                inside = False
+                break
+        if inside:
+            return True
+    return False
+
+
+cdef void _random_start(const Problem* pr, uint8_t* sel, uint64_t* state) noexcept nogil:
+    """A random non-empty initial subgroup (10 tries), else all values (the caller's mismatch
+    counts are then stale)."""
     cdef int64_t m = pr.m
     cdef int64_t kmax = pr.kmax
     cdef int64_t a, v, attempt
@@ -949,10 +1001,9 @@ cdef void _random_start(const Problem* pr, uint8_t* sel, int32_t* mismatch,
                     any_v = True
             if not any_v:
                 sel[a * kmax + _randint(state, pr.card[a])] = 1
-        if _compute_mismatch_c(pr, sel, mismatch) > 0:
+        if _any_inside(pr, sel):
             return
     _select_all(pr, sel)
-    _compute_mismatch_c(pr, sel, mismatch)
 
 
 cdef inline void _select_all(const Problem* pr, uint8_t* sel) noexcept nogil:
@@ -965,16 +1016,14 @@ cdef inline void _select_all(const Problem* pr, uint8_t* sel) noexcept nogil:
 
 
 cdef double _ascend(const Problem* pr, Workspace* ws, uint8_t* sel, int32_t* mismatch,
-                    uint8_t* row, uint8_t* visited, double penalty,
+                    bint mismatch_ok, uint8_t* row, uint8_t* visited, double penalty,
                     uint64_t* state) noexcept nogil:
     """One coordinate-ascent run from ``sel`` to a local optimum; returns its objective."""
     cdef int64_t m = pr.m
     cdef int64_t kmax = pr.kmax
-    cdef double score5[5]
     cdef double cur, part, cand
-    cdef int64_t n_unvisited, pick, j, a, i, v, old_out, new_out
-    _score_set(pr, sel, ws.bc, ws.bw, ws.bp, score5)
-    cur = score5[0] - penalty * _penalty_units(sel, pr.card, m, kmax, -1)
+    cdef int64_t n_unvisited, pick, j, a, v
+    cur = _memo_start_score(pr, ws, sel) - penalty * _penalty_units(sel, pr.card, m, kmax, -1)
     for a in range(m):
         visited[a] = 0
     n_unvisited = m
@@ -987,14 +1036,10 @@ cdef double _ascend(const Problem* pr, Workspace* ws, uint8_t* sel, int32_t* mis
                     j = a
                     break
                 pick -= 1
-        part = _memo_step(pr, ws, sel, mismatch, j, penalty, row)
+        part = _memo_step(pr, ws, sel, mismatch, &mismatch_ok, j, penalty, row)
         cand = part - penalty * _penalty_units(sel, pr.card, m, kmax, j)
         if cand > cur + _REL_IMPROVEMENT * max(1.0, fabs(cur)):
-            for i in range(pr.n_cells):
-                v = pr.codes[i * m + j]
-                old_out = 0 if sel[j * kmax + v] else 1
-                new_out = 0 if row[v] else 1
-                mismatch[i] += <int32_t>(new_out - old_out)
+            mismatch_ok = False  # recounted when a step next needs it (most are looked up)
             for v in range(pr.card[j]):
                 sel[j * kmax + v] = row[v]
             cur = cand
@@ -1184,8 +1229,8 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
                 _select_all(&pr, &sel[0])
                 _compute_mismatch_c(&pr, &sel[0], &mismatch[0])
             else:
-                _random_start(&pr, &sel[0], &mismatch[0], &state)
-            cur = _ascend(&pr, &ws, &sel[0], &mismatch[0], &row[0], &visited[0], penalty,
+                _random_start(&pr, &sel[0], &state)
+            cur = _ascend(&pr, &ws, &sel[0], &mismatch[0], r == 0, &row[0], &visited[0], penalty,
                           &state)
             if cur > best_j:
                 best_j = cur
