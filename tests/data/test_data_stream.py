@@ -382,3 +382,27 @@ def test_row_scans_get_the_rows_back(tmp_path: Path, credit: pl.DataFrame) -> No
         reports.append(_summary(api.run_audit(spec, api.RunOptions(write=False)).report))
     assert reports[0] == reports[1]
     assert reports[0][2][3], "the Berk-Jones scan reports its subgroup"
+
+
+def test_nulls_and_padded_text_stream_like_in_memory(tmp_path: Path, credit: pl.DataFrame) -> None:
+    """Null attribute values, NaN/null in a discretised column and text with surrounding
+    whitespace (stripped before the filter) give the same audit streamed and in memory."""
+    rng = np.random.default_rng(5)
+    holes = pl.Series(rng.random(credit.height) < 0.05)
+    messy = credit.with_columns(
+        pl.when(holes).then(None).otherwise(pl.col("region")).alias("region"),
+        pl.when(pl.Series(rng.random(credit.height) < 0.03))
+        .then(float("nan"))
+        .when(holes)
+        .then(None)
+        .otherwise(pl.col("income"))
+        .alias("income"),
+        pl.when(pl.col("sex") == "Male").then(pl.lit(" Male ")).otherwise("sex").alias("sex"),
+    )
+    messy.write_parquet(tmp_path / "messy.parquet")
+    extra = "  filter: \"sex = 'Male' OR region = 'East'\"\n"
+    streamed = _run(tmp_path, "messy.parquet", extra + "  streaming: true\n")
+    memory = _run(tmp_path, "messy.parquet", extra + "  streaming: false\n")
+    assert _summary(streamed) == _summary(memory)
+    assert streamed.data_warnings == memory.data_warnings
+    assert any("null values scanned" in w for w in streamed.data_warnings)
