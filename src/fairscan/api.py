@@ -316,8 +316,7 @@ def prepare_audit(
 
 def _check_expansion(data: PreparedData) -> None:
     """A :class:`ScanError` before expanding aggregated data to more rows than memory holds."""
-    from fairscan.data.load import available_memory
-    from fairscan.data.stream import bytes_text
+    from fairscan.data.load import available_memory, bytes_text
 
     available = available_memory()
     columns = data.codes.shape[1] + len(data.roles) + len(data.extra)

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from fairscan.data.load import IN_MEMORY_FIELD
+from fairscan.data.load import IN_MEMORY_FIELD, first_line
 from fairscan.data.stream import WEIGHT_COLUMN
 from fairscan.errors import DataError
 
@@ -84,9 +84,8 @@ def lazy_table(data: Any, columns: Sequence[str], extra_keys: Sequence[str]) -> 
     except DataError:
         raise
     except Exception as exc:
-        text = str(exc).strip()
         raise DataError(
-            f"cannot aggregate the {engine}: {text.splitlines()[0] if text else type(exc).__name__}",
+            f"cannot aggregate the {engine}: {first_line(exc)}",
             field=IN_MEMORY_FIELD,
             hint="check that the table's query runs in its engine and that its columns have "
             "plain types (strings, numbers, booleans, dates)",

@@ -16,7 +16,7 @@ from fairscan.errors import DataError
 
 FIELD = "data.path"
 
-_FORMATS: dict[str, str] = {
+FILE_FORMATS: dict[str, str] = {
     ".csv": "csv",
     ".parquet": "parquet",
     ".ndjson": "ndjson",
@@ -104,7 +104,9 @@ _READERS: dict[str, Callable[[Path], pl.DataFrame]] = {
 }
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type when it has none), at most 300
+    characters: what a data error quotes of a reader's failure."""
     text = str(exc).strip()
     line = text.splitlines()[0].strip() if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
@@ -190,7 +192,8 @@ def estimate_memory(path: Path, fmt: str) -> int:
     return max(estimate, size) if fmt == "ipc" else estimate
 
 
-def _bytes(n: float) -> str:
+def bytes_text(n: float) -> str:
+    """A byte count in words: 512 bytes, 3.4 MB, 1.2 GB."""
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
@@ -201,7 +204,7 @@ def _bytes(n: float) -> str:
 def fits_in_memory(path: Path, share: float = 0.5) -> bool:
     """Whether a data file read whole needs at most ``share`` of the available memory (True
     when that cannot be told, e.g. the file is missing: reading it reports the problem)."""
-    fmt = _FORMATS.get(Path(path).suffix.lower())
+    fmt = FILE_FORMATS.get(Path(path).suffix.lower())
     available = available_memory()
     if fmt is None or available is None or not Path(path).is_file():
         return True
@@ -217,8 +220,8 @@ def check_memory(path: Path, fmt: str) -> None:
     if needed <= available:
         return
     raise DataError(
-        f"data file {str(path)!r} ({_bytes(path.stat().st_size)} on disk) needs about "
-        f"{_bytes(needed)} of memory to read, more than the {_bytes(available)} available",
+        f"data file {str(path)!r} ({bytes_text(path.stat().st_size)} on disk) needs about "
+        f"{bytes_text(needed)} of memory to read, more than the {bytes_text(available)} available",
         field=FIELD,
         hint="let fairscan stream it (remove `streaming: false` from data), audit a sample "
         "(data: {sample: {rows: 1000000, seed: 0}}), or keep only the rows and columns the "
@@ -250,9 +253,9 @@ def read_table(path: Path) -> pl.DataFrame:
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    fmt = _FORMATS.get(suffix)
+    fmt = FILE_FORMATS.get(suffix)
     if fmt is None:
-        known = ", ".join(_FORMATS)
+        known = ", ".join(FILE_FORMATS)
         what = f"extension {suffix!r}" if suffix else "no extension"
         raise DataError(
             f"cannot tell the format of {str(path)!r}: {what}",
@@ -291,7 +294,7 @@ def read_table(path: Path) -> pl.DataFrame:
         frame = _READERS[fmt](path)
     except (Exception, pl.exceptions.PanicException) as exc:
         raise DataError(
-            f"cannot read {str(path)!r} as {_FORMAT_NAMES[fmt]}: {_first_line(exc)}",
+            f"cannot read {str(path)!r} as {_FORMAT_NAMES[fmt]}: {first_line(exc)}",
             field=FIELD,
             hint=_HINTS[fmt],
         ) from exc
@@ -370,7 +373,7 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             frame = data.collect()
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
-                f"cannot collect the polars LazyFrame: {_first_line(exc)}",
+                f"cannot collect the polars LazyFrame: {first_line(exc)}",
                 field=IN_MEMORY_FIELD,
                 hint="check the LazyFrame's query (frame.collect() must succeed)",
             ) from exc
@@ -396,7 +399,7 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             frame = pl.from_pandas(data)
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
-                f"cannot convert the pandas DataFrame to Arrow: {_first_line(exc)}",
+                f"cannot convert the pandas DataFrame to Arrow: {first_line(exc)}",
                 field=IN_MEMORY_FIELD,
                 hint="give each column a single type (e.g. df[col] = df[col].astype(str)); "
                 "converting needs pyarrow (pip install 'fairscan[notebook]')",
@@ -407,7 +410,7 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             converted = pl.from_arrow(data)
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
-                f"cannot read the pyarrow {type(data).__name__}: {_first_line(exc)}",
+                f"cannot read the pyarrow {type(data).__name__}: {first_line(exc)}",
                 field=IN_MEMORY_FIELD,
                 hint="check that its column types are supported by polars",
             ) from exc
@@ -419,7 +422,7 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             f"cannot audit a {type(data).__module__}.{type(data).__qualname__}",
             field=IN_MEMORY_FIELD,
             hint="give a polars or pandas DataFrame, a pyarrow Table or the path of a data file "
-            f"({', '.join(_FORMATS)})",
+            f"({', '.join(FILE_FORMATS)})",
         )
     label = f"<in-memory {what}>"
     if frame.width == 0:

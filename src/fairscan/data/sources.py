@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from fairscan.data.load import FILE_FORMATS, first_line
 from fairscan.errors import DataError
 
 FIELD = "data.path"
@@ -25,16 +26,8 @@ FIELD = "data.path"
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "http", "https", "hf")
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _GLOB_CHARS = ("*", "?", "[")
-_SCAN_FORMATS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".ndjson": "ndjson",
-    ".jsonl": "ndjson",
-    ".arrow": "ipc",
-    ".ipc": "ipc",
-    ".feather": "ipc",
-}
+# the single-file extensions, and .pq (common for Parquet parts)
+_SCAN_FORMATS = {**FILE_FORMATS, ".pq": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -69,7 +62,7 @@ class DatasetSource:
             return pl.scan_csv(target, infer_schema_length=10_000, null_values=None)
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
-                f"cannot scan {self.location!r}: {_first_line(exc)}",
+                f"cannot scan {self.location!r}: {first_line(exc)}",
                 field=FIELD,
                 hint=_scan_hint(self),
             ) from exc
@@ -93,11 +86,6 @@ class DatasetSource:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
         return digest.hexdigest()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _scan_hint(source: DatasetSource) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
+from fairscan.data.load import bytes_text, first_line
 from fairscan.data.table import Aggregation
 from fairscan.errors import DataError
 from fairscan.spec.models import DiscretizeSpec
@@ -63,9 +64,8 @@ class StreamQuery:
 
 
 def _read_error(exc: BaseException) -> DataError:
-    text = str(exc).strip()
     return DataError(
-        f"cannot read the data: {text.splitlines()[0] if text else type(exc).__name__}",
+        f"cannot read the data: {first_line(exc)}",
         field="data.path",
         hint="check that every file has the same columns and types, and for a URL the "
         "network and the credentials in the environment",
@@ -427,14 +427,6 @@ def sample_rows(
     if not kept:
         return query.prepared(query.lazy.head(0)).collect(), total
     return pl.concat(kept, how="vertical_relaxed"), total
-
-
-def bytes_text(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 # --- entry points ------------------------------------------------------------------------------

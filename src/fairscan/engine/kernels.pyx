@@ -35,7 +35,7 @@ raises promptly (KeyboardInterrupt) instead of waiting for the search to end.
 
 from libc.math cimport exp, expm1, log, log1p, sqrt, fabs, INFINITY
 from libc.stdlib cimport calloc, malloc, free, qsort
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 import numpy as np
@@ -399,15 +399,9 @@ cdef int64_t _MEMO_MAX_SLOTS = 1 << 18
 
 cdef int _memo_alloc(StepMemo* memo, int64_t m, int64_t kmax) except -1:
     """An empty memo for the steps of one search (it grows as they come)."""
-    memo.capacity = 0
+    memset(memo, 0, sizeof(StepMemo))
     memo.key_len = m * kmax
     memo.kmax = kmax
-    memo.filled = 0
-    memo.used = NULL
-    memo.attribute = NULL
-    memo.keys = NULL
-    memo.rows = NULL
-    memo.parts = NULL
     memo.key = <uint8_t*>malloc(memo.key_len + 1)
     if memo.key != NULL:
         _memo_resize(memo, 256)
@@ -501,6 +495,18 @@ cdef void _memo_put(StepMemo* memo, int64_t slot, const uint8_t* key, int64_t j,
     memo.filled += 1
 
 
+cdef void _memo_keep(StepMemo* memo, int64_t slot, int64_t j, const uint8_t* row,
+                     double part) noexcept nogil:
+    """Store the result for ``memo.key`` at ``slot`` (its free slot from :func:`_memo_find`),
+    growing the memo first when it is half full; over budget, the result is not kept."""
+    cdef bint found
+    if 2 * (memo.filled + 1) > memo.capacity:
+        if not _memo_resize(memo, 2 * memo.capacity):
+            return
+        slot = _memo_find(memo, memo.key, j, &found)
+    _memo_put(memo, slot, memo.key, j, row, part)
+
+
 cdef inline void _refresh_mismatch(const Problem* pr, const uint8_t* sel, int32_t* mismatch,
                                    bint* mismatch_ok) noexcept nogil:
     if not mismatch_ok[0]:
@@ -533,11 +539,7 @@ cdef double _memo_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
         return memo.parts[slot]
     _refresh_mismatch(pr, sel, mismatch, mismatch_ok)
     part = _ltss_step(pr, ws, sel, mismatch, j, penalty, out_row)
-    if 2 * (memo.filled + 1) > memo.capacity:
-        if not _memo_resize(memo, 2 * memo.capacity):
-            return part  # over budget: this step is not kept
-        slot = _memo_find(memo, memo.key, j, &found)
-    _memo_put(memo, slot, memo.key, j, out_row, part)
+    _memo_keep(memo, slot, j, out_row, part)
     return part
 
 
@@ -555,13 +557,8 @@ cdef double _memo_start_score(const Problem* pr, Workspace* ws,
         if found:
             return memo.parts[slot]
     _score_set(pr, sel, ws.bc, ws.bw, ws.bp, score5)
-    if memo.capacity == 0:
-        return score5[0]
-    if 2 * (memo.filled + 1) > memo.capacity:
-        if not _memo_resize(memo, 2 * memo.capacity):
-            return score5[0]
-        slot = _memo_find(memo, memo.key, -1, &found)
-    _memo_put(memo, slot, memo.key, -1, ws.chosen, score5[0])
+    if memo.capacity > 0:
+        _memo_keep(memo, slot, -1, ws.chosen, score5[0])
     return score5[0]
 
 
@@ -584,13 +581,7 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
     ws.ends = <double*>malloc((2 * kmax + 2) * sizeof(double))
     ws.keep = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
     ws.chosen = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
-    ws.memo.capacity = 0  # the coordinate ascent adds its memo (_memo_alloc)
-    ws.memo.used = NULL
-    ws.memo.attribute = NULL
-    ws.memo.keys = NULL
-    ws.memo.rows = NULL
-    ws.memo.parts = NULL
-    ws.memo.key = NULL
+    memset(&ws.memo, 0, sizeof(StepMemo))  # no memo: the coordinate ascent adds its own
     if (ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
             or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
             or ws.ap == NULL or ws.bc == NULL or ws.bw == NULL or ws.bp == NULL
