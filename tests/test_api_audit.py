@@ -16,8 +16,8 @@ import fairscan
 from fairscan.api import load_report, run_audit
 from fairscan.cli import app
 from fairscan.report.display import FINDINGS_COLUMNS
+from fairscan.report.formats import render
 from fairscan.report.models import AuditReport
-from fairscan.report.write import render
 from fairscan.scans import render_hooks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ import yaml
 
 from fairscan.api import RunOptions, run_audit
 from fairscan.report.baseline import compare_reports
+from fairscan.report.formats import render
 from fairscan.report.models import AuditReport, Finding
-from fairscan.report.write import render
 from fairscan.scans import SCAN_TYPES, render_hooks
 
 ROOT = Path(__file__).resolve().parent.parent

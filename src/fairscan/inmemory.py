@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import DataError, Issue, SpecError, UsageError
 from fairscan.report.models import AuditReport
+from fairscan.run.specs import locate
 from fairscan.spec.models import AuditSpec, ColumnsSpec
 
 if TYPE_CHECKING:
@@ -78,7 +79,6 @@ def audit(
     """
     from fairscan import api
 
-    api.register_render_hooks()
     _check_keywords(fields)
     overrides = _overrides(fields)
     prediction_column: str | None = None
@@ -93,7 +93,7 @@ def audit(
     # the checks that need no data come before reading it (and before running the model)
     issues = api.check_spec(spec_model)
     if issues and loaded is not None:
-        raise api._locate(loaded, SpecError(issues=issues), located)
+        raise locate(loaded, SpecError(issues=issues), located)
     if issues:
         raise SpecError(issues=issues)
     streamed = _streamed(data, model)
@@ -295,7 +295,6 @@ def _streamed(data: Any, model: Any) -> tuple[Any, str] | None:
 
 def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str, str | None]:
     """(frame, the provenance's data_path, data_sha256, the spec's data.path or None to keep)."""
-    from fairscan import api
     from fairscan.data.load import file_sha256, frame_sha256, read_in_memory, read_table
 
     if data is None:
@@ -309,7 +308,7 @@ def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str
         try:
             return read_table(path), str(path), file_sha256(path), None
         except DataError as error:
-            raise api._locate(loaded, error) from error
+            raise locate(loaded, error) from error
     if isinstance(data, str | os.PathLike):
         path = Path(data).expanduser().resolve()
         return read_table(path), str(path), file_sha256(path), os.fspath(data)

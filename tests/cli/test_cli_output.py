@@ -233,9 +233,9 @@ def test_run_reports_scan_numbers_to_the_observer(project: Project) -> None:
 def test_logs_get_plain_progress_lines(
     cli: Invoke, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fairscan.cli
+    import fairscan.cli.common
 
-    monkeypatch.setattr(fairscan.cli, "PLAIN_PROGRESS_SECONDS", 0.0)  # every step
+    monkeypatch.setattr(fairscan.cli.common, "PLAIN_PROGRESS_SECONDS", 0.0)  # every step
     outcome = cli("scan", data, *SCAN, *FAST, code=None)
     assert "progress: fpr: null replicates " in outcome.stderr
     assert "/19 (" in outcome.stderr and "elapsed" in outcome.stderr

@@ -15,9 +15,9 @@ from fairscan.report.models import (
     ScanResult,
     ScanTiming,
     Statistic,
-    build_verdict,
     scan_status,
 )
+from fairscan.report.verdict import build_verdict
 
 TIMING = ScanTiming(search_seconds=0.01, significance_seconds=2.0, total_seconds=2.01)
 

@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 from report_builders import finding, report, scan
 
-from fairscan.report.baseline import (
-    compare_reports,
-    finding_side,
-    gated_exit_code,
-    render_comparison,
-    render_diff,
-    scan_items,
-)
+from fairscan.report.baseline import compare_reports, finding_side, scan_items
+from fairscan.report.markdown import render_comparison, render_diff
+from fairscan.report.verdict import ExitCode, diff_verdict, gated_exit_code
 
 ATTRS = {"race": ["A", "B", "C"], "sex": ["F", "M"]}
 
@@ -108,8 +103,8 @@ def test_significance_changes_label_new_and_resolved():
     assert compare_reports(quiet, quiet).entries == []  # not significant in either run
     comparison = compare_reports(gone, sig)
     assert comparison.new_significant == 1
-    assert gated_exit_code(1, comparison.new_significant, "new_significant") == 1
-    assert gated_exit_code(1, 0, "new_significant") == 0
+    assert gated_exit_code(1, comparison.new_significant, "new_significant") is ExitCode.FINDINGS
+    assert gated_exit_code(1, 0, "new_significant") is ExitCode.OK
 
 
 def test_scans_added_removed_and_type_changes():
@@ -135,8 +130,6 @@ def test_comparison_markdown_uses_labels():
 
 def test_diff_with_persisting_findings_says_no_new_finding_not_pass():
     """Issue 16: persisting findings are still findings: no bare PASS."""
-    from fairscan.report.baseline import diff_verdict
-
     base = report(scan([finding(group="African-American", statistic=("lower_bound", 0.02))]))
     comparison = compare_reports(base, base)
     assert comparison.counts["persisting"] == 1 and comparison.new_significant == 0

@@ -22,6 +22,7 @@ import pytest
 from report_builders import finding, population, report, scan
 from typer.testing import CliRunner
 
+from fairscan.report.formats import render, write_reports
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.html import (
     INSIDE,
@@ -35,7 +36,6 @@ from fairscan.report.html import (
     roc_chart,
 )
 from fairscan.report.models import AuditReport, Finding, NullDistribution, ScanResult
-from fairscan.report.write import render, write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
 EVIL = "<script>alert('x')</script>"

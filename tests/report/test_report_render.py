@@ -13,14 +13,14 @@ import pytest
 from report_builders import finding, null, population, report, scan
 from rich.console import Console
 
-from fairscan.report.console import findings_text, summary_table, verdict_text
+from fairscan.cli.console import findings_text, summary_table, verdict_text
+from fairscan.report.formats import atomic_write_text, render, report_json, write_reports
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
 from fairscan.report.models import AuditReport, Finding, ScanResult
 from fairscan.report.text import describe_subgroup, statistic_words
-from fairscan.report.write import atomic_write_text, render, report_json, write_reports
 
 
 def _fpr_report(p_value: float | None = 0.001, reference: float | None = 0.2608) -> AuditReport:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from fairscan.report.baseline import compare_reports
+from fairscan.report.formats import report_json
 from fairscan.report.markdown import render_markdown
 from fairscan.report.models import AuditReport
 from fairscan.report.upgrade import upgrade_report
-from fairscan.report.write import report_json
 
 DATA = Path(__file__).resolve().parent / "data"
 

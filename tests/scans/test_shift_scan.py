@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from fairscan.api import RunOptions, run_audit
 from fairscan.errors import FairscanError
+from fairscan.report.formats import render
 from fairscan.report.models import AuditReport
-from fairscan.report.write import render
 from fairscan.scans import render_hooks
 from fairscan.scans.shift import ShiftResult, ShiftSpec
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from fairscan.cli import (
+from fairscan.cli.common import (
     DebugOption,
     ExitZeroOption,
     ProgressOption,
@@ -22,7 +22,8 @@ from fairscan.cli import (
     print_error,
     print_summary,
 )
-from fairscan.errors import ExitCode, FairscanError, UsageError
+from fairscan.errors import FairscanError, UsageError
+from fairscan.report.verdict import ExitCode, process_exit_code
 
 
 def _stat_ok(path: Path, test: str) -> bool:
@@ -243,9 +244,7 @@ def run(
                 continue
             report = outcome.report
             print_summary(report, [str(p) for p in outcome.written], outcome.formats, quiet)
-            code = int(outcome.exit_code)
-            if exit_zero and code == int(ExitCode.FINDINGS):
-                code = int(ExitCode.OK)
+            code = int(process_exit_code(outcome.exit_code, exit_zero))
             worst = max(worst, code)
             rows.append(
                 (

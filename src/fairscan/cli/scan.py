@@ -1,8 +1,9 @@
 """``audit scan DATA --type T ...``: one scan from flags, without a spec file.
 
 The flags become a spec (:mod:`.scan_spec`) that goes through exactly the validation, data
-checks, statistics and reports of ``audit run``: the spec is written to a temporary file and
-run with :func:`fairscan.api.prepare_audit` / :func:`fairscan.api.run_prepared`. Errors name
+checks, statistics and reports of ``audit run``: the mapping is validated by
+:func:`fairscan.api.loaded_from_mapping` (no temporary file) and run with
+:func:`fairscan.api.prepare_loaded` / :func:`fairscan.api.run_prepared`. Errors name
 the flag that set the offending value; ``--save-spec`` keeps the spec for ``audit run``.
 Reports are written only with ``--out``.
 """
@@ -10,14 +11,13 @@ Reports are written only with ``--out``.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from fairscan.cli import (
+from fairscan.cli.common import (
     DebugOption,
     ExitZeroOption,
     ProgressOption,
@@ -31,7 +31,8 @@ from fairscan.cli import (
 )
 from fairscan.cli.run import ExecutorOption, check_overrides
 from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
-from fairscan.errors import ExitCode, FairscanError, UsageError
+from fairscan.errors import FairscanError, UsageError
+from fairscan.report.verdict import ExitCode, process_exit_code
 
 if TYPE_CHECKING:
     from fairscan.api import PreparedAudit
@@ -42,7 +43,7 @@ NO_SPEC_FILE = "<audit scan>"
 
 
 def _save(target: Path, text: str) -> None:
-    from fairscan.report.write import atomic_write_text
+    from fairscan.report.formats import atomic_write_text
 
     try:
         atomic_write_text(target, text)
@@ -80,7 +81,7 @@ def _finish(report: AuditReport, flags: FlagMap, spec_path: str, spec_sha256: st
 
 
 def _write(report: AuditReport, out_dir: Path, formats: list[str]) -> list[Path]:
-    from fairscan.report.write import write_reports
+    from fairscan.report.formats import write_reports
     from fairscan.scans import render_hooks
 
     try:
@@ -314,22 +315,18 @@ def scan(
     print_summary(report, [str(p) for p in written], report_formats, quiet)
     if out_dir is None and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
-    code = int(report.verdict.exit_code)
-    if exit_zero and code == int(ExitCode.FINDINGS):
-        code = int(ExitCode.OK)
-    raise typer.Exit(code)
+    raise typer.Exit(int(process_exit_code(report.verdict.exit_code, exit_zero)))
 
 
 def _prepare(spec: dict[str, object], flags: FlagMap) -> PreparedAudit:
-    """Validate the spec and load its data as `audit run` does, from a temporary spec file
-    (its data path is absolute); errors are reworded to name the flags."""
-    from fairscan.api import prepare_audit
+    """Validate the spec mapping and load its data as `audit run` does (its data path is
+    absolute), through the library's one path for specs that are not files; errors are
+    reworded to name the flags. The spec's hash is that of the YAML `--save-spec` writes
+    without its header (its canonical text)."""
+    from fairscan.api import loaded_from_mapping, prepare_loaded
 
-    with tempfile.TemporaryDirectory(prefix="fairscan-scan-") as folder:
-        spec_file = Path(folder) / "scan.audit.yaml"
-        spec_file.write_text(spec_text(dict(spec)), encoding="utf-8")
-        flags.spec_file = str(spec_file)
-        try:
-            return prepare_audit(spec_file)
-        except FairscanError as error:
-            raise flags.error(error) from None
+    try:
+        loaded = loaded_from_mapping(spec, NO_SPEC_FILE, text=spec_text(dict(spec)))
+        return prepare_loaded(loaded, located=False)
+    except FairscanError as error:
+        raise flags.error(error) from None

@@ -42,7 +42,6 @@ _FIELD_WORDS = re.compile(
 _IN_THE_SCAN = re.compile(r"`(\w+)` in the scan")  # "(or `prediction` in the scan)"
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 _KEY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_LOCATION = re.compile(r"^:(\d+:)?(\d+:)? ?")
 _FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.\[\]\"-]*): ")
 
 
@@ -78,7 +77,6 @@ class FlagMap:
     name_given: bool = False
     protected_given: bool = False
     settings: list[str] = field(default_factory=list)  # the --set keys, as given (dotted)
-    spec_file: str | None = None  # the temporary spec file: locations in it are dropped
 
     def flag_of(self, field_path: str | None) -> str | None:
         """``scans[0].penalty`` -> ``--set penalty``; None for a field no flag sets."""
@@ -148,10 +146,11 @@ class FlagMap:
         return hint
 
     def issue(self, issue: Issue) -> Issue:
-        """The issue naming the flag, without a location in the temporary spec file."""
+        """The issue naming the flag (an issue located in a file keeps its location: the
+        data file's)."""
         flag = self.flag_of(issue.field)
         hint = self._hint(issue, flag)
-        ours = issue.file is None or issue.file == self.spec_file
+        ours = issue.file is None
         return Issue(
             reword(issue.message),
             hint=reword(hint) if hint is not None else None,
@@ -169,12 +168,11 @@ class FlagMap:
         """A rendered issue (a scan's ``error`` text) without the spec location, naming flags."""
         lines = []
         for line in message.splitlines():
-            if self.spec_file and line.startswith(self.spec_file + ":"):
-                line = _LOCATION.sub("", line[len(self.spec_file) :])
-                match = _FIELD_PREFIX.match(line)
-                flag = self.flag_of(match.group(1)) if match else None
-                if match and flag:
-                    line = f"{flag}: {line[match.end() :]}"
+            # the spec has no file (a mapping): an issue's line starts with its field path
+            match = _FIELD_PREFIX.match(line)
+            flag = self.flag_of(match.group(1)) if match else None
+            if match and flag:
+                line = f"{flag}: {line[match.end() :]}"
             lines.append(reword(line))
         return "\n".join(lines)
 

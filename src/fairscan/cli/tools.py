@@ -9,20 +9,31 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fairscan.cli import DebugOption, app, err, internal_error, interrupted, print_error
-from fairscan.errors import ExitCode, FairscanError, UsageError
+from fairscan.cli.common import (
+    DebugOption,
+    ExitZeroOption,
+    app,
+    err,
+    internal_error,
+    interrupted,
+    print_error,
+)
+from fairscan.errors import FairscanError, UsageError
+from fairscan.report.verdict import ExitCode, process_exit_code
 
 
 @app.command()
 def diff(
     old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
     new: Annotated[Path, typer.Argument(help="The current JSON report.")],
+    exit_zero: ExitZeroOption = False,
     debug: DebugOption = False,
 ) -> None:
-    """Compare two JSON reports: print what changed (Markdown) and exit 1 on new significant
-    findings, else 0."""
+    """Compare two JSON reports: print what changed (Markdown) and exit as `audit run
+    --baseline OLD` did for NEW under NEW's gate.fail_on (1 on findings the gate fails on)."""
     from fairscan.api import diff_reports
-    from fairscan.report.baseline import diff_verdict, render_diff
+    from fairscan.report.markdown import render_diff
+    from fairscan.report.verdict import diff_exit_code, diff_verdict, gate_line
 
     try:
         current, comparison = diff_reports(old, new)
@@ -33,10 +44,11 @@ def diff(
         raise interrupted() from None
     except Exception as exc:
         raise typer.Exit(internal_error(exc, debug)) from None
+    code = diff_exit_code(current, comparison)
     sys.stdout.write(render_diff(comparison, current))
     sys.stderr.write(diff_verdict(comparison) + "\n")
-    code = ExitCode.FINDINGS if comparison.new_significant else ExitCode.OK
-    raise typer.Exit(int(code))
+    sys.stderr.write(gate_line(comparison.fail_on, code) + "\n")
+    raise typer.Exit(int(process_exit_code(code, exit_zero)))
 
 
 @app.command()
@@ -82,7 +94,7 @@ def init(
     debug: DebugOption = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
-    from fairscan.report.write import atomic_write_text
+    from fairscan.report.formats import atomic_write_text
     from fairscan.starter import starter_spec
 
     try:

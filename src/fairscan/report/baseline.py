@@ -34,7 +34,6 @@ from fairscan.report.models import (
 
 OVERLAP_THRESHOLD = 0.5
 LABELS = ("new", "changed", "persisting", "resolved")
-FAIL_ON = ("significant", "new_significant", "never")
 
 
 @dataclass(frozen=True)
@@ -200,98 +199,3 @@ def compare_reports(
         scans_removed=[i for i in old_scans if i not in new_scans],
         entries=entries,
     )
-
-
-def gated_exit_code(significant: int, new_significant: int | None, fail_on: str) -> int:
-    """0/1 for a run without errors under ``gate.fail_on`` (no baseline: every finding is new)."""
-    if fail_on == "never":
-        return 0
-    if fail_on == "new_significant":
-        count = significant if new_significant is None else new_significant
-        return 1 if count else 0
-    return 1 if significant else 0
-
-
-def render_comparison(comparison: BaselineComparison) -> list[str]:
-    """Markdown lines: what changed since the baseline, new findings first."""
-    from fairscan.report.markdown import cell
-    from fairscan.report.text import describe_subgroup, fmt_p, fmt_value
-
-    def num(x: float | None) -> str:
-        return fmt_value(x, missing="-")
-
-    def p(x: float | None) -> str:
-        return fmt_p(x, missing="-")
-
-    def name_of(side: BaselineSide) -> str:
-        return cell(side.label or describe_subgroup(side.subgroup))
-
-    c = comparison
-    source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"
-    summary = ", ".join(f"{c.counts.get(label, 0)} {label}" for label in LABELS)
-    lines = [
-        "## What changed since the baseline",
-        "",
-        f"Baseline {source} ({c.baseline_utc_time}): {summary}. Gate: fail on {c.fail_on}.",
-        "",
-    ]
-    if c.scans_added or c.scans_removed:
-        if c.scans_added:
-            lines.append(f"Scans not in the baseline: {', '.join(c.scans_added)}.")
-        if c.scans_removed:
-            lines.append(f"Scans no longer run: {', '.join(c.scans_removed)}.")
-        lines.append("")
-    if not c.entries:
-        lines += ["No significant finding in either run.", ""]
-        return lines
-    lines += [
-        "| label | scan | finding | statistic before → after | p before → after "
-        "| inside before → after |",
-        "|---|---|---|---|---|---|",
-    ]
-    for e in c.entries:
-        shown = e.after or e.before
-        assert shown is not None
-        subgroup = name_of(shown)
-        if e.label == "changed" and e.before is not None:
-            subgroup = f"{name_of(e.before)} → {subgroup}"
-        b, a = e.before, e.after
-        lines.append(
-            f"| **{e.label}** | `{e.scan_id}` | {subgroup} "
-            f"| {num(b.score if b else None)} → {num(a.score if a else None)} "
-            f"| {p(b.p_value if b else None)} → {p(a.p_value if a else None)} "
-            f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} |"
-        )
-    lines.append("")
-    return lines
-
-
-def diff_verdict(comparison: BaselineComparison) -> str:
-    """One line for ``audit diff``: FAIL on new findings; otherwise "no new significant
-    finding", with the findings still significant counted (PASS only when there are none)."""
-    if comparison.new_significant:
-        return f"FAIL: {comparison.new_significant} new significant finding(s)"
-    still = comparison.counts.get("persisting", 0) + comparison.counts.get("changed", 0)
-    if still:
-        changed = comparison.counts.get("changed", 0)
-        extra = f", {changed} of them with a shifted subgroup" if changed else ""
-        return (
-            f"no new significant finding; {still} persisting finding(s) from the baseline are "
-            f"still significant{extra}"
-        )
-    return "PASS: no new significant finding"
-
-
-def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
-    """Markdown of ``audit diff``: the comparison, then the current verdict per scan."""
-    lines = [f"# Fairness audit diff: {current.name}", ""]
-    text = diff_verdict(comparison)
-    head, sep, rest = text.partition(": ")
-    if sep and head in ("FAIL", "PASS"):
-        verdict = f"**{head}**: {rest}."
-    else:
-        first, _, rest = text.partition("; ")
-        verdict = f"**{first[0].upper()}{first[1:]}**; {rest}."
-    lines += [verdict, ""]
-    lines += render_comparison(comparison)
-    return "\n".join(lines)

@@ -10,7 +10,17 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from fairscan.report.html import escape, html_table
+from fairscan.report.markdown import SUMMARY_HEAD, summary_rows, verdict_line
 from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.text import (
+    fmt_p,
+    fmt_value,
+    headline_p,
+    significance_words,
+    statistic_words,
+)
+from fairscan.report.verdict import verdict_word
 
 if TYPE_CHECKING:
     import polars as pl
@@ -25,11 +35,6 @@ _VERDICT_STYLE = {
 }
 
 
-def verdict_word(report: AuditReport) -> str:
-    """PASS / FAIL / ERROR, as the exit code reads (a gated run with findings passes)."""
-    return {0: "PASS", 1: "FAIL"}.get(report.verdict.exit_code, "ERROR")
-
-
 def repr_line(report: AuditReport) -> str:
     """``<AuditReport 'compas' FAIL: 3 significant findings in 3 scans>``."""
     v = report.verdict
@@ -39,7 +44,7 @@ def repr_line(report: AuditReport) -> str:
     else:
         noun = "finding" if v.significant_findings == 1 else "findings"
         what = f"{v.significant_findings} significant {noun} in {scans}"
-    return f"<AuditReport {report.name!r} {verdict_word(report)}: {what}>"
+    return f"<AuditReport {report.name!r} {verdict_word(report.verdict)}: {what}>"
 
 
 # --- the findings table --------------------------------------------------------------------
@@ -143,8 +148,6 @@ def top_findings(
 
 def summary_text(report: AuditReport) -> str:
     """A few plain lines: the verdict, then one line per scan with its top finding."""
-    from fairscan.report.markdown import summary_rows, verdict_line
-
     lines = [f"Fairness audit: {report.name}", verdict_line(report).replace("**", "")]
     for scan_id, scan_type, status, counts, *top in summary_rows(report):
         line = f"  {scan_id} ({scan_type}): {status}, {counts} significant"
@@ -159,16 +162,6 @@ def summary_html(report: AuditReport) -> str:
 
     Every data string is escaped; inline styles only (no script, no stylesheet).
     """
-    from fairscan.report.html import escape, html_table
-    from fairscan.report.markdown import SUMMARY_HEAD, summary_rows, verdict_line
-    from fairscan.report.text import (
-        fmt_p,
-        fmt_value,
-        headline_p,
-        significance_words,
-        statistic_words,
-    )
-
     v = report.verdict
     style = _VERDICT_STYLE.get(v.status, "")
     verdict = verdict_line(report).replace("**", "")

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.markdown import (
     MAX_FINDINGS,
-    STATUS_TEXT,
     SUMMARY_HEAD,
     finding_columns,
     null_sentence,
@@ -27,6 +26,7 @@ from fairscan.report.markdown import (
 )
 from fairscan.report.models import AuditReport, Effect, Finding, NullDistribution, ScanResult
 from fairscan.report.text import describe_subgroup, fmt_number, fmt_value, percent
+from fairscan.report.verdict import status_text
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
 
@@ -442,7 +442,7 @@ def _scan_html(scan: ScanResult, hooks: RenderHooks | None) -> str:
     parts = [
         f'<section class="scan" id="scan-{escape(scan.id)}">',
         f"<h2>{escape(scan.id)} <span class='badge'>{escape(scan.type)}</span>"
-        f'<span class="badge {status_cls}">{escape(STATUS_TEXT.get(scan.status, scan.status))}'
+        f'<span class="badge {status_cls}">{escape(status_text(scan.status))}'
         "</span></h2>",
     ]
     if scan.error:

@@ -6,9 +6,17 @@ same table; what a scan type reports beyond it (``detail``) comes from its rende
 
 from __future__ import annotations
 
+from fairscan.report.baseline import LABELS
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
-from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.models import (
+    AuditReport,
+    BaselineComparison,
+    BaselineSide,
+    Finding,
+    ScanResult,
+)
 from fairscan.report.text import (
+    describe_subgroup,
     fmt_p,
     fmt_value,
     headline_p,
@@ -16,37 +24,37 @@ from fairscan.report.text import (
     significance_words,
     statistic_words,
 )
+from fairscan.report.verdict import (
+    FAIL,
+    PASS,
+    diff_verdict,
+    gate_passed_findings,
+    status_text,
+    verdict_word,
+)
 
 # Findings shown per scan (most important first); all of them are in the JSON report.
 MAX_FINDINGS = 50
-
-STATUS_TEXT = {
-    "significant": "significant",
-    "not_significant": "not significant",
-    "untested": "not tested (replicates: 0)",
-    "no_finding": "no finding",
-    "not_auditable": "not auditable",
-    "error": "error",
-}
 
 
 def verdict_line(report: AuditReport) -> str:
     """The verdict in one Markdown line (bold PASS/FAIL/ERROR first)."""
     v = report.verdict
+    word = f"**{verdict_word(v)}**"
     noun = "finding" if v.significant_findings == 1 else "findings"
     scans = f"{v.scans} scan" if v.scans == 1 else f"{v.scans} scans"
     if v.status == "error":
-        return f"**ERROR**: {v.scans_with_errors} of {v.scans} scans could not be completed."
-    if v.status == "findings" and v.exit_code == 0 and report.baseline is not None:
+        return f"{word}: {v.scans_with_errors} of {v.scans} scans could not be completed."
+    if gate_passed_findings(v) and report.baseline is not None:
         return (
-            f"**PASS** (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
+            f"{word} (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
             f"significant {noun} in {scans}, {report.baseline.new_significant} new."
         )
-    if v.status == "findings" and v.exit_code == 0:
-        return f"**PASS** (gate): {v.significant_findings} significant {noun} in {scans}."
+    if gate_passed_findings(v):
+        return f"{word} (gate): {v.significant_findings} significant {noun} in {scans}."
     if v.status == "findings":
-        return f"**FAIL**: {v.significant_findings} significant {noun} in {scans}."
-    return f"**PASS**: no significant finding in {scans}."
+        return f"{word}: {v.significant_findings} significant {noun} in {scans}."
+    return f"{word}: no significant finding in {scans}."
 
 
 def cell(value: object) -> str:
@@ -119,7 +127,7 @@ def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None
 
 
 def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
-    lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT.get(scan.status, scan.status)}", ""]
+    lines = [f"## `{scan.id}` ({scan.type}): {status_text(scan.status)}", ""]
     if scan.error:
         return [*lines, "```", scan.error, "```", ""]
     if scan.population is not None:
@@ -157,14 +165,14 @@ def summary_rows(report: AuditReport) -> list[list[object]]:
         top = scan.headline()
         counts = f"{scan.significant_count()} of {len(scan.findings)}"
         if top is None:
-            rows.append([scan.id, scan.type, STATUS_TEXT.get(scan.status, scan.status), counts])
+            rows.append([scan.id, scan.type, status_text(scan.status), counts])
             rows[-1] += ["-", "-", "-"]
             continue
         rows.append(
             [
                 scan.id,
                 scan.type,
-                STATUS_TEXT.get(scan.status, scan.status),
+                status_text(scan.status),
                 counts,
                 top.label,
                 f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}",
@@ -181,8 +189,6 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     prov = report.provenance
     lines = [f"# Fairness audit: {report.name}", "", verdict_line(report), ""]
     if report.baseline is not None:
-        from fairscan.report.baseline import render_comparison
-
         lines += render_comparison(report.baseline)
     if report.description:
         lines += [report.description, ""]
@@ -205,4 +211,74 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}",
         "",
     ]
+    return "\n".join(lines)
+
+
+# --- the comparison with a baseline (audit run --baseline, audit diff) -----------------------
+
+
+def render_comparison(comparison: BaselineComparison) -> list[str]:
+    """Markdown lines: what changed since the baseline, new findings first."""
+
+    def num(x: float | None) -> str:
+        return fmt_value(x, missing="-")
+
+    def p(x: float | None) -> str:
+        return fmt_p(x, missing="-")
+
+    def name_of(side: BaselineSide) -> str:
+        return cell(side.label or describe_subgroup(side.subgroup))
+
+    c = comparison
+    source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"
+    summary = ", ".join(f"{c.counts.get(label, 0)} {label}" for label in LABELS)
+    lines = [
+        "## What changed since the baseline",
+        "",
+        f"Baseline {source} ({c.baseline_utc_time}): {summary}. Gate: fail on {c.fail_on}.",
+        "",
+    ]
+    if c.scans_added or c.scans_removed:
+        if c.scans_added:
+            lines.append(f"Scans not in the baseline: {', '.join(c.scans_added)}.")
+        if c.scans_removed:
+            lines.append(f"Scans no longer run: {', '.join(c.scans_removed)}.")
+        lines.append("")
+    if not c.entries:
+        lines += ["No significant finding in either run.", ""]
+        return lines
+    lines += [
+        "| label | scan | finding | statistic before → after | p before → after "
+        "| inside before → after |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in c.entries:
+        shown = e.after or e.before
+        assert shown is not None
+        subgroup = name_of(shown)
+        if e.label == "changed" and e.before is not None:
+            subgroup = f"{name_of(e.before)} → {subgroup}"
+        b, a = e.before, e.after
+        lines.append(
+            f"| **{e.label}** | `{e.scan_id}` | {subgroup} "
+            f"| {num(b.score if b else None)} → {num(a.score if a else None)} "
+            f"| {p(b.p_value if b else None)} → {p(a.p_value if a else None)} "
+            f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} |"
+        )
+    lines.append("")
+    return lines
+
+
+def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
+    """Markdown of ``audit diff``: the comparison, then the current verdict per scan."""
+    lines = [f"# Fairness audit diff: {current.name}", ""]
+    text = diff_verdict(comparison)
+    head, sep, rest = text.partition(": ")
+    if sep and head in (FAIL, PASS):
+        verdict = f"**{head}**: {rest}."
+    else:
+        first, _, rest = text.partition("; ")
+        verdict = f"**{first[0].upper()}{first[1:]}**; {rest}."
+    lines += [verdict, ""]
+    lines += render_comparison(comparison)
     return "\n".join(lines)

@@ -14,15 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    import polars as pl
-
-    from fairscan.report.hooks import HookMap
 
 REPORT_SCHEMA_VERSION = 2
 
@@ -224,26 +218,6 @@ class Verdict(ReportModel):
     scans_with_errors: int
 
 
-def build_verdict(scans: Sequence[ScanResult]) -> Verdict:
-    """The one home of the verdict and its exit code (before any baseline gate)."""
-    significant = sum(scan.significant_count() for scan in scans)
-    errors = sum(1 for scan in scans if scan.status == "error")
-    status: Literal["clean", "findings", "error"]
-    if errors:
-        status, code = "error", 2
-    elif significant:
-        status, code = "findings", 1
-    else:
-        status, code = "clean", 0
-    return Verdict(
-        status=status,
-        exit_code=code,
-        significant_findings=significant,
-        scans=len(scans),
-        scans_with_errors=errors,
-    )
-
-
 class AuditReport(ReportModel):
     schema_version: int = REPORT_SCHEMA_VERSION
     name: str
@@ -259,81 +233,6 @@ class AuditReport(ReportModel):
         default=None,
         description="Comparison with a baseline report (audit run --baseline); omitted without one.",
     )
-
-    # --- the report as a Python object (fairscan.audit, fairscan.load_report) ----------------
-    # Renderers given no hooks use the registered scan types' (fairscan.report.hooks).
-
-    @property
-    def findings(self) -> pl.DataFrame:
-        """A polars DataFrame with one row per finding over all scans: ``scan_id``, ``type``,
-        ``rank`` (1 = the scan's most important), ``label``, ``subgroup`` (JSON text),
-        ``group``, ``size``, ``statistic``, ``statistic_value``, ``effect_metric``,
-        ``effect_inside``, ``effect_reference``, ``p_value``, ``adjusted_p_value``,
-        ``significant``, ``description``. ``.to_pandas()`` converts it where pandas is installed.
-        """
-        from fairscan.report.display import findings_frame
-
-        return findings_frame(self)
-
-    def to_json(self) -> str:
-        """The JSON report, exactly as ``audit run`` writes it."""
-        from fairscan.report.write import render
-
-        return render(self, "json")
-
-    def to_markdown(self, hooks: HookMap | None = None) -> str:
-        """The Markdown report (``hooks``: the scan types' render hooks, by default those
-        registered)."""
-        from fairscan.report.write import render
-
-        return render(self, "markdown", hooks)
-
-    def to_html(self, hooks: HookMap | None = None) -> str:
-        """The self-contained HTML report with its charts."""
-        from fairscan.report.write import render
-
-        return render(self, "html", hooks)
-
-    def write(
-        self,
-        out_dir: str | Path,
-        formats: str | Sequence[str] | None = None,
-        hooks: HookMap | None = None,
-    ) -> list[Path]:
-        """Write ``<out_dir>/<name>.<ext>`` for each format (json, markdown, html, junit),
-        atomically, as ``audit run`` does; the paths written. ``formats`` default to the spec's
-        ``output.formats``."""
-        from fairscan.report.write import check_formats, write_reports
-
-        if formats is None:
-            output = self.provenance.parameters.get("output")
-            spec_formats = output.get("formats") if isinstance(output, dict) else None
-            formats = spec_formats if isinstance(spec_formats, list) else ["json", "markdown"]
-        elif isinstance(formats, str):
-            formats = [formats]
-        formats = [str(f) for f in formats]
-        check_formats(formats)
-        return write_reports(self, Path(out_dir), formats, hooks)
-
-    def summary(self) -> str:
-        """A few plain lines: the verdict, then each scan's status and top finding."""
-        from fairscan.report.display import summary_text
-
-        return summary_text(self)
-
-    def __repr__(self) -> str:
-        from fairscan.report.display import repr_line
-
-        return repr_line(self)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
-        """Jupyter's display: the verdict, one row per scan and the top findings."""
-        from fairscan.report.display import summary_html
-
-        return summary_html(self)
 
 
 # --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------

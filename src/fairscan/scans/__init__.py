@@ -2,13 +2,12 @@
 
 The registry also assembles what depends on the list: the audit spec model whose ``scans``
 accept exactly the registered spec models (:data:`AUDIT_SPEC`), and the render hooks the
-report writers receive (:func:`render_hooks`; registered on import as the report layer's
-default hooks, used when a renderer is given none).
+report writers receive (:func:`render_hooks`; the run layer passes them to the renderers).
 """
 
 from __future__ import annotations
 
-from fairscan.report.hooks import RenderHooks, set_default_hooks
+from fairscan.report.hooks import RenderHooks
 from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, shift, subroc
 from fairscan.scans.base import Role, ScanContext, ScanType
 from fairscan.spec.models import AuditSpec, audit_spec_model
@@ -35,10 +34,6 @@ AUDIT_SPEC: type[AuditSpec] = audit_spec_model([entry.spec_model for entry in SC
 def render_hooks() -> dict[str, RenderHooks]:
     """Scan type -> its render hooks, for the Markdown and HTML writers."""
     return {name: entry.render for name, entry in SCAN_TYPES.items()}
-
-
-# Renderers given no hooks (AuditReport.to_html(), write_reports without hooks) use these.
-set_default_hooks(render_hooks)
 
 
 __all__ = ["AUDIT_SPEC", "SCAN_TYPES", "Role", "ScanContext", "ScanType", "render_hooks"]

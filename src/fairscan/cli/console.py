@@ -7,6 +7,7 @@ from rich.text import Text
 
 from fairscan.report.models import AuditReport
 from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
+from fairscan.report.verdict import gate_passed_findings, verdict_word
 
 STATUS_STYLE = {
     "significant": "bold red",
@@ -88,20 +89,21 @@ def findings_text(report: AuditReport) -> list[Text]:
 
 def verdict_text(report: AuditReport, written: list[str]) -> Text:
     v = report.verdict
+    word = verdict_word(v)
     where = f" Reports: {', '.join(written)}" if written else ""
     if v.status == "error":
-        return Text(f"ERROR: {v.scans_with_errors} scan(s) failed.{where}", style="bold red")
-    if v.status == "findings" and v.exit_code == 0:
+        return Text(f"{word}: {v.scans_with_errors} scan(s) failed.{where}", style="bold red")
+    if gate_passed_findings(v):
         # the spec's gate (e.g. fail_on: new_significant) let these findings pass
         new = f", {report.baseline.new_significant} new" if report.baseline is not None else ""
         return Text(
-            f"PASS (gate): {v.significant_findings} significant finding(s){new} in "
+            f"{word} (gate): {v.significant_findings} significant finding(s){new} in "
             f"{v.scans} scan(s).{where}",
             style="bold yellow",
         )
     if v.status == "findings":
         return Text(
-            f"FAIL: {v.significant_findings} significant finding(s) in {v.scans} scan(s).{where}",
+            f"{word}: {v.significant_findings} significant finding(s) in {v.scans} scan(s).{where}",
             style="bold red",
         )
-    return Text(f"PASS: no significant finding in {v.scans} scan(s).{where}", style="bold green")
+    return Text(f"{word}: no significant finding in {v.scans} scan(s).{where}", style="bold green")

@@ -1,0 +1,168 @@
+"""The one home of the verdict: scan status words, the run's verdict, PASS/FAIL/ERROR and every
+exit code (``audit run``, ``audit diff``, the baseline gate, ``--exit-zero``).
+
+The renderers (Markdown, HTML, the notebook display, the CLI's console) and the CLI's exit all
+read their words and numbers here, so ``audit run --baseline B.json`` and
+``audit diff B.json NEW.json`` cannot drift apart: both apply :func:`gated_exit_code` to the
+same counts under the same ``gate.fail_on``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:  # the CLI imports this module at start-up: pydantic models only when used
+    from fairscan.report.models import AuditReport, BaselineComparison, ScanResult, Verdict
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of every command (the only place they are numbered)."""
+
+    OK = 0  # no significant finding (or the gate let them pass)
+    FINDINGS = 1  # at least one significant finding the gate fails on (CI gate)
+    ERROR = 2  # spec, data, usage or internal error
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); SIGTERM gives 128 + 15
+
+
+# the shell convention: a process stopped by signal N exits 128 + N
+_SIGNAL_BASE: Final = 128
+
+
+FailOn = Literal["significant", "new_significant", "never"]
+# gate.fail_on values, in the order the spec documents them
+FAIL_ON: Final[tuple[FailOn, ...]] = ("significant", "new_significant", "never")
+DEFAULT_FAIL_ON: Final[FailOn] = "significant"
+
+VerdictStatus = Literal["clean", "findings", "error"]
+
+# How each scan status reads in the reports (Markdown, HTML, notebook summary)
+STATUS_TEXT: Final[dict[str, str]] = {
+    "significant": "significant",
+    "not_significant": "not significant",
+    "untested": "not tested (replicates: 0)",
+    "no_finding": "no finding",
+    "not_auditable": "not auditable",
+    "error": "error",
+}
+
+PASS: Final = "PASS"
+FAIL: Final = "FAIL"
+ERROR: Final = "ERROR"
+# exit code -> the verdict word a report leads with
+_WORDS: Final[dict[int, str]] = {ExitCode.OK: PASS, ExitCode.FINDINGS: FAIL}
+
+
+def status_text(status: str) -> str:
+    """A scan status in words (unknown statuses as they are)."""
+    return STATUS_TEXT.get(status, status)
+
+
+def gated_exit_code(significant: int, new_significant: int | None, fail_on: str) -> ExitCode:
+    """OK/FINDINGS for a run without errors under ``gate.fail_on`` (no baseline: every finding
+    is new)."""
+    if fail_on == "never":
+        return ExitCode.OK
+    if fail_on == "new_significant":
+        count = significant if new_significant is None else new_significant
+        return ExitCode.FINDINGS if count else ExitCode.OK
+    return ExitCode.FINDINGS if significant else ExitCode.OK
+
+
+def build_verdict(
+    scans: Sequence[ScanResult],
+    fail_on: str = DEFAULT_FAIL_ON,
+    new_significant: int | None = None,
+) -> Verdict:
+    """The verdict of a run and its exit code: ERROR when a scan failed, else the gate's code
+    (``new_significant``: findings labelled new against a baseline, None without one)."""
+    from fairscan.report.models import Verdict
+
+    significant = sum(scan.significant_count() for scan in scans)
+    errors = sum(1 for scan in scans if scan.status == "error")
+    status: VerdictStatus
+    if errors:
+        status, code = "error", ExitCode.ERROR
+    else:
+        status = "findings" if significant else "clean"
+        code = gated_exit_code(significant, new_significant, fail_on)
+    return Verdict(
+        status=status,
+        exit_code=int(code),
+        significant_findings=significant,
+        scans=len(scans),
+        scans_with_errors=errors,
+    )
+
+
+def gate_verdict(verdict: Verdict, fail_on: str, new_significant: int | None) -> Verdict:
+    """``verdict`` with its exit code set by the gate (an error verdict stays ERROR)."""
+    if verdict.status == "error":
+        code = ExitCode.ERROR
+    else:
+        code = gated_exit_code(verdict.significant_findings, new_significant, fail_on)
+    return verdict.model_copy(update={"exit_code": int(code)})
+
+
+def report_fail_on(report: AuditReport) -> str:
+    """The ``gate.fail_on`` a report was run under (reports before gates: the default)."""
+    gate = report.provenance.parameters.get("gate")
+    value = gate.get("fail_on") if isinstance(gate, dict) else None
+    return str(value) if value is not None else DEFAULT_FAIL_ON
+
+
+def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
+    """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
+    gate ``comparison.fail_on`` applied to the current verdict and the new findings."""
+    verdict = gate_verdict(current.verdict, comparison.fail_on, comparison.new_significant)
+    return ExitCode(verdict.exit_code)
+
+
+def process_exit_code(code: int, exit_zero: bool = False) -> ExitCode:
+    """The exit status of a command: ``--exit-zero`` turns FINDINGS into OK (errors stay 2)."""
+    exit_code = ExitCode(code)
+    if exit_zero and exit_code is ExitCode.FINDINGS:
+        return ExitCode.OK
+    return exit_code
+
+
+def interrupted_exit_code(signum: int | None) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (128 + the signal number); 130 when none is known."""
+    return _SIGNAL_BASE + signum if signum is not None else int(ExitCode.INTERRUPTED)
+
+
+def worst_exit_code(codes: Sequence[int]) -> ExitCode:
+    """The exit status of several audits (``audit run a b``): the highest code."""
+    return ExitCode(max((int(c) for c in codes), default=int(ExitCode.OK)))
+
+
+def verdict_word(verdict: Verdict) -> str:
+    """PASS / FAIL / ERROR, as the exit code reads (a gated run with findings passes)."""
+    return _WORDS.get(verdict.exit_code, ERROR)
+
+
+def gate_passed_findings(verdict: Verdict) -> bool:
+    """Significant findings the gate let pass (``fail_on: new_significant`` or ``never``)."""
+    return verdict.status == "findings" and verdict.exit_code == ExitCode.OK
+
+
+def diff_verdict(comparison: BaselineComparison) -> str:
+    """One line for ``audit diff``: FAIL on new findings; otherwise "no new significant
+    finding", with the findings still significant counted (PASS only when there are none)."""
+    if comparison.new_significant:
+        return f"{FAIL}: {comparison.new_significant} new significant finding(s)"
+    still = comparison.counts.get("persisting", 0) + comparison.counts.get("changed", 0)
+    if still:
+        changed = comparison.counts.get("changed", 0)
+        extra = f", {changed} of them with a shifted subgroup" if changed else ""
+        return (
+            f"no new significant finding; {still} persisting finding(s) from the baseline are "
+            f"still significant{extra}"
+        )
+    return f"{PASS}: no new significant finding"
+
+
+def gate_line(fail_on: str, code: int) -> str:
+    """How the gate decided: ``gate fail_on new_significant: exit 1``."""
+    return f"gate fail_on {fail_on}: exit {int(code)}"

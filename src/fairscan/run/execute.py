@@ -1,0 +1,269 @@
+"""Execution: run every scan of a prepared audit with its seed stream, gate the verdict
+(:mod:`fairscan.report.verdict`), record provenance, and write the report files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fairscan import __version__
+from fairscan.errors import Issue, ScanError
+from fairscan.interrupts import interrupt_of
+from fairscan.progress import Progress, ScanProgress
+from fairscan.report.baseline import compare_reports
+from fairscan.report.models import AuditReport, Environment, Provenance, ScanResult, ScanTiming
+from fairscan.report.verdict import build_verdict, gate_verdict
+from fairscan.report.view import ReportView
+from fairscan.run.options import AuditOutcome, RunOptions
+from fairscan.run.prepare import PreparedAudit, prepare_audit
+from fairscan.run.reports import load_report, write_outcome
+from fairscan.run.specs import apply_overrides, locate
+from fairscan.scans import SCAN_TYPES, ScanContext, render_hooks
+from fairscan.scans.roles import bind_roles, threshold_warnings
+
+if TYPE_CHECKING:
+    from fairscan.engine.executors import Executor
+
+
+def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:
+    """Load, check and run one ``*.audit.yaml`` spec; write its reports."""
+    options = options or RunOptions()
+    return run_prepared(prepare_audit(spec_path, options), options)
+
+
+def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> AuditOutcome:
+    """Run every scan of a prepared audit and (optionally) write the reports."""
+    from fairscan.engine.executors import open_executor
+    from fairscan.engine.randomization import default_workers
+
+    options = options or RunOptions()
+    if options.executor is not None:  # audit scan and fairscan.audit: not applied yet
+        prepared = replace(prepared, spec=apply_overrides(prepared.spec, options))
+    spec = prepared.spec
+    # read the baseline before scanning: a bad path fails fast
+    baseline = load_report(options.baseline) if options.baseline is not None else None
+    started_wall = time.time()
+    started = time.perf_counter()
+    root = np.random.SeedSequence(spec.significance.seed)
+    workers = spec.significance.workers or default_workers()
+    count = len(spec.scans)
+    # one connection to a Dask cluster for the whole run (none without replicates)
+    with open_executor(
+        spec.significance.executor, connect=spec.significance.replicates > 0
+    ) as executor:
+        results = [
+            # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
+            run_scan(
+                prepared,
+                i,
+                root,
+                workers,
+                ScanProgress(options.progress, i + 1, count),
+                options.debug,
+                executor,
+            )
+            for i in range(count)
+        ]
+    report: AuditReport = AuditReport(
+        name=spec.name,
+        description=spec.description,
+        verdict=build_verdict(results),
+        provenance=_provenance(
+            prepared, root, workers, started_wall, time.perf_counter() - started
+        ),
+        data_warnings=list(prepared.data.warnings),
+        attributes={a.name: list(a.labels) for a in prepared.data.attributes},
+        scans=results,
+    )
+    report = ReportView.of(
+        apply_gate(report, baseline, options.baseline, spec.gate.fail_on), render_hooks()
+    )
+    written = write_outcome(prepared, report, options) if options.write else []
+    return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
+
+
+def apply_gate(
+    report: AuditReport, baseline: AuditReport | None, baseline_path: Path | None, fail_on: str
+) -> AuditReport:
+    """Label findings against the baseline and set the exit code from ``gate.fail_on``
+    (:func:`fairscan.report.verdict.gate_verdict`, the rule ``audit diff`` applies too)."""
+    comparison = None
+    if baseline is not None:
+        comparison = compare_reports(
+            baseline, report, baseline_path=str(baseline_path), fail_on=fail_on
+        )
+    new_significant = comparison.new_significant if comparison is not None else None
+    verdict = gate_verdict(report.verdict, fail_on, new_significant)
+    return report.model_copy(update={"verdict": verdict, "baseline": comparison})
+
+
+def run_scan(
+    prepared: PreparedAudit,
+    index: int,
+    root: np.random.SeedSequence,
+    workers: int,
+    progress: Progress,
+    debug: bool = False,
+    executor: Executor | None = None,
+) -> ScanResult:
+    """Run one scan of a prepared audit.
+
+    A failing scan marks itself ``error`` with its message (an internal error too, with the
+    traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
+    """
+    scan = prepared.spec.scans[index]
+    roles = prepared.roles[index]
+    started = time.perf_counter()
+    try:
+        data = prepared.data_for(SCAN_TYPES[scan.type].reads_weighted_rows(scan))
+        bound = bind_roles(data, roles)
+        ctx = ScanContext(
+            data=data,
+            alpha=prepared.spec.significance.alpha,
+            replicates=prepared.spec.significance.replicates,
+            seed=scan_seed(root, scan.id),
+            workers=workers,
+            executor=executor,
+            progress=progress,
+            role_names=dict(roles.names),
+            roles=bound,
+            threshold_rule=roles.threshold_rule,
+            spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
+        )
+        result = SCAN_TYPES[scan.type].runner(scan, ctx)
+        warnings = threshold_warnings(prepared.data, roles, bound)
+        if warnings:  # the runners need not know: the scan's result carries them
+            result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
+        return result
+    except ScanError as error:
+        message = locate(prepared.loaded, _in_scan(error, index), prepared.located).render()
+    except Exception as exc:  # a bug inside one scan: the other scans still run
+        interrupt = interrupt_of(exc)  # Ctrl-C may arrive wrapped by a library
+        if interrupt is not None:
+            raise interrupt from None
+        message = (
+            f"internal error in this scan: {type(exc).__name__}: {exc}\n"
+            "  help: this is a bug in fairscan; please report it with the spec "
+            "(audit run --debug adds the traceback here)"
+        )
+        if debug:
+            message += "\n" + "".join(traceback.format_exception(exc))
+    elapsed = time.perf_counter() - started
+    return ScanResult(
+        id=scan.id,
+        type=scan.type,
+        status="error",
+        parameters=scan.model_dump(mode="json", by_alias=True),
+        timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
+        error=message,
+    )
+
+
+def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
+    """Each scan's stream is keyed by its id, so adding or reordering scans changes nothing else."""
+    key = int.from_bytes(hashlib.sha256(scan_id.encode()).digest()[:4], "little")
+    return np.random.SeedSequence(entropy=root.entropy, spawn_key=(*root.spawn_key, key))
+
+
+def _in_scan(error: ScanError, index: int) -> ScanError:
+    """Prefix a scan error's scan-relative fields (``threshold``) with ``scans[i].``."""
+    issues = []
+    for issue in error.issues:
+        field_ = issue.field
+        if field_ is not None and not field_.startswith(
+            ("scans[", "columns", "data", "attributes")
+        ):
+            field_ = f"scans[{index}].{field_}"
+        issues.append(Issue(issue.message, hint=issue.hint, field=field_, column=issue.column))
+    return ScanError(issues=issues)
+
+
+def _provenance(
+    prepared: PreparedAudit,
+    root: np.random.SeedSequence,
+    workers: int,
+    started_wall: float,
+    elapsed: float,
+) -> Provenance:
+    spec = prepared.spec
+    return Provenance(
+        tool_version=__version__,
+        spec_path=str(prepared.loaded.path),
+        spec_sha256=prepared.loaded.sha256,
+        data_path=_relative_data_path(prepared.data_path, prepared.loaded.path),
+        data_sha256=prepared.data_sha256,
+        data_rows=prepared.data.n_rows_raw,
+        rows_after_filter=prepared.data.n_data_rows,
+        filter=spec.data.filter,
+        seed=spec.significance.seed,
+        seed_entropy=str(root.entropy),
+        utc_time=_utc(started_wall),
+        finished_utc_time=_utc(time.time()),
+        total_seconds=elapsed,
+        workers=workers,
+        executor=spec.significance.executor,
+        parameters=spec.model_dump(mode="json", by_alias=True),
+        environment=_environment(),
+    )
+
+
+def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
+    """The data file as the report records it: relative to the spec file's folder (POSIX
+    separators), so that a committed baseline names no machine's absolute path; relative to
+    the working directory for a spec that is not a file (``<fairscan.audit arguments>``) or no
+    longer exists (``audit scan``'s). Kept as given when it is not a file path
+    (``<in-memory ...>``), and absolute when the two share no folder but the root (or lie on
+    different drives)."""
+    text = str(data_path)
+    if text.startswith("<") or "://" in text:  # in memory, or a URL
+        return text
+    data = os.path.abspath(text)
+    spec_dir = os.path.dirname(os.path.abspath(spec_path))
+    if not os.path.isdir(spec_dir):  # a temporary spec, gone (audit scan): the working directory
+        spec_dir = os.getcwd()
+    try:
+        common = os.path.commonpath([data, spec_dir])
+        relative = os.path.relpath(data, spec_dir)
+    except ValueError:  # different drives
+        return data
+    if common == os.path.dirname(common):  # only the root in common
+        return Path(data).as_posix()
+    return Path(relative).as_posix()
+
+
+# distribution name -> import name of the libraries whose versions a report records
+_LIBRARIES = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "scikit-learn": "sklearn",
+    "polars": "polars",
+    "pydantic": "pydantic",
+    "pyyaml": "yaml",
+}
+
+
+def _environment() -> Environment:
+    """Python, platform and the versions of the libraries this run used; a library the run's
+    scans never imported is listed as "not used" (reading installed package metadata instead
+    would cost more start-up time than the rest of a small audit)."""
+    packages = {"fairscan": __version__}
+    for name, module in _LIBRARIES.items():
+        version = getattr(sys.modules.get(module), "__version__", None)
+        packages[name] = version if isinstance(version, str) else "not used"
+    return Environment(
+        python=sys.version.split()[0], platform=platform.platform(), packages=packages
+    )
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

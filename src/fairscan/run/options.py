@@ -1,0 +1,40 @@
+"""What a run is given and what it gives back: :class:`RunOptions` (the CLI's flags, or
+``fairscan.audit``'s settings) and :class:`AuditOutcome` (the report, the files written)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairscan.progress import NullProgress, Progress
+from fairscan.report.models import AuditReport
+from fairscan.report.verdict import ExitCode
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Overrides and settings of one run (the CLI fills these from flags)."""
+
+    out_dir: Path | None = None  # overrides output.dir (relative to the working directory)
+    seed: int | None = None
+    replicates: int | None = None
+    workers: int | None = None
+    executor: str | None = None  # overrides significance.executor: local or dask://HOST:PORT
+    write: bool = True
+    progress: Progress = field(default_factory=NullProgress)
+    baseline: Path | None = None  # a previous JSON report to label findings against
+    debug: bool = False  # a scan's internal error carries its traceback into the report
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    """A finished run: its report and the report files written."""
+
+    report: AuditReport
+    written: list[Path]
+
+    formats: tuple[str, ...] = ()  # output.formats of the spec (the CLI delivers sinks: github)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode(self.report.verdict.exit_code)

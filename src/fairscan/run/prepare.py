@@ -1,0 +1,363 @@
+"""Data preparation: the spec's data read (a file, a streamed dataset, a lazy table or a table
+already in memory), checked and encoded for the scans. Three entry points
+(:func:`prepare_audit` for a spec file, :func:`prepare_frame` and :func:`prepare_lazy` for
+``fairscan.audit``) share one step, :func:`_prepare`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fairscan.errors import DataError, Issue, ScanError, SpecError
+from fairscan.progress import Progress
+from fairscan.run.options import RunOptions
+from fairscan.run.specs import (
+    apply_overrides,
+    checked_roles,
+    extra_columns,
+    load_spec,
+    locate,
+    used_columns,
+    with_spec_issues,
+)
+from fairscan.spec.load import LoadedSpec
+from fairscan.spec.models import AuditSpec
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from fairscan.data.backends import LazyTable
+    from fairscan.data.sources import DatasetSource
+    from fairscan.data.table import Aggregation, PreparedData, RoleColumn
+    from fairscan.scans.roles import ScanRoles
+
+
+@dataclass(frozen=True)
+class PreparedAudit:
+    """A validated spec with its data loaded and checked: everything a run needs."""
+
+    loaded: LoadedSpec
+    spec: AuditSpec
+    data_path: Path | str  # the data file, or what was audited in memory ("<in-memory ...>")
+    data_sha256: str
+    data: PreparedData
+    roles: tuple[ScanRoles, ...]  # per scan, in spec order
+    # issues point at the spec file's lines; False where the spec is not (only) the file's
+    # (fairscan.audit keyword arguments): issues then name the field path alone
+    located: bool = True
+    # aggregated data expanded to rows, made once for the scans that work on rows
+    _rows: dict[str, PreparedData] = field(default_factory=dict, compare=False, repr=False)
+
+    def data_for(self, weighted_rows: bool) -> PreparedData:
+        """The data a scan type reads: aggregated rows with their counts if it can use them,
+        else one row per data row (expanded once, after a memory check)."""
+        if weighted_rows or self.data.row_weight is None:
+            return self.data
+        if "rows" not in self._rows:
+            check_expansion(self.data)
+            self._rows["rows"] = self.data.expanded()
+        return self._rows["rows"]
+
+
+def check_expansion(data: PreparedData) -> None:
+    """A :class:`ScanError` before expanding aggregated data to more rows than memory holds."""
+    from fairscan.data.load import available_memory, bytes_text
+
+    available = available_memory()
+    columns = data.codes.shape[1] + len(data.roles) + len(data.extra)
+    # the rows' arrays, and about as much again for the copies a scan makes
+    needed = data.n_data_rows * (2 * (4 * data.codes.shape[1] + 8 * (columns + 1)))
+    if available is None or needed <= available:
+        return
+    raise ScanError(
+        f"this scan works on rows: the {data.n_data_rows:,} rows need about "
+        f"{bytes_text(needed)} of memory, more than the {bytes_text(available)} available",
+        hint="audit a uniform sample of the rows: data: {sample: {rows: 1000000, seed: 0}} "
+        "(the aggregate scans, fpr_scan and tpr_scan, can still run on all rows in an audit "
+        "of their own)",
+    )
+
+
+def prepare_audit(
+    spec_path: Path, options: RunOptions | None = None, extra_roles: Sequence[RoleColumn] = ()
+) -> PreparedAudit:
+    """Load and validate the spec, then load and check its data (no scanning).
+
+    ``extra_roles``: role columns to load besides those the scans need (``audit power``).
+    """
+    return prepare_loaded(load_spec(Path(spec_path)), options, extra_roles)
+
+
+def prepare_loaded(
+    loaded: LoadedSpec,
+    options: RunOptions | None = None,
+    extra_roles: Sequence[RoleColumn] = (),
+    *,
+    located: bool = True,
+) -> PreparedAudit:
+    """Load and check the data a validated spec names in ``data.path`` (relative to the file
+    it is written in); issues point at the spec file's lines when ``located`` (a spec built
+    from a mapping, :func:`~fairscan.run.specs.loaded_from_mapping`, has none)."""
+    from fairscan.data.load import file_sha256, read_table
+
+    options = options or RunOptions()
+    spec = apply_overrides(loaded.spec, options)
+    roles, spec_issues = checked_roles(loaded, spec)
+    # relative to the file the path is written in (a parent spec, with extends)
+    try:
+        data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable parent folder
+        error = DataError(
+            f"cannot resolve the data path {spec.data.path!r}: {exc}",
+            field="data.path",
+            hint="point data.path at a regular data file (check for a symlink loop)",
+        )
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from exc
+    try:
+        source = _streamed_source(spec, data_path)
+    except DataError as error:
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    if source is not None:
+        return _prepare_streamed(
+            loaded, spec, roles, source, extra_roles, spec_issues, options, located
+        )
+    try:
+        frame = read_table(data_path)
+        sha = file_sha256(data_path)
+    except DataError as error:
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    return _prepare(
+        loaded,
+        spec,
+        roles,
+        frame,
+        data_path,
+        sha,
+        extra_roles,
+        located=located,
+        spec_issues=spec_issues,
+    )
+
+
+def _streamed_source(spec: AuditSpec, data_path: Path) -> DatasetSource | None:
+    """The data as a lazily scanned dataset when it is one (a directory, glob or URL), when
+    it is sampled or streaming is asked for, or when the file is too large to read at once;
+    None: read the file into memory."""
+    from fairscan.data.load import fits_in_memory
+    from fairscan.data.sources import dataset_source, file_source
+
+    source = dataset_source(spec.data.path, data_path)
+    if source is not None or spec.data.streaming is False:
+        return source
+    if spec.data.streaming or spec.data.sample is not None or not fits_in_memory(data_path):
+        return file_source(data_path)
+    return None
+
+
+def _prepare_streamed(
+    loaded: LoadedSpec,
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    source: DatasetSource | LazyTable,
+    extra_roles: Sequence[RoleColumn] = (),
+    spec_issues: list[Issue] | None = None,
+    options: RunOptions | None = None,
+    located: bool = True,
+) -> PreparedAudit:
+    """Stream a dataset or lazy table: a uniform sample of its rows (``data.sample``), or its
+    distinct rows with their counts (the aggregate scans run on those; the others get them
+    as rows)."""
+    from fairscan.data.sources import DatasetSource
+
+    spec_issues = spec_issues or []
+    progress = (options or RunOptions()).progress
+    try:
+        frame, aggregation, sample_note = _read_streamed(
+            spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+        )
+        sha = source.fingerprint() if isinstance(source, DatasetSource) else None
+    except (DataError, SpecError) as error:
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    finally:
+        progress.done()
+    if sha is None:
+        from fairscan.data.load import frame_sha256
+
+        sha = frame_sha256(frame)
+    prepared = _prepare(
+        loaded,
+        spec,
+        roles,
+        frame,
+        source.location,
+        sha,
+        extra_roles,
+        located,
+        spec_issues,
+        prefiltered=aggregation is None,
+        aggregated=aggregation,
+    )
+    if sample_note is None:
+        return prepared
+    n_raw, note = sample_note
+    data = replace(prepared.data, n_rows_raw=n_raw, warnings=(*prepared.data.warnings, note))
+    return replace(prepared, data=data)
+
+
+def _read_streamed(
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    source: DatasetSource | LazyTable,
+    extra_roles: Sequence[RoleColumn],
+    progress: Callable[[int], None],
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """(table, its aggregation or None for a sample, (data rows, note) of a sample)."""
+    from fairscan.data.load import available_memory
+    from fairscan.data.stream import aggregated_table, sampled_table, stream_query
+
+    query, schema = stream_query(
+        source.scan(),
+        sliceable=source.sliceable,
+        columns=used_columns(spec, roles, extra_roles),
+        attributes=list(spec.attributes),
+        filter=spec.data.filter,
+        strip_whitespace=spec.data.strip_whitespace,
+        progress=progress,
+        weight=source.weight,
+    )
+    sample = spec.data.sample
+    if sample is not None:
+        frame, n_raw, n_filtered = sampled_table(query, sample.rows, sample.seed)
+        note = (
+            f"audited a uniform sample of {frame.height:,} of the {n_filtered:,} rows the "
+            f"filter keeps (data.sample, seed {sample.seed})"
+        )
+        return frame, None, (n_raw, note)
+    available = available_memory()
+    # distinct rows held while merging: about 3 copies of ~16 bytes a column
+    max_rows = None if available is None else available // (3 * 16 * (len(query.columns) + 1))
+    frame, aggregation = aggregated_table(
+        query,
+        schema,
+        attributes=list(spec.attributes),
+        discretize=spec.discretize,
+        max_rows=max_rows,
+    )
+    return frame, aggregation, None
+
+
+def prepare_lazy(
+    loaded: LoadedSpec,
+    data: Any,
+    *,
+    spec: AuditSpec | None = None,
+    located: bool = True,
+) -> PreparedAudit:
+    """Check the spec, then stream a lazy table (``fairscan.audit``): a polars LazyFrame, a
+    DuckDB relation / Dask / PySpark DataFrame aggregated where it lives, or a
+    :class:`~fairscan.data.sources.DatasetSource` (a directory, glob or URL)."""
+    from fairscan.data.backends import lazy_table
+    from fairscan.data.filters import filter_columns, parse_filter
+    from fairscan.data.sources import DatasetSource
+
+    spec = loaded.spec if spec is None else spec
+    roles, spec_issues = checked_roles(loaded, spec)
+    if isinstance(data, DatasetSource):
+        return _prepare_streamed(loaded, spec, roles, data, (), spec_issues, None, located)
+    filter_keys: list[str] = []
+    if spec.data.filter is not None:
+        try:
+            filter_keys = sorted(filter_columns(parse_filter(spec.data.filter)))
+        except SpecError as error:
+            raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    try:
+        source = lazy_table(data, used_columns(spec, roles, ()), filter_keys)
+    except DataError as error:
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    return _prepare_streamed(loaded, spec, roles, source, (), spec_issues, None, located)
+
+
+def _stream_progress(progress: Progress, location: str) -> Callable[[int], None]:
+    """Progress of a streamed read, in data rows read (a pass per quantile column, then one)."""
+    progress.start(f"reading {location} (rows read)", None)
+
+    def advance(rows: int) -> None:
+        progress.advance(rows)
+
+    return advance
+
+
+def prepare_frame(
+    loaded: LoadedSpec,
+    frame: pl.DataFrame,
+    *,
+    data_path: Path | str,
+    data_sha256: str,
+    spec: AuditSpec | None = None,
+    located: bool = True,
+    extra_roles: Sequence[RoleColumn] = (),
+) -> PreparedAudit:
+    """Check the spec, then check and encode a table already loaded (``fairscan.audit``).
+
+    ``spec`` defaults to ``loaded.spec``; ``data_path`` and ``data_sha256`` go to the report's
+    provenance. Issues are located in the spec file when ``located``, else name field paths.
+    """
+    spec = loaded.spec if spec is None else spec
+    roles, spec_issues = checked_roles(loaded, spec)
+    return _prepare(
+        loaded, spec, roles, frame, data_path, data_sha256, extra_roles, located, spec_issues
+    )
+
+
+def _prepare(
+    loaded: LoadedSpec,
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    frame: pl.DataFrame,
+    data_path: Path | str,
+    data_sha256: str,
+    extra_roles: Sequence[RoleColumn],
+    located: bool,
+    spec_issues: list[Issue] | None = None,
+    *,
+    prefiltered: bool = False,
+    aggregated: Aggregation | None = None,
+) -> PreparedAudit:
+    """Check and encode the table for the checked spec: the step every entry point shares.
+
+    ``prefiltered``: the streaming reader applied ``data.filter`` already (a sample);
+    ``aggregated``: ``frame`` holds distinct rows with counts (a streamed dataset).
+
+    ``spec_issues`` (from :func:`check_spec`) are raised here, together with what the data
+    checks find, so a user fixes both in one round.
+    """
+    spec_issues = spec_issues or []
+    from fairscan.data.prepare import prepare_data
+
+    try:
+        data = prepare_data(
+            frame,
+            roles=[*(request for r in roles for request in r.requests()), *extra_roles],
+            attributes=list(spec.attributes),
+            discretize=spec.discretize,
+            max_categories=spec.max_categories,
+            filter=None if prefiltered else spec.data.filter,
+            extra_columns=extra_columns(spec, roles),
+            strip_whitespace=spec.data.strip_whitespace,
+            aggregated=aggregated,
+        )
+    except (DataError, SpecError) as error:
+        raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
+    if spec_issues:
+        raise locate(loaded, SpecError(issues=spec_issues), located)
+    return PreparedAudit(
+        loaded=loaded,
+        spec=spec,
+        data_path=data_path,
+        data_sha256=data_sha256,
+        data=data,
+        roles=tuple(roles),
+        located=located,
+    )

@@ -1,0 +1,96 @@
+"""Reports on disk: read a JSON report (a baseline, either side of ``audit diff``) as a
+:class:`~fairscan.report.view.ReportView`, compare two, and write a run's report files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from fairscan.errors import SpecError, UsageError
+from fairscan.report.baseline import compare_reports
+from fairscan.report.formats import write_reports
+from fairscan.report.models import AuditReport, BaselineComparison
+from fairscan.report.upgrade import upgrade_report
+from fairscan.report.verdict import report_fail_on
+from fairscan.report.view import ReportView
+from fairscan.run.options import RunOptions
+from fairscan.run.specs import locate
+from fairscan.scans import render_hooks
+
+if TYPE_CHECKING:
+    from fairscan.run.prepare import PreparedAudit
+
+
+def load_report(path: Path | str) -> ReportView:
+    """Read a JSON report written by ``audit run`` (a baseline, or either side of a diff).
+
+    The report object renders itself (``report.findings``, ``report.to_html()``,
+    ``report.write(dir)``) with the registered scan types' render hooks.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read report {str(path)!r}: {exc.strerror or exc}",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"report {str(path)!r} is not UTF-8 text") from exc
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("the top level is not an object")
+    except ValueError as exc:
+        raise UsageError(
+            f"{str(path)!r} is not a fairscan JSON report ({exc})",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+    try:
+        report = AuditReport.model_validate(upgrade_report(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "top level"
+        raise UsageError(
+            f"{str(path)!r} is not a fairscan JSON report ({where}: {first['msg']})",
+            hint="give the .json report written by a previous `audit run`",
+        ) from exc
+    return ReportView.of(report, render_hooks())
+
+
+def diff_reports(
+    old_path: Path | str, new_path: Path | str
+) -> tuple[ReportView, BaselineComparison]:
+    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison."""
+    old = load_report(old_path)
+    new = load_report(new_path)
+    comparison = compare_reports(old, new, baseline_path=str(old_path), fail_on=report_fail_on(new))
+    return new, comparison
+
+
+def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOptions) -> list[Path]:
+    """Write the spec's report formats; an unwritable folder is the user's to fix."""
+    spec = prepared.spec
+    spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
+    out_dir = options.out_dir or (spec_dir / spec.output.dir)
+    try:
+        return write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if Path(out_dir).exists() and not Path(out_dir).is_dir():
+            reason = "it is a file, not a folder"
+        message = f"cannot write the reports to {str(out_dir)!r}: {reason}"
+        if options.out_dir is not None:
+            raise UsageError(message, hint="pass --out a folder you can write to") from exc
+        raise locate(
+            prepared.loaded,
+            SpecError(
+                message,
+                field="output.dir",
+                hint="set output.dir (relative to the spec file) to a writable folder, or pass --out",
+            ),
+            prepared.located,
+        ) from exc
