@@ -219,7 +219,10 @@ def test_overlap_matching_labels_a_shifted_subgroup_changed(runs: dict) -> None:
 def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invoke) -> None:
     """A report written before the v2 contract (schema_version 1) is upgraded on reading."""
     v1 = ROOT / "tests" / "report" / "data" / "v1_compas.json"
-    out = cli("diff", v1, v1, code=0)
+    # a v1 report records no gate: the default, fail_on significant, fails on the persisting
+    # findings, as `audit run --baseline v1.json` does (issue 22: diff and run agree)
+    out = cli("diff", v1, v1, code=1)
+    assert "gate fail_on significant: exit 1" in out.stderr
     assert (
         "7 persisting" in out.stdout
         and "**No new significant finding**; 7 persisting" in out.stdout
@@ -231,8 +234,9 @@ def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invok
     dropped = flags.findings.pop(0)
     path = project.root / "current.json"
     path.write_text(current.model_dump_json(exclude={"baseline"}), encoding="utf-8")
-    out = cli("diff", v1, path, code=0)
-    assert "**resolved**" in out.stdout and str(dropped.label) in out.stdout
+    out = cli("diff", v1, path, code=1)  # nothing new, but the remaining findings fail the gate
+    assert "**resolved**" in out.stdout
+    out = cli("diff", v1, path, "--exit-zero", code=0) and str(dropped.label) in out.stdout
     out = cli("diff", path, v1, code=1)  # reversed: the group is new
     assert "**new**" in out.stdout and "`fpr-flags`" in out.stdout
 
