@@ -1,6 +1,9 @@
-"""Compare two folders of fairscan reports, ignoring what legitimately varies between runs.
+r"""Compare two folders of fairscan reports, ignoring what legitimately varies between runs.
 
-    python scripts/compare_reports.py BEFORE_DIR AFTER_DIR [--ignore-key KEY ...]
+    python scripts/compare_reports.py BEFORE_DIR AFTER_DIR [--ignore-key KEY] [--mask REGEX]
+
+``--ignore-key data_path --mask '`[^`]*\.csv`'`` also ignores where the data file lies (a
+worktree whose ``build/`` is a link to another checkout's resolves it elsewhere).
 
 Every report file of either folder is compared with its namesake in the other:
 
@@ -81,18 +84,19 @@ def compare_json(before: Path, after: Path, ignored: frozenset[str]) -> str | No
     return first_difference(old, new)
 
 
-def _masked(text: str) -> list[str]:
+def _masked(text: str, extra: tuple[re.Pattern[str], ...] = ()) -> list[str]:
+    masks = (*_MASKS, *((pattern, "<masked>") for pattern in extra))
     lines = []
     for line in text.splitlines():
-        for pattern, replacement in _MASKS:
+        for pattern, replacement in masks:
             line = pattern.sub(replacement, line)
         lines.append(line)
     return lines
 
 
-def compare_text(before: Path, after: Path) -> str | None:
-    old = _masked(before.read_text(encoding="utf-8"))
-    new = _masked(after.read_text(encoding="utf-8"))
+def compare_text(before: Path, after: Path, masks: tuple[re.Pattern[str], ...] = ()) -> str | None:
+    old = _masked(before.read_text(encoding="utf-8"), masks)
+    new = _masked(after.read_text(encoding="utf-8"), masks)
     for i, (b, a) in enumerate(zip(old, new, strict=False), start=1):
         if b != a:
             return f"line {i}: {b[:70]!r} -> {a[:70]!r}"
@@ -101,7 +105,12 @@ def compare_text(before: Path, after: Path) -> str | None:
     return None
 
 
-def compare_dirs(before: Path, after: Path, ignored: frozenset[str]) -> list[tuple[str, str]]:
+def compare_dirs(
+    before: Path,
+    after: Path,
+    ignored: frozenset[str] = VOLATILE_KEYS,
+    masks: tuple[re.Pattern[str], ...] = (),
+) -> list[tuple[str, str]]:
     """(file name, verdict) for every file in either folder, sorted by name."""
     names = sorted(
         {p.name for p in before.iterdir() if p.is_file()}
@@ -116,7 +125,7 @@ def compare_dirs(before: Path, after: Path, ignored: frozenset[str]) -> list[tup
         if name.endswith(".json"):
             difference = compare_json(old, new, ignored)
         else:
-            difference = compare_text(old, new)
+            difference = compare_text(old, new, masks)
         verdicts.append((name, "same" if difference is None else f"DIFFERENT: {difference}"))
     return verdicts
 
@@ -128,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ignore-key", action="append", default=[], help="a further JSON key to ignore"
     )
+    parser.add_argument(
+        "--mask", action="append", default=[], help="a regex masked in text reports"
+    )
     args = parser.parse_args(argv)
     for folder in (args.before, args.after):
         if not folder.is_dir():
             print(f"not a folder: {folder}", file=sys.stderr)
             return 2
-    verdicts = compare_dirs(args.before, args.after, VOLATILE_KEYS | set(args.ignore_key))
+    masks = tuple(re.compile(pattern) for pattern in args.mask)
+    verdicts = compare_dirs(args.before, args.after, VOLATILE_KEYS | set(args.ignore_key), masks)
     for name, verdict in verdicts:
         print(f"{name}: {verdict}")
     return 0 if all(verdict == "same" for _, verdict in verdicts) else 1
