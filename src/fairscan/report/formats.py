@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.html import render_html
@@ -28,6 +28,7 @@ from fairscan.report.markdown import render_markdown
 from fairscan.report.models import AuditReport
 
 
+@runtime_checkable
 class ReportFormat(Protocol):
     """What every report format provides."""
 
