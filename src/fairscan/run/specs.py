@@ -75,6 +75,12 @@ def scan_roles(spec: AuditSpec) -> tuple[list[ScanRoles], list[Issue]]:
 def check_spec(spec: AuditSpec) -> list[Issue]:
     """Every check that needs no data: roles each scan needs, and each type's own checks."""
     _, issues = scan_roles(spec)
+    return [*issues, *_type_checks(spec)]
+
+
+def _type_checks(spec: AuditSpec) -> list[Issue]:
+    """Each scan type's own data-free checks, their fields prefixed with ``scans[i]``."""
+    issues: list[Issue] = []
     for i, scan in enumerate(spec.scans):
         check = SCAN_TYPES[scan.type].check
         if check is None:
@@ -101,9 +107,9 @@ def extra_columns(spec: AuditSpec, roles: list[ScanRoles]) -> dict[str, str]:
 def checked_roles(loaded: LoadedSpec, spec: AuditSpec) -> tuple[list[ScanRoles], list[Issue]]:
     """Each scan's role columns (those it could resolve) and every data-free issue of the spec
     (:func:`check_spec`). The issues are raised after the data checks, so one run reports the
-    problems of both."""
-    roles, _ = scan_roles(spec)
-    return roles, check_spec(spec)
+    problems of both. The roles are resolved once, for both."""
+    roles, issues = scan_roles(spec)
+    return roles, [*issues, *_type_checks(spec)]
 
 
 def used_columns(
