@@ -1,4 +1,4 @@
-"""Errors and exit codes.
+"""Errors.
 
 Exception tree::
 
@@ -10,13 +10,13 @@ Exception tree::
 
 Every error carries one or more :class:`Issue` objects that name the spec field (and, once
 the spec loader has attached it, the file/line/column) or the data column, plus a hint that
-says what to do. Only the CLI turns them into text and exit codes.
+says what to do. Only the CLI turns them into text and exit codes (the codes are numbered in
+:mod:`fairscan.report.verdict`, their one home).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import IntEnum
 
 ECHO_LIMIT = 80  # characters of user input echoed in a message
 
@@ -30,13 +30,6 @@ def truncate(text: str, limit: int = ECHO_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
-
-
-class ExitCode(IntEnum):
-    OK = 0  # no significant finding
-    FINDINGS = 1  # at least one significant finding (CI gate)
-    ERROR = 2  # spec, data, usage or internal error
-    INTERRUPTED = 130  # Ctrl-C
 
 
 @dataclass(frozen=True)

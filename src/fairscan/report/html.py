@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.markdown import (
@@ -261,6 +261,39 @@ def null_histogram(null: NullDistribution, observed: float, caption: str | None 
     return figure(svg, text, "null")
 
 
+def _forest_row(
+    row: tuple[str, float | None, float | None, float | None, bool],
+    yc: float,
+    left: int,
+    x: Callable[[float], float],
+    edges: tuple[float, float],
+) -> list[str]:
+    """One group of the forest plot: its name, its bounds (a missing one reaches the plot's
+    edge) and its gap."""
+    name, g, low, up, hit = row
+    color = INSIDE if hit else OUTSIDE
+    parts = [_text(left - 8, yc + 4, name, "end")]
+    a = low if low is not None else edges[0]
+    b = up if up is not None else edges[1]
+    parts.append(
+        f'<line class="interval" x1="{_n(x(a))}" y1="{_n(yc)}" x2="{_n(x(b))}" '
+        f'y2="{_n(yc)}" stroke="{color}" stroke-width="2"><title>{escape(name)}: '
+        f"[{escape(fmt_number(low))}, {escape(fmt_number(up))}]</title></line>"
+    )
+    for end, given in ((a, low), (b, up)):
+        if given is not None:
+            parts.append(
+                f'<line x1="{_n(x(end))}" y1="{_n(yc - 5)}" x2="{_n(x(end))}" '
+                f'y2="{_n(yc + 5)}" stroke="{color}" stroke-width="2"/>'
+            )
+    if g is not None:
+        parts.append(
+            f'<circle class="point" cx="{_n(x(g))}" cy="{_n(yc)}" r="4.5" fill="{color}">'
+            f"<title>{escape(name)}: gap {g:+.4f}</title></circle>"
+        )
+    return parts
+
+
 def forest_plot(
     names: Sequence[str],
     gap: Sequence[float | None],
@@ -323,28 +356,8 @@ def forest_plot(
         body.append(
             _text(x(tolerance), top - 24, f"tolerance {tolerance:+g}", "middle", fill="#8a6d00")
         )
-    for i, (name, g, low, up, hit) in enumerate(shown):
-        yc = top + i * row_h + row_h / 2
-        color = INSIDE if hit else OUTSIDE
-        body.append(_text(left - 8, yc + 4, name, "end"))
-        a = low if low is not None else lo
-        b = up if up is not None else hi
-        body.append(
-            f'<line class="interval" x1="{_n(x(a))}" y1="{_n(yc)}" x2="{_n(x(b))}" '
-            f'y2="{_n(yc)}" stroke="{color}" stroke-width="2"><title>{escape(name)}: '
-            f"[{escape(fmt_number(low))}, {escape(fmt_number(up))}]</title></line>"
-        )
-        for end, given in ((a, low), (b, up)):
-            if given is not None:
-                body.append(
-                    f'<line x1="{_n(x(end))}" y1="{_n(yc - 5)}" x2="{_n(x(end))}" '
-                    f'y2="{_n(yc + 5)}" stroke="{color}" stroke-width="2"/>'
-                )
-        if g is not None:
-            body.append(
-                f'<circle class="point" cx="{_n(x(g))}" cy="{_n(yc)}" r="4.5" fill="{color}">'
-                f"<title>{escape(name)}: gap {g:+.4f}</title></circle>"
-            )
+    for i, row in enumerate(shown):
+        body += _forest_row(row, top + i * row_h + row_h / 2, left, x, (lo, hi))
     svg = _svg(width, height, body, f"forest plot of the gap bounds per group ({hit_label} in red)")
     more = (
         f" Showing {len(shown)} of {len(rows)} groups ({hit_label} first)."
