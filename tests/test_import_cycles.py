@@ -1,0 +1,34 @@
+"""No import circle among the modules of the run layer, the report layer, the CLI and the API
+(issue 22), function-local and TYPE_CHECKING imports included: grimp reads every import
+statement (scripts/import_cycles.py lists the circles of the whole package)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FREE = ("fairscan.report", "fairscan.run", "fairscan.cli", "fairscan.api", "fairscan.inmemory")
+
+
+def _script():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "import_cycles", ROOT / "scripts" / "import_cycles.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tarjan_finds_a_circle() -> None:
+    script = _script()
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    components = script.strongly_connected(["a", "b", "c", "d"], edges)
+    assert sorted(c for c in components if len(c) > 1) == [["a", "b", "c"]]
+
+
+def test_no_circle_touches_the_run_report_or_cli_layers() -> None:
+    circles = _script().import_circles("fairscan")
+    touching = [c for c in circles if any(m.startswith(FREE) for m in c)]
+    assert touching == []
