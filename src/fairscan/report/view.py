@@ -39,6 +39,17 @@ class ReportView(AuditReport):
         view._hooks = hooks
         return view
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to an :class:`AuditReport` (or view) with the same fields: the hooks a view
+        renders with are not part of the report."""
+        if not isinstance(other, AuditReport):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and (
+            self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as BaseModel: not hashable
+
     @property
     def hooks(self) -> HookMap:
         """The scan types' render hooks this report renders its ``detail`` with."""

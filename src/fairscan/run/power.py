@@ -6,14 +6,17 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fairscan.data.table import RoleColumn
-from fairscan.engine.critical import Detectability, detectability_threshold
 from fairscan.errors import SpecError, UsageError
 from fairscan.run.prepare import prepare_audit
 from fairscan.run.specs import load_spec, locate
+
+if TYPE_CHECKING:
+    from fairscan.engine.critical import Detectability
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ def power_analysis(
     Uses the spec's outcome and prediction (taken as unbiased probabilities) and its attributes
     (M = distinct attribute profiles).
     """
+    # scipy, through the critical values: only for audit power (start-up cost of other commands)
+    from fairscan.engine.critical import detectability_threshold
+
     columns = load_spec(spec_path).spec.columns
     if columns.prediction is None or columns.outcome is None:
         loaded = load_spec(spec_path)
