@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fairscan.report.verdict import ExitCode
+
 __all__ = [
     "REPORT_SCHEMA_FILE",
     "SPEC_SCHEMA_FILE",
@@ -108,11 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or (args and args[0] in ("-h", "--help")):
         print("usage: python -m fairscan.schemas [DIR]", file=sys.stderr)
-        return 0 if args and args[0] in ("-h", "--help") else 2
+        asked = bool(args) and args[0] in ("-h", "--help")
+        return int(ExitCode.OK) if asked else int(ExitCode.ERROR)
     directory = Path(args[0]) if args else default_schema_dir()
     for path in write_schemas(directory):
         print(f"wrote {path}", file=sys.stderr)
-    return 0
+    return int(ExitCode.OK)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from fairscan.cli.common import (
     print_summary,
     print_warnings,
 )
-from fairscan.report.verdict import ExitCode
+from fairscan.report.verdict import ExitCode, system_exit_status
 
 __all__ = [
     "WARNING_CHARS",
@@ -135,9 +135,6 @@ def main() -> None:
 
 def _exit_status(code: object) -> int:
     """The process exit status of ``SystemExit(code)``, as the interpreter would make it."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)  # a message: printed, status 1
-    return 1
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # a message: printed, then its status
+    return system_exit_status(code)

@@ -132,6 +132,20 @@ def interrupted_exit_code(signum: int | None) -> int:
     return _SIGNAL_BASE + signum if signum is not None else int(ExitCode.INTERRUPTED)
 
 
+# Python's exit status for SystemExit("a message"): the interpreter prints it and exits 1
+_MESSAGE_STATUS: Final = 1
+
+
+def system_exit_status(code: object) -> int:
+    """The process exit status of ``SystemExit(code)``, by the interpreter's rule: None is
+    OK, an int is itself, anything else is a message (the caller prints it) and exits 1."""
+    if code is None:
+        return int(ExitCode.OK)
+    if isinstance(code, int):
+        return code
+    return _MESSAGE_STATUS
+
+
 def worst_exit_code(codes: Sequence[int]) -> ExitCode:
     """The exit status of several audits (``audit run a b``): the highest code."""
     return ExitCode(max((int(c) for c in codes), default=int(ExitCode.OK)))
