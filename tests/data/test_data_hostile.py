@@ -179,7 +179,7 @@ def test_missing_other_file_keeps_the_path_hint(tmp_path: Path) -> None:
 
 
 def test_provenance_data_path_is_relative_to_the_spec(tmp_path: Path) -> None:
-    from fairscan.api import _relative_data_path
+    from fairscan.run.execute import _relative_data_path
 
     spec = tmp_path / "repo" / "audits" / "a.audit.yaml"
     spec.parent.mkdir(parents=True)
@@ -197,11 +197,12 @@ def test_provenance_data_path_is_relative_to_the_spec(tmp_path: Path) -> None:
 
 
 def test_provenance_of_the_sample_spec_names_no_absolute_path() -> None:
-    import fairscan.api as api
+    from fairscan.run.execute import _provenance
+    from fairscan.run.prepare import prepare_audit
 
     root = Path(__file__).resolve().parents[2]
-    prepared = api.prepare_audit(root / "audits" / "sample.audit.yaml")
-    provenance = api._provenance(prepared, np.random.SeedSequence(0), 1, 0.0, 0.0)
+    prepared = prepare_audit(root / "audits" / "sample.audit.yaml")
+    provenance = _provenance(prepared, np.random.SeedSequence(0), 1, 0.0, 0.0)
     assert provenance.data_path == "../sample_data/credit.csv"
 
 
