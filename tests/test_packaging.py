@@ -115,7 +115,6 @@ def test_python_m_build_makes_an_sdist_with_sources_and_a_wheel_with_kernels(
     compiled = [n for n in members if n.startswith("fairscan/engine/") and n.endswith(".so")]
     assert len(compiled) == 3, compiled
     assert "fairscan/py.typed" in members and "fairscan/engine/kernels.pyi" in members
-    assert not any(n.endswith((".pyx", ".pxd", ".c")) for n in members), members
     venv = tmp_path / "venv"
     python = _fresh_venv(venv)
     done = _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], tmp_path)
