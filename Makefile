@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # the compiled engine kernels (Cython, built by `pip install -e .` through setup.py)
 KERNELS       := $(VENV)/.kernels-stamp
-KERNEL_SOURCES := setup.py $(wildcard src/fairscan/engine/*.pyx)
+KERNEL_SOURCES := setup.py $(wildcard src/fairscan/engine/*.pyx src/fairscan/engine/*.pxd)
 
 .PHONY: setup demo test test-fast lint format schemas docs sample-data compas adult bench clean
 

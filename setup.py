@@ -46,4 +46,10 @@ extensions = [
     ),
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"}))
+# kernels.pyx and expectation_kernels.pyx cimport the shared search (engine/search_core.pxd, inline
+# functions compiled into each): "src" lets Cython find it as fairscan.engine.search_core.
+setup(
+    ext_modules=cythonize(
+        extensions, include_path=["src"], compiler_directives={"language_level": "3"}
+    )
+)

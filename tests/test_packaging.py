@@ -101,7 +101,13 @@ def test_python_m_build_makes_an_sdist_with_sources_and_a_wheel_with_kernels(
     (wheel,) = dist.glob("fairscan-*.whl")
     with tarfile.open(sdist) as archive:
         sources = archive.getnames()
-    for name in ("setup.py", "engine/kernels.pyx", "engine/subroc_kernels.pyx"):
+    for name in (
+        "setup.py",
+        "engine/kernels.pyx",
+        "engine/expectation_kernels.pyx",
+        "engine/search_core.pxd",
+        "engine/subroc_kernels.pyx",
+    ):
         assert any(n.endswith(name) for n in sources), name
     assert not any(n.endswith((".so", ".c")) for n in sources)
     with zipfile.ZipFile(wheel) as archive:

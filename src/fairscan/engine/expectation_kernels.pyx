@@ -15,53 +15,29 @@ Sums over cells are sums of coefficient vectors, so every set the LTSS step scor
 ``A`` and ``F(u) = C u - G_A(u)``. Pieces: ``breaks`` (P + 1 increasing ends) and ``offs``
 (P + 1 offsets into a row of coefficients; piece ``k`` has degree ``offs[k+1] - offs[k] - 1``).
 
-The search mirrors the Bernoulli path of kernels.pyx step for step (same restarts, same
-splitmix64 stream, same candidate sets, same acceptance rule, Newton tolerances 1e-12 in u), so
-it finds the same subgroups as the row-level search, with scores equal up to the expansion's
-error (about 1e-14 of the largest |g| on a piece; pieces shrink geometrically towards u = 0,
-where small scores of large sets are a difference of large terms).
+The search is the one of kernels.pyx (``search_core.pxd``: same restarts, same splitmix64
+stream, same candidate sets, same acceptance rule) over a score table of profiles, whose Newton
+solves follow the Bernoulli ones of kernels.pyx (tolerances 1e-12 in u), so it finds the same
+subgroups as the row-level search, with scores equal up to the expansion's error (about 1e-14
+of the largest |g| on a piece; pieces shrink geometrically towards u = 0, where small scores of
+large sets are a difference of large terms).
 """
 
-from libc.math cimport exp, expm1, log, log1p, fabs, sqrt, cos, isnan, INFINITY, NAN, M_PI
-from libc.stdlib cimport malloc, free, qsort
+from libc.math cimport exp, expm1, log, log1p, fabs, sqrt, cos, isnan, NAN, M_PI
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
+from fairscan.engine.search_core cimport Grid, ScoreTable, in_subgroup, search
+
 import numpy as np
-
-
-cdef extern from "Python.h":
-    int PyErr_CheckSignals() except -1
 
 
 cdef double _U_HI = log(1e6)
 cdef double _TOL_U = 1e-12
 cdef int _MAX_ITER = 200
-cdef double _REL_IMPROVEMENT = 1e-9
 
 U_HI = _U_HI
-
-
-# --------------------------------------------------------------------------------------------
-# Random numbers: splitmix64, identical to kernels.pyx (same restarts for the same seed)
-# --------------------------------------------------------------------------------------------
-
-
-cdef inline uint64_t _next_u64(uint64_t* state) noexcept nogil:
-    cdef uint64_t z = state[0] + <uint64_t>0x9E3779B97F4A7C15
-    state[0] = z
-    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    return z ^ (z >> 31)
-
-
-cdef inline double _uniform(uint64_t* state) noexcept nogil:
-    return <double>(_next_u64(state) >> 11) * (1.0 / 9007199254740992.0)
-
-
-cdef inline int64_t _randint(uint64_t* state, int64_t n) noexcept nogil:
-    cdef int64_t k = <int64_t>(_uniform(state) * n)
-    return k if k < n else n - 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,20 +281,16 @@ cdef bint _value_interval(double C, double W, double E, const double* A, const C
 
 
 # --------------------------------------------------------------------------------------------
-# Problem, workspace and the exact attribute step
+# Problem, workspace and the score table of the profiles (search_core.ScoreTable)
 # --------------------------------------------------------------------------------------------
 
 
 cdef struct Problem:
-    const int32_t* codes  # (n_cells, m)
+    Grid g  # codes (n_cells, m), cardinalities, n_cells, m, kmax
     const double* c
     const double* w
     const double* e
     const double* coef  # (n_cells, K)
-    const int32_t* card
-    int64_t n_cells
-    int64_t m
-    int64_t kmax
     Cheb ch
 
 
@@ -327,13 +299,13 @@ cdef struct Workspace:
     double* ac  # kmax
     double* aw
     double* ae
-    int64_t* counts  # kmax
     double* buf  # K
-    double* umin  # kmax
-    double* umax
-    double* ends  # 2 kmax
-    uint8_t* keep  # kmax
-    uint8_t* chosen  # kmax
+
+
+cdef struct Table:
+    # the score table the shared search works on: the problem and the step's value aggregates
+    const Problem* pr
+    Workspace ws
 
 
 cdef int _workspace_alloc(Workspace* ws, int64_t kmax, int64_t K) except -1:
@@ -341,16 +313,8 @@ cdef int _workspace_alloc(Workspace* ws, int64_t kmax, int64_t K) except -1:
     ws.ac = <double*>malloc((kmax + 1) * sizeof(double))
     ws.aw = <double*>malloc((kmax + 1) * sizeof(double))
     ws.ae = <double*>malloc((kmax + 1) * sizeof(double))
-    ws.counts = <int64_t*>malloc((kmax + 1) * sizeof(int64_t))
     ws.buf = <double*>malloc((K + 1) * sizeof(double))
-    ws.umin = <double*>malloc((kmax + 1) * sizeof(double))
-    ws.umax = <double*>malloc((kmax + 1) * sizeof(double))
-    ws.ends = <double*>malloc((2 * kmax + 2) * sizeof(double))
-    ws.keep = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
-    ws.chosen = <uint8_t*>malloc((kmax + 1) * sizeof(uint8_t))
-    if (ws.agg == NULL or ws.ac == NULL or ws.aw == NULL or ws.ae == NULL or ws.counts == NULL
-            or ws.buf == NULL or ws.umin == NULL or ws.umax == NULL or ws.ends == NULL
-            or ws.keep == NULL or ws.chosen == NULL):
+    if ws.agg == NULL or ws.ac == NULL or ws.aw == NULL or ws.ae == NULL or ws.buf == NULL:
         _workspace_free(ws)
         raise MemoryError("not enough memory for the subset-scan workspace")
     return 0
@@ -361,30 +325,12 @@ cdef void _workspace_free(Workspace* ws) noexcept:
     free(ws.ac)
     free(ws.aw)
     free(ws.ae)
-    free(ws.counts)
     free(ws.buf)
-    free(ws.umin)
-    free(ws.umax)
-    free(ws.ends)
-    free(ws.keep)
-    free(ws.chosen)
     ws.agg = NULL
     ws.ac = NULL
     ws.aw = NULL
     ws.ae = NULL
-    ws.counts = NULL
     ws.buf = NULL
-    ws.umin = NULL
-    ws.umax = NULL
-    ws.ends = NULL
-    ws.keep = NULL
-    ws.chosen = NULL
-
-
-cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
-    cdef double x = (<const double*>a)[0]
-    cdef double y = (<const double*>b)[0]
-    return (x > y) - (x < y)
 
 
 cdef inline void _add(double* dst, const double* src, int64_t K) noexcept nogil:
@@ -393,9 +339,36 @@ cdef inline void _add(double* dst, const double* src, int64_t K) noexcept nogil:
         dst[t] += src[t]
 
 
-cdef void _score_chosen(const Problem* pr, Workspace* ws, int64_t k, double* f_out,
+cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
+                 const int64_t* counts) noexcept nogil:
+    """Sums C, W, E and the coefficient vector of the relaxed subgroup's cells per value of j."""
+    cdef Table* tb = <Table*>table
+    cdef const Problem* pr = tb.pr
+    cdef Workspace* ws = &tb.ws
+    cdef int64_t k = pr.g.card[j]
+    cdef int64_t m = pr.g.m
+    cdef int64_t K = pr.ch.K
+    cdef int64_t i, v, s
+    memset(ws.agg, 0, k * K * sizeof(double))
+    for v in range(k):
+        ws.ac[v] = 0.0
+        ws.aw[v] = 0.0
+        ws.ae[v] = 0.0
+    for s in range(n):
+        i = cells[s]
+        v = pr.g.codes[i * m + j]
+        ws.ac[v] += pr.c[i]
+        ws.aw[v] += pr.w[i]
+        ws.ae[v] += pr.e[i]
+        _add(ws.agg + v * K, pr.coef + i * K, K)
+
+
+cdef void _score_chosen(void* table, const uint8_t* chosen, int64_t k, double* f_out,
                         double* u_out) noexcept nogil:
-    """Score the union of the values flagged in ``ws.chosen`` (aggregates of the step)."""
+    """Score the union of the values flagged in ``chosen`` (aggregates of the step)."""
+    cdef Table* tb = <Table*>table
+    cdef const Problem* pr = tb.pr
+    cdef Workspace* ws = &tb.ws
     cdef int64_t K = pr.ch.K
     cdef double C = 0.0
     cdef double W = 0.0
@@ -403,7 +376,7 @@ cdef void _score_chosen(const Problem* pr, Workspace* ws, int64_t k, double* f_o
     cdef int64_t v
     memset(ws.buf, 0, K * sizeof(double))
     for v in range(k):
-        if ws.chosen[v]:
+        if chosen[v]:
             C += ws.ac[v]
             W += ws.aw[v]
             E += ws.ae[v]
@@ -411,126 +384,29 @@ cdef void _score_chosen(const Problem* pr, Workspace* ws, int64_t k, double* f_o
     _score(C, W, E, ws.buf, &pr.ch, f_out, u_out)
 
 
-cdef double _ltss_step(const Problem* pr, Workspace* ws, const uint8_t* sel,
-                       const int32_t* mismatch, int64_t j, double penalty,
-                       uint8_t* out_row) noexcept nogil:
-    """Best choice of S_j given the other attributes (kernels.pyx ``_ltss_step``)."""
-    cdef int64_t k = pr.card[j]
-    cdef int64_t m = pr.m
-    cdef int64_t kmax = pr.kmax
-    cdef int64_t K = pr.ch.K
-    cdef int64_t i, v, e, t, size, n_keep, miss
-    cdef double best, unused, f_k, j_k, mid
-    cdef bint best_is_all = True
-    memset(ws.agg, 0, k * K * sizeof(double))
-    for v in range(k):
-        ws.ac[v] = 0.0
-        ws.aw[v] = 0.0
-        ws.ae[v] = 0.0
-        ws.counts[v] = 0
-    for i in range(pr.n_cells):
-        v = pr.codes[i * m + j]
-        miss = mismatch[i] - (0 if sel[j * kmax + v] else 1)
-        if miss == 0:
-            ws.counts[v] += 1
-            ws.ac[v] += pr.c[i]
-            ws.aw[v] += pr.w[i]
-            ws.ae[v] += pr.e[i]
-            _add(ws.agg + v * K, pr.coef + i * K, K)
-
-    # candidate 0: attribute unconstrained (no penalty for j)
-    for v in range(k):
-        ws.chosen[v] = 1 if ws.counts[v] > 0 else 0
-    _score_chosen(pr, ws, k, &best, &unused)
-    for v in range(k):
-        out_row[v] = 1
-
-    n_keep = 0
-    for v in range(k):
-        ws.keep[v] = 0
-        if ws.counts[v] == 0:
-            continue
-        if _value_interval(ws.ac[v], ws.aw[v], ws.ae[v], ws.agg + v * K, &pr.ch, penalty,
-                           &ws.umin[v], &ws.umax[v]):
-            ws.keep[v] = 1
-            n_keep += 1
-    if n_keep == 0:
-        return best
-
-    e = 0
-    for v in range(k):
-        if ws.keep[v]:
-            ws.ends[e] = ws.umin[v]
-            ws.ends[e + 1] = ws.umax[v]
-            e += 2
-    qsort(ws.ends, e, sizeof(double), _cmp_double)
-    for t in range(e - 1):
-        if not ws.ends[t] < ws.ends[t + 1]:
-            continue
-        mid = 0.5 * (ws.ends[t] + ws.ends[t + 1])
-        size = 0
-        for v in range(k):
-            ws.chosen[v] = 1 if (ws.keep[v] and ws.umin[v] < mid and mid < ws.umax[v]) else 0
-            if ws.chosen[v]:
-                size += 1
-        if size == 0:
-            continue
-        _score_chosen(pr, ws, k, &f_k, &unused)
-        j_k = f_k - penalty * size
-        if j_k > best:
-            best = j_k
-            best_is_all = False
-            for v in range(k):
-                out_row[v] = ws.chosen[v]
-    if best_is_all:
-        for v in range(k):
-            out_row[v] = 1
-    return best
-
-
-# --------------------------------------------------------------------------------------------
-# Coordinate ascent with random restarts (kernels.pyx, same random stream)
-# --------------------------------------------------------------------------------------------
-
-
-cdef int64_t _penalty_units(const uint8_t* sel, const int32_t* card, int64_t m, int64_t kmax,
-                            int64_t skip) noexcept nogil:
-    cdef int64_t total = 0
-    cdef int64_t a, v, cnt
-    for a in range(m):
-        if a == skip:
-            continue
-        cnt = 0
-        for v in range(card[a]):
-            if sel[a * kmax + v]:
-                cnt += 1
-        if cnt < card[a]:
-            total += cnt
-    return total
+cdef bint _interval(void* table, int64_t v, double penalty, double* left_out,
+                    double* right_out) noexcept nogil:
+    cdef Table* tb = <Table*>table
+    cdef Workspace* ws = &tb.ws
+    return _value_interval(ws.ac[v], ws.aw[v], ws.ae[v], ws.agg + v * tb.pr.ch.K, &tb.pr.ch,
+                           penalty, left_out, right_out)
 
 
 cdef void _score_set(const Problem* pr, const uint8_t* sel, double* buf,
                      double* out) noexcept nogil:
     """F, u = log q, size, observed and expected sums of the subgroup ``sel``."""
     cdef int64_t i, a
-    cdef int64_t m = pr.m
     cdef int64_t K = pr.ch.K
     cdef int64_t n = 0
     cdef double C = 0.0
     cdef double W = 0.0
     cdef double E = 0.0
     cdef double f, u
-    cdef bint inside
     for a in range(5):
         out[a] = 0.0
     memset(buf, 0, K * sizeof(double))
-    for i in range(pr.n_cells):
-        inside = True
-        for a in range(m):
-            if not sel[a * pr.kmax + pr.codes[i * m + a]]:
-                inside = False
-                break
-        if inside:
+    for i in range(pr.g.n_cells):
+        if in_subgroup(&pr.g, sel, i):
             C += pr.c[i]
             W += pr.w[i]
             E += pr.e[i]
@@ -546,100 +422,30 @@ cdef void _score_set(const Problem* pr, const uint8_t* sel, double* buf,
     out[4] = E
 
 
-cdef int64_t _compute_mismatch_c(const Problem* pr, const uint8_t* sel,
-                                 int32_t* mismatch) noexcept nogil:
-    cdef int64_t inside = 0
-    cdef int64_t i, a, cnt
-    cdef int64_t m = pr.m
-    for i in range(pr.n_cells):
-        cnt = 0
-        for a in range(m):
-            if not sel[a * pr.kmax + pr.codes[i * m + a]]:
-                cnt += 1
-        mismatch[i] = <int32_t>cnt
-        if cnt == 0:
-            inside += 1
-    return inside
+cdef double _start_score(void* table, const uint8_t* sel) noexcept nogil:
+    cdef Table* tb = <Table*>table
+    cdef double out[5]
+    _score_set(tb.pr, sel, tb.ws.buf, out)
+    return out[0]
 
 
-cdef inline void _select_all(const Problem* pr, uint8_t* sel) noexcept nogil:
-    cdef int64_t a, v
-    for a in range(pr.m * pr.kmax):
-        sel[a] = 0
-    for a in range(pr.m):
-        for v in range(pr.card[a]):
-            sel[a * pr.kmax + v] = 1
-
-
-cdef void _random_start(const Problem* pr, uint8_t* sel, int32_t* mismatch,
-                        uint64_t* state) noexcept nogil:
-    cdef int64_t m = pr.m
-    cdef int64_t kmax = pr.kmax
-    cdef int64_t a, v, attempt
-    cdef double rho
-    cdef bint any_v
-    for attempt in range(10):
-        for a in range(m * kmax):
-            sel[a] = 0
-        rho = _uniform(state)
-        for a in range(m):
-            any_v = False
-            for v in range(pr.card[a]):
-                if _uniform(state) < rho:
-                    sel[a * kmax + v] = 1
-                    any_v = True
-            if not any_v:
-                sel[a * kmax + _randint(state, pr.card[a])] = 1
-        if _compute_mismatch_c(pr, sel, mismatch) > 0:
-            return
-    _select_all(pr, sel)
-    _compute_mismatch_c(pr, sel, mismatch)
-
-
-cdef double _ascend(const Problem* pr, Workspace* ws, uint8_t* sel, int32_t* mismatch,
-                    uint8_t* row, uint8_t* visited, double penalty,
-                    uint64_t* state) noexcept nogil:
-    cdef int64_t m = pr.m
-    cdef int64_t kmax = pr.kmax
-    cdef double score5[5]
-    cdef double cur, part, cand
-    cdef int64_t n_unvisited, pick, j, a, i, v, old_out, new_out
-    _score_set(pr, sel, ws.buf, score5)
-    cur = score5[0] - penalty * _penalty_units(sel, pr.card, m, kmax, -1)
-    for a in range(m):
-        visited[a] = 0
-    n_unvisited = m
-    while n_unvisited > 0:
-        pick = _randint(state, n_unvisited)
-        j = -1
-        for a in range(m):
-            if not visited[a]:
-                if pick == 0:
-                    j = a
-                    break
-                pick -= 1
-        part = _ltss_step(pr, ws, sel, mismatch, j, penalty, row)
-        cand = part - penalty * _penalty_units(sel, pr.card, m, kmax, j)
-        if cand > cur + _REL_IMPROVEMENT * max(1.0, fabs(cur)):
-            for i in range(pr.n_cells):
-                v = pr.codes[i * m + j]
-                old_out = 0 if sel[j * kmax + v] else 1
-                new_out = 0 if row[v] else 1
-                mismatch[i] += <int32_t>(new_out - old_out)
-            for v in range(pr.card[j]):
-                sel[j * kmax + v] = row[v]
-            cur = cand
-            for a in range(m):
-                visited[a] = 0
-            n_unvisited = m
-        visited[j] = 1
-        n_unvisited -= 1
-    return cur
+cdef int _table_open(Table* tb, const Problem* pr, ScoreTable* st) except -1:
+    """Point the shared search's score table ``st`` at ``tb`` (workspace allocated: free it with
+    ``_workspace_free(&tb.ws)``)."""
+    tb.pr = pr
+    _workspace_alloc(&tb.ws, pr.g.kmax, pr.ch.K)
+    st.table = tb
+    st.group = _group
+    st.score_chosen = _score_chosen
+    st.value_interval = _interval
+    st.score_set = _start_score
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
 # Python entry points
 # --------------------------------------------------------------------------------------------
+
 
 
 cdef int _cheb(Cheb* ch, const double[::1] breaks, const int64_t[::1] offs) except -1:
@@ -674,17 +480,17 @@ cdef int _problem(Problem* pr, const int32_t[:, ::1] codes, const double[::1] c,
         raise ValueError("cells: one row of offs[-1] + 2 numbers per cell is needed")
     if codes.shape[1] != card.shape[0]:
         raise ValueError("cells: one cardinality per attribute column is needed")
-    pr.codes = &codes[0, 0] if n_cells > 0 and codes.shape[1] > 0 else NULL
+    pr.g.codes = &codes[0, 0] if n_cells > 0 and codes.shape[1] > 0 else NULL
     pr.c = &c[0] if n_cells > 0 else NULL
     pr.w = &w[0] if n_cells > 0 else NULL
     pr.e = &e[0] if n_cells > 0 else NULL
     pr.coef = &coef[0, 0] if n_cells > 0 else NULL
-    pr.card = &card[0] if card.shape[0] > 0 else NULL
-    pr.n_cells = n_cells
-    pr.m = codes.shape[1]
-    pr.kmax = 1
-    for a in range(pr.m):
-        pr.kmax = max(pr.kmax, <int64_t>card[a])
+    pr.g.card = &card[0] if card.shape[0] > 0 else NULL
+    pr.g.n_cells = n_cells
+    pr.g.m = codes.shape[1]
+    pr.g.kmax = 1
+    for a in range(pr.g.m):
+        pr.g.kmax = max(pr.g.kmax, <int64_t>card[a])
     return 0
 
 
@@ -795,8 +601,8 @@ def score_selection(const int32_t[:, ::1] codes, const double[::1] c, const doub
     cdef Problem pr
     cdef int32_t[::1] card = np.zeros(codes.shape[1], np.int32)
     _problem(&pr, codes, c, w, e, coef, breaks, offs, card)
-    cdef uint8_t[:, ::1] sel_c = _sel_view(sel, pr.m)
-    pr.kmax = sel_c.shape[1]
+    cdef uint8_t[:, ::1] sel_c = _sel_view(sel, pr.g.m)
+    pr.g.kmax = sel_c.shape[1]
     cdef double[::1] buf = np.empty(pr.ch.K + 1)
     cdef double out[5]
     _score_set(&pr, &sel_c[0, 0] if sel_c.shape[0] > 0 and sel_c.shape[1] > 0 else NULL,
@@ -813,40 +619,18 @@ def coordinate_ascent(const int32_t[:, ::1] codes, const double[::1] c, const do
     The direction is that of the pieces (breaks from 0 up: positive; up to 0: negative).
     Returns ``(best_sel, best_j)`` like kernels.coordinate_ascent."""
     cdef Problem pr
-    cdef Workspace ws
+    cdef Table tb
+    cdef ScoreTable st
     _problem(&pr, codes, c, w, e, coef, breaks, offs, card)
-    cdef int64_t m = pr.m
-    cdef int64_t kmax = pr.kmax
-    cdef int64_t r, i
     cdef uint64_t state = <uint64_t>int(seed)
-    cdef double best_j = -INFINITY
-    cdef double cur
-    best_arr = np.zeros((m, kmax), np.bool_)
+    cdef double best_j = 0.0
+    best_arr = np.zeros((pr.g.m, pr.g.kmax), np.bool_)
     cdef uint8_t[:, ::1] best_sel = best_arr.view(np.uint8)
-    cdef uint8_t[::1] sel = np.zeros(m * kmax + 1, np.uint8)
-    cdef int32_t[::1] mismatch = np.zeros(pr.n_cells + 1, np.int32)
-    cdef uint8_t[::1] row = np.zeros(kmax + 1, np.uint8)
-    cdef uint8_t[::1] visited = np.zeros(m + 1, np.uint8)
-    for r in range(m):
-        best_arr[r, : card[r]] = True
-    if m == 0:
+    if pr.g.m == 0:
         return best_arr, 0.0
-    _workspace_alloc(&ws, kmax, pr.ch.K)
+    _table_open(&tb, &pr, &st)
     try:
-        for r in range(restarts):
-            PyErr_CheckSignals()  # Ctrl-C between restarts raises here
-            if r == 0:
-                _select_all(&pr, &sel[0])
-                _compute_mismatch_c(&pr, &sel[0], &mismatch[0])
-            else:
-                _random_start(&pr, &sel[0], &mismatch[0], &state)
-            with nogil:
-                cur = _ascend(&pr, &ws, &sel[0], &mismatch[0], &row[0], &visited[0], penalty,
-                              &state)
-            if cur > best_j:
-                best_j = cur
-                for i in range(m * kmax):
-                    best_sel[i // kmax, i % kmax] = sel[i]
+        search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
     finally:
-        _workspace_free(&ws)
+        _workspace_free(&tb.ws)
     return best_arr, best_j
