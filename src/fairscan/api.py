@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairscan import __version__
+from fairscan.engine.seeds import scan_seed
 from fairscan.errors import (
     DataError,
     ExitCode,
@@ -665,12 +666,6 @@ def _environment() -> Environment:
     return Environment(
         python=sys.version.split()[0], platform=platform.platform(), packages=packages
     )
-
-
-def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
-    """Each scan's stream is keyed by its id, so adding or reordering scans changes nothing else."""
-    key = int.from_bytes(hashlib.sha256(scan_id.encode()).digest()[:4], "little")
-    return np.random.SeedSequence(entropy=root.entropy, spawn_key=(*root.spawn_key, key))
 
 
 def _utc(ts: float) -> str:

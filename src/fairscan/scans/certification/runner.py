@@ -17,7 +17,7 @@ import numpy as np
 from fairscan.engine import audit_bootstrap as ab
 from fairscan.engine.audit_groups import GroupCollection, from_masks, intersections, intervals
 from fairscan.engine.audit_metrics import metric_values
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import AuditStream, child_seed
 from fairscan.errors import FairscanError, ScanError
 from fairscan.metric_table import METRIC_WORDS, METRICS
 from fairscan.report.models import (
@@ -329,7 +329,7 @@ def _run_certify(
 def run_engine(
     spec: AuditSpec, ctx: ScanContext, problem: ab.AuditProblem, min_size: int
 ) -> EngineOutput:
-    seed = child_seed(ctx.seed, 0)
+    seed = child_seed(ctx.seed, AuditStream.BOOTSTRAP)
     if isinstance(spec, FlagSpec):
         return _run_flag(spec, problem, ctx.alpha, seed, min_size)
     return _run_certify(spec, problem, ctx.alpha, seed, min_size)

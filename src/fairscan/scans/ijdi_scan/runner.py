@@ -18,11 +18,10 @@ from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
 from fairscan.engine.mdss import ScanProblem, is_material
 from fairscan.engine.randomization import (
     NullResult,
-    child_seed,
     run_replicates,
-    search_seed,
     summarize,
 )
+from fairscan.engine.seeds import IjdiStream, child_seed, search_seed
 from fairscan.errors import ScanError
 from fairscan.report.models import (
     Effect,
@@ -153,7 +152,7 @@ def _scan_pass(
         lam=inputs.lam,
         penalty=spec.penalty,
         restarts=spec.restarts,
-        seed=search_seed(child_seed(ctx.seed, 0)),
+        seed=search_seed(child_seed(ctx.seed, IjdiStream.SEARCH)),
         max_passes=spec.max_passes,
     )
     timer.search += time.perf_counter() - mark
@@ -246,7 +245,9 @@ def _mitigate(
             )
         )
         rec = new_rec
-        current = _scan_pass(spec, ctx, inputs, rec, child_seed(ctx.seed, 2, k), timer)
+        current = _scan_pass(
+            spec, ctx, inputs, rec, child_seed(ctx.seed, IjdiStream.MITIGATION, k), timer
+        )
     if not steps:
         return steps, "not_needed"
     return steps, "cap" if current.significant else "resolved"
@@ -370,7 +371,9 @@ def _result(
 def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     timer = ScanTimer()
     inputs = _inputs(spec, ctx)
-    first = _scan_pass(spec, ctx, inputs, inputs.recommendation, child_seed(ctx.seed, 1), timer)
+    first = _scan_pass(
+        spec, ctx, inputs, inputs.recommendation, child_seed(ctx.seed, IjdiStream.NULL), timer
+    )
     findings = [_finding(ctx, spec, inputs, first)] if is_material(first.outcome.best) else []
     mitigation = None
     if spec.mitigation is not None and findings and first.null is not None:

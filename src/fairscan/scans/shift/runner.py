@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from fairscan.engine import rkhs
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import ShiftStream, child_seed
 from fairscan.errors import FairscanError, ScanError
 from fairscan.report.models import (
     Effect,
@@ -88,7 +88,7 @@ def _sample_centers(
     if len(Z) == 0:
         raise ScanError(f"tilt {tilt.name!r}: the sample has no complete row", field=field)
     if len(Z) > spec.exact_max_rows:
-        rng = np.random.default_rng(child_seed(ctx.seed, 2, j))
+        rng = np.random.default_rng(child_seed(ctx.seed, ShiftStream.TILT, j))
         Z = Z[np.sort(rng.choice(len(Z), spec.exact_max_rows, replace=False))]
         warnings.append(
             f"tilt {tilt.name!r}: the sample's kernel mean uses {spec.exact_max_rows} of its "
@@ -300,7 +300,11 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     X = (Xraw - mu) / sd
     bw = spec.kernel.bandwidth
     exact = n <= spec.exact_max_rows
-    approx = None if exact else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, 1))
+    approx = (
+        None
+        if exact
+        else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, ShiftStream.NYSTROEM))
+    )
     boot = rkhs.shift_bootstrap(
         X,
         L,
@@ -308,7 +312,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         B=spec.bootstrap,
         alpha=ctx.alpha,
         side=spec.side,
-        seed=child_seed(ctx.seed, 0),
+        seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
         theta=None if spec.target == "overall" else float(spec.target),
         approx=approx,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import SubrocStream, child_seed
 from fairscan.engine.subroc import (
     Pattern,
     PatternTest,
@@ -105,7 +105,7 @@ def _stratified_split(
     spec: SubrocSpec, ctx: ScanContext, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     assert spec.split.fraction is not None
-    rng = np.random.Generator(np.random.PCG64(child_seed(ctx.seed, 0)))
+    rng = np.random.Generator(np.random.PCG64(child_seed(ctx.seed, SubrocStream.SPLIT)))
     search_rows = np.zeros(len(y), dtype=bool)
     for cls in (0, 1):
         idx = np.flatnonzero(y == cls)
@@ -226,7 +226,7 @@ def run_test(
             [p.selectors for p in patterns],
             spec.measure,
             subsets,
-            child_seed(ctx.seed, 1),
+            child_seed(ctx.seed, SubrocStream.NULL),
             spec.significance.correction,
             paper_pvalue=spec.significance.paper_pvalue,
             workers=ctx.workers,
