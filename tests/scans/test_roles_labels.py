@@ -12,7 +12,7 @@ from fairscan.scans.labels import EVERYONE, subgroup_label
 from fairscan.scans.roles import bind_roles, compare, outcome_text, resolve_roles
 from fairscan.spec.models import ColumnsSpec
 
-from fairscan.scans.bias_scan import BiasScanSpec  # isort: skip
+from fairscan.scans.bias import BiasScanSpec  # isort: skip
 from fairscan.scans.fpr_scan import FprScanSpec  # isort: skip
 
 FPR = frozenset({"outcome", "recommendation"})

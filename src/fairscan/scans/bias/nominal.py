@@ -31,7 +31,7 @@ from fairscan.scans.mdss_runner import MdssInputs, MdssSearch, mdss_result, sear
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
-    from fairscan.scans.bias_scan import BiasScanSpec
+    from fairscan.scans.bias.spec import BiasScanSpec
 
 # Class probabilities of a row may miss 1 by this much (rounding in the file), no more.
 SUM_TOLERANCE = 1e-3
