@@ -9,31 +9,15 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import Field, create_model, field_validator, model_validator
 
 from fairscan.errors import truncate
+from fairscan.metric_table import CATALOGUE
 from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
-# The range of each bounded per-record metric L (engine.audit_metrics.METRICS), hence of a
-# numeric `target` (the mean of L) of a certify/flag scan; loss columns and squared_error
-# (any real score) are unbounded.
+# The range of each bounded per-record metric L, hence of a numeric `target` (the mean of L) of
+# a certify/flag scan; loss columns and squared_error (any real score) are unbounded.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(
-        (
-            "fpr",
-            "fnr",
-            "tpr",
-            "tnr",
-            "ppv",
-            "npv",
-            "positive_rate",
-            "accuracy",
-            "error",
-            "coverage",
-            "brier",
-        ),
-        (0.0, 1.0),
-    ),
-    "calibration": (-1.0, 1.0),  # outcome - prediction
+    name: metric.range for name, metric in CATALOGUE.items() if metric.range is not None
 }
 
 MAX_NAME_BYTES = 255  # one file or directory name (most file systems)

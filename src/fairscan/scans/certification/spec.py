@@ -19,25 +19,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.metric_table import METRICS
-from fairscan.scans.base import Role
+from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
-
-MetricName = Literal[
-    "fpr",
-    "fnr",
-    "tpr",
-    "tnr",
-    "ppv",
-    "npv",
-    "positive_rate",
-    "accuracy",
-    "error",
-    "brier",
-    "calibration",
-    "coverage",
-    "squared_error",
-]
 
 
 class ReferenceValue(StrictModel):
@@ -162,9 +145,9 @@ class _AuditSpecBase(ScanSpecBase, DecisionOverrides):
             )
         return self
 
-    def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
-        return () if self.metric is None else METRICS[self.metric][0]
+    def inputs(self) -> tuple[MetricInput, ...]:
+        """What L is computed from (``fairscan.metric_table.CATALOGUE``); () for a loss column."""
+        return () if self.metric is None else CATALOGUE[self.metric].inputs
 
 
 class FlagSpec(_AuditSpecBase):
@@ -196,24 +179,6 @@ class CertifySpec(_AuditSpecBase):
 
 
 AuditSpec = FlagSpec | CertifySpec
-
-# inputs of fairscan.metric_table.METRICS that are data roles (the rest: the metric's own column)
-_ROLES: dict[str, Role] = {
-    "outcome": "outcome",
-    "recommendation": "recommendation",
-    "probability": "probability",
-    "score": "score",
-}
-
-
-def needs(spec: AuditSpec) -> tuple[Role, ...]:
-    """The data roles of a certify/flag scan: those its metric reads (none for a loss column).
-
-    An outcome for every metric that compares with it; a recommendation for fpr ... error; the
-    prediction as a probability in [0, 1] for brier and calibration, as any real for
-    squared_error. Coverage and ``loss`` read their own column only.
-    """
-    return tuple(_ROLES[item] for item in spec.inputs() if item in _ROLES)
 
 
 def extra_columns(spec: AuditSpec) -> dict[str, str]:

@@ -9,7 +9,6 @@ the worst-case tilt, with status ``no_finding``.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.certification.runner import MetricInputs, metric_inputs
+from fairscan.scans.metric_inputs import MetricInputs, metric_inputs
 from fairscan.scans.shift.models import (
     FeatureRange,
     ShiftResult,
@@ -36,9 +35,6 @@ from fairscan.scans.shift.models import (
     WorstCase,
 )
 from fairscan.scans.shift.spec import CenterTilt, SampleTilt, ShiftSpec
-
-if TYPE_CHECKING:
-    from fairscan.scans.certification.spec import AuditSpec
 
 PROFILE_BINS = 20
 LEVELS = np.array([0.1, 0.5, 0.9])
@@ -271,7 +267,7 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
 def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     warnings: list[str] = []
-    metric = metric_inputs(cast("AuditSpec", spec), ctx)
+    metric = metric_inputs(spec, ctx)
     Xall = _features(spec, ctx)
     pop = metric.population.copy()
     complete = np.isfinite(Xall).all(axis=1)

@@ -20,8 +20,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.metric_table import METRICS
-from fairscan.scans.certification.spec import MetricName
+from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
 
 
@@ -160,9 +159,9 @@ class ShiftSpec(ScanSpecBase, DecisionOverrides):
             )
         return self
 
-    def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
-        return () if self.metric is None else METRICS[self.metric][0]
+    def inputs(self) -> tuple[MetricInput, ...]:
+        """What L is computed from (``fairscan.metric_table.CATALOGUE``); () for a loss column."""
+        return () if self.metric is None else CATALOGUE[self.metric].inputs
 
 
 def extra_columns(spec: ShiftSpec) -> dict[str, str]:
