@@ -151,7 +151,7 @@ def _attribute_groups(g: AttributeGroups, ctx: ScanContext) -> GroupCollection:
 def _filter_groups(g: list[NamedFilter], ctx: ScanContext) -> GroupCollection:
     import polars as pl
 
-    from fairscan.data.filters import filter_expression
+    from fairscan.data.filter_compile import filter_expression
 
     data = ctx.data
     frame = pl.DataFrame(
