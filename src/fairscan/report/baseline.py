@@ -214,8 +214,9 @@ def gated_exit_code(significant: int, new_significant: int | None, fail_on: str)
 
 def render_comparison(comparison: BaselineComparison) -> list[str]:
     """Markdown lines: what changed since the baseline, new findings first."""
+    from fairscan.data.labels import subgroup_label
     from fairscan.report.markdown import cell
-    from fairscan.report.text import describe_subgroup, fmt_p, fmt_value
+    from fairscan.report.text import fmt_p, fmt_value
 
     def num(x: float | None) -> str:
         return fmt_value(x, missing="-")
@@ -224,7 +225,7 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
         return fmt_p(x, missing="-")
 
     def name_of(side: BaselineSide) -> str:
-        return cell(side.label or describe_subgroup(side.subgroup))
+        return cell(side.label or subgroup_label(side.subgroup))
 
     c = comparison
     source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells, compress
@@ -55,7 +56,6 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_render import MDSS_HOOKS, MdssFindingDetail, finding_markdown
 from fairscan.spec.base import MdssScanSpecBase
 

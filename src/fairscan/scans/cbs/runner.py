@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import cbs as engine
 from fairscan.engine.randomization import (
@@ -39,7 +40,6 @@ from fairscan.scans.cbs.models import (
 )
 from fairscan.scans.cbs.spec import CbsModels, CbsSpec, Scalar, metric_name
 from fairscan.scans.features import design_matrix
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 
 # --- inputs ----------------------------------------------------------------------------------

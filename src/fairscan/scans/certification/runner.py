@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.engine import audit_bootstrap as ab
 from fairscan.engine.audit_groups import GroupCollection, from_masks, intersections, intervals
 from fairscan.engine.seeds import AuditStream, child_seed
@@ -48,7 +49,6 @@ from fairscan.scans.certification.spec import (
     ReferenceTarget,
     certificate_claim,
 )
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.metric_inputs import MetricInputs, metric_inputs, numeric_column
 
 

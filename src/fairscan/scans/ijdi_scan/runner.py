@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
 from fairscan.engine.mdss import ScanProblem, is_material
 from fairscan.engine.randomization import (
@@ -41,7 +42,6 @@ from fairscan.scans.ijdi_scan.models import (
     MitigationStep,
 )
 from fairscan.scans.ijdi_scan.spec import IjdiScanSpec
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 from fairscan.scans.roles import compare, outcome_text
 

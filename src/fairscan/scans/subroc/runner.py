@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.engine.seeds import SubrocStream, child_seed
 from fairscan.engine.subroc import (
     Pattern,
@@ -37,7 +38,6 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.roles import outcome_text
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
