@@ -32,6 +32,7 @@ from fairscan.cli import (
 from fairscan.cli.run import ExecutorOption, check_overrides
 from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
 from fairscan.errors import ExitCode, FairscanError, UsageError
+from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
 if TYPE_CHECKING:
     from fairscan.api import PreparedAudit
@@ -187,7 +188,7 @@ def scan(
         typer.Option(
             help="Seed of every random choice. Default 0, so that the same command gives "
             "the same result.",
-            min=0,
+            min=SEED.minimum,
             envvar="FAIRSCAN_SEED",
         ),
     ] = 0,
@@ -195,7 +196,7 @@ def scan(
         int | None,
         typer.Option(
             help="Null replicates of the randomization test (default 999; 0 = no test).",
-            min=0,
+            min=REPLICATES.minimum,
             envvar="FAIRSCAN_REPLICATES",
         ),
     ] = None,
@@ -203,7 +204,7 @@ def scan(
         int | None,
         typer.Option(
             help="Worker processes for null replicates (results do not depend on it).",
-            min=1,
+            min=WORKERS.minimum,
             envvar="FAIRSCAN_WORKERS",
         ),
     ] = None,

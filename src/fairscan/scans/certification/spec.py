@@ -21,6 +21,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
+from fairscan.spec.constraints import BOOTSTRAP
 
 
 class ReferenceValue(StrictModel):
@@ -119,7 +120,9 @@ class _AuditSpecBase(ScanSpecBase, DecisionOverrides):
     side: Literal["above", "below", "both"] = Field(
         default="above", description="Alternative: eps > tol, eps < tol, or two-sided."
     )
-    bootstrap: int = Field(default=500, ge=10, le=100_000, description="Bootstrap resamples B.")
+    bootstrap: int = Field(
+        ge=BOOTSTRAP.ge, le=BOOTSTRAP.le, default=500, description="Bootstrap resamples B."
+    )
 
     @model_validator(mode="after")
     def _metric_or_loss(self) -> _AuditSpecBase:
