@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairscan import __version__
-from fairscan.engine.seeds import scan_seed
 from fairscan.errors import (
     DataError,
     ExitCode,
@@ -686,6 +685,7 @@ def run_scan(
     A failing scan marks itself ``error`` with its message (an internal error too, with the
     traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
     """
+    from fairscan.engine.seeds import scan_seed
     from fairscan.scans import SCAN_TYPES, ScanContext
     from fairscan.scans.roles import bind_roles, threshold_warnings
 

@@ -13,7 +13,6 @@ from typing import Protocol
 
 import numpy as np
 
-from fairscan.engine.audit_metrics import metric_values
 from fairscan.errors import ScanError
 from fairscan.metric_table import CATALOGUE, MetricInput
 from fairscan.scans.base import Role, ScanContext
@@ -94,6 +93,9 @@ def numeric_column(ctx: ScanContext, column: str, field: str) -> np.ndarray:
 
 def metric_inputs(spec: MetricSpec, ctx: ScanContext) -> MetricInputs:
     """L and its population, from a loss column or a named metric on this scan's roles."""
+    # the engine loads when a scan runs, not when the registry is listed (start-up cost)
+    from fairscan.engine.audit_metrics import metric_values
+
     n = ctx.data.n_rows
     if spec.loss is not None:
         L = numeric_column(ctx, spec.loss, "loss")
