@@ -24,6 +24,7 @@ from fairscan.engine.randomization import (
 )
 from fairscan.engine.seeds import IjdiStream, child_seed, search_seed
 from fairscan.errors import ScanError
+from fairscan.metric_table import CATALOGUE
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -124,7 +125,7 @@ def _inputs(spec: IjdiScanSpec, ctx: ScanContext) -> IjdiInputs:
         base_rate_source=source,
         outcome_class=outcome_class,
         kind=kind,
-        rate_name="false positive rate" if outcome_class == 0 else "true positive rate",
+        rate_name=CATALOGUE["fpr" if outcome_class == 0 else "tpr"].words,
         population=f"{kind} ({outcome_text(ctx.role_names, outcome_class)})",
     )
 
