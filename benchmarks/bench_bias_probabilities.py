@@ -224,7 +224,8 @@ def run_cli(workers: int) -> dict:
 def before_numbers(table: dict[str, np.ndarray], replicates: int) -> dict:
     """The row-level path (the code before issue 12): search, and a few replicates timed."""
     from fairscan.engine.mdss import ScanProblem, search
-    from fairscan.engine.randomization import MdssReplicate, NullSettings, search_seed
+    from fairscan.engine.randomization import MdssReplicate, NullSettings
+    from fairscan.engine.seeds import search_seed
 
     w0, c0 = time.perf_counter(), time.process_time()
     problem = ScanProblem.build(table["codes"], table["y"].astype(np.float64), table["p"])
@@ -256,7 +257,8 @@ def after_parts(table: dict[str, np.ndarray], replicates: int) -> dict:
     """The new path's parts in this process: summary, search, replicates (CPU medians)."""
     from fairscan.engine import expectation_cells as ec
     from fairscan.engine.mdss import ScanProblem, score_subgroup, search
-    from fairscan.engine.randomization import NullSettings, search_seed
+    from fairscan.engine.randomization import NullSettings
+    from fairscan.engine.seeds import search_seed
 
     problem = ScanProblem.build(table["codes"], table["y"].astype(np.float64), table["p"])
     cells = problem.cells()
@@ -282,7 +284,7 @@ def after_parts(table: dict[str, np.ndarray], replicates: int) -> dict:
     from dataclasses import replace
 
     from fairscan.engine.mdss import max_score
-    from fairscan.engine.randomization import child_seed
+    from fairscan.engine.seeds import child_seed
 
     null_rel = []
     root = np.random.SeedSequence(SEED)

@@ -52,7 +52,8 @@ def compas():
 def main() -> None:
     from fairscan.engine import cbs
     from fairscan.engine.cbs_synth import Injection, evaluate_once, generate
-    from fairscan.engine.randomization import child_seed, run_replicates, search_seed, summarize
+    from fairscan.engine.randomization import run_replicates, summarize
+    from fairscan.engine.seeds import child_seed, search_seed
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicates", type=int, default=999)

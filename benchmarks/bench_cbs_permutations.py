@@ -155,7 +155,7 @@ def _breakdown_row(data: Any, a: Any, settings: Any, calls: int) -> str:
     from threadpoolctl import threadpool_limits
 
     from fairscan.engine import cbs
-    from fairscan.engine.randomization import child_seed
+    from fairscan.engine.seeds import child_seed
 
     job = cbs.CbsPermutation(data, a, settings, child_seed(np.random.SeedSequence(0), 1))
     job(0)

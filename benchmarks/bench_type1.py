@@ -288,12 +288,11 @@ def p_engine(sc: Scenario, frame: pl.DataFrame, seed: int, args) -> float:
     from fairscan.engine.randomization import (
         NominalReplicate,
         NullSettings,
-        child_seed,
         null_scores,
         p_value,
         run_replicates,
-        search_seed,
     )
+    from fairscan.engine.seeds import child_seed, search_seed
 
     root = np.random.SeedSequence(seed)
     search_s = search_seed(child_seed(root, 0))

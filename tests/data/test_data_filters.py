@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairscan.data.filter_compile import filter_expression
 from fairscan.data.filters import (
     And,
     Between,
@@ -23,7 +24,6 @@ from fairscan.data.filters import (
     Not,
     Or,
     filter_columns,
-    filter_expression,
     parse_filter,
     quote_identifier,
 )

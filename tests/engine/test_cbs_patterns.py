@@ -12,7 +12,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from fairscan.engine import cbs
-from fairscan.engine.randomization import child_seed, search_seed
+from fairscan.engine.seeds import child_seed, search_seed
 
 
 def _categorical(rng: np.random.Generator, n: int, levels: tuple[int, ...]) -> np.ndarray:

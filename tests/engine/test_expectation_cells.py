@@ -29,7 +29,8 @@ from fairscan.engine.mdss import ScanProblem
 from fairscan.engine.mdss import max_score as row_max_score
 from fairscan.engine.mdss import score_subgroup as row_score_subgroup
 from fairscan.engine.mdss import search as row_search
-from fairscan.engine.randomization import NullSettings, child_seed, run_replicates, search_seed
+from fairscan.engine.randomization import NullSettings, run_replicates
+from fairscan.engine.seeds import child_seed, search_seed
 
 REL = 1e-9
 

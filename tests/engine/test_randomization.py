@@ -7,13 +7,8 @@ import pytest
 from scipy import stats
 
 from fairscan.engine.mdss import ScanProblem, search
-from fairscan.engine.randomization import (
-    NullSettings,
-    child_seed,
-    null_scores,
-    p_value,
-    randomization_test,
-)
+from fairscan.engine.randomization import NullSettings, null_scores, p_value, randomization_test
+from fairscan.engine.seeds import child_seed
 
 
 def _problem(seed: int, n: int = 400, bias: float = 0.0) -> ScanProblem:

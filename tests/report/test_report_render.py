@@ -14,13 +14,14 @@ from report_builders import finding, null, population, report, scan
 from rich.console import Console
 
 from fairscan.cli.console import findings_text, summary_table, verdict_text
+from fairscan.data.labels import subgroup_label
 from fairscan.report.formats import atomic_write_text, render, report_json, write_reports
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
 from fairscan.report.models import AuditReport, Finding, ScanResult
-from fairscan.report.text import describe_subgroup, statistic_words
+from fairscan.report.text import statistic_words
 
 
 def _fpr_report(p_value: float | None = 0.001, reference: float | None = 0.2608) -> AuditReport:
@@ -143,7 +144,7 @@ def test_markdown_error_scan():
 
 
 def test_describe_subgroup_and_statistic_words():
-    assert describe_subgroup({}) == "everyone (no attribute constrained)"
+    assert subgroup_label({}) == "everyone (no attribute constrained)"
     assert statistic_words("penalised_score") == "score"
     assert statistic_words("lower_bound") == "lower bound"
     assert statistic_words("some_new_statistic") == "some new statistic"
@@ -157,8 +158,8 @@ def test_describe_subgroup_and_statistic_words():
         ({"race": ["A", "B"], "sex": ["F"]}, "race in {A, B} and sex = F"),
     ],
 )
-def test_describe_subgroup(subgroup, words):
-    assert describe_subgroup(subgroup) == words
+def test_subgroup_label(subgroup, words):
+    assert subgroup_label(subgroup) == words
 
 
 # --- render hooks: no renderer knows a scan type -----------------------------------------------

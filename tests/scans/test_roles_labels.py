@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fairscan.data.labels import EVERYONE, subgroup_label
 from fairscan.data.table import EncodedAttribute, PreparedData, RoleColumn
-from fairscan.scans.labels import EVERYONE, subgroup_label
 from fairscan.scans.roles import bind_roles, compare, outcome_text, resolve_roles
 from fairscan.spec.models import ColumnsSpec
 
-from fairscan.scans.bias_scan import BiasScanSpec  # isort: skip
+from fairscan.scans.bias import BiasScanSpec  # isort: skip
 from fairscan.scans.fpr_scan import FprScanSpec  # isort: skip
 
 FPR = frozenset({"outcome", "recommendation"})

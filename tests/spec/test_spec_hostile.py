@@ -217,7 +217,8 @@ def test_impossible_paths_are_spec_errors(extra: str, field: str, words: str) ->
 
 
 def test_significance_limits_are_shared_with_the_cli() -> None:
-    from fairscan.spec.models import MAX_REPLICATES, MAX_WORKERS, SignificanceSpec
+    from fairscan.spec.constraints import MAX_REPLICATES, MAX_WORKERS
+    from fairscan.spec.models import SignificanceSpec
 
     assert SignificanceSpec.model_fields["workers"].metadata[-1].le == MAX_WORKERS == 256
     assert SignificanceSpec.model_fields["replicates"].metadata[-1].le == MAX_REPLICATES

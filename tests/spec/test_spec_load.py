@@ -10,7 +10,7 @@ from spec_texts import COMPAS_SPEC, LINE, replace
 
 from fairscan.api import load_spec, load_spec_from_text
 from fairscan.errors import SpecError
-from fairscan.scans.bias_scan import BiasScanSpec
+from fairscan.scans.bias import BiasScanSpec
 from fairscan.scans.fpr_scan import FprScanSpec, TprScanSpec
 from fairscan.spec.load import LoadedSpec, parse_field_path
 

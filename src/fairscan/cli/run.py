@@ -24,6 +24,7 @@ from fairscan.cli.common import (
 )
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
+from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
 
 def _stat_ok(path: Path, test: str) -> bool:
@@ -72,7 +73,7 @@ def check_overrides(
     workers beyond the spec's limits, and an executor that is neither local nor dask://HOST:PORT."""
     import os
 
-    from fairscan.spec.models import MAX_REPLICATES, MAX_WORKERS, SignificanceSpec
+    from fairscan.spec.models import SignificanceSpec
 
     for name, (_, flag, env) in OVERRIDES.items():
         value = os.environ.get(env)
@@ -94,15 +95,15 @@ def check_overrides(
         _, flag, env = OVERRIDES[name]
         return env if os.environ.get(env, "").strip() == str(value) else flag
 
-    if replicates is not None and not 0 <= replicates <= MAX_REPLICATES:
+    if replicates is not None and (why := REPLICATES.violation(replicates)):
         raise UsageError(
-            f"must be between 0 and {MAX_REPLICATES:,}, got {replicates:,}",
+            why,
             hint="999 replicates resolve p-values to 0.001; 0 skips the test",
             field=named("replicates", replicates),
         )
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+    if workers is not None and (why := WORKERS.violation(workers)):
         raise UsageError(
-            f"must be between 1 and {MAX_WORKERS}, got {workers:,}",
+            why,
             hint="omit --workers to use one worker per CPU",
             field=named("workers", workers),
         )
@@ -124,19 +125,25 @@ def check_overrides(
 # Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
 SeedOption = Annotated[
     int | None,
-    typer.Option(help="Seed (overrides significance.seed).", min=0, envvar="FAIRSCAN_SEED"),
+    typer.Option(
+        help="Seed (overrides significance.seed).", min=SEED.minimum, envvar="FAIRSCAN_SEED"
+    ),
 ]
 ReplicatesOption = Annotated[
     int | None,
     typer.Option(
         help="Null replicates (overrides significance.replicates; 0 = no test).",
-        min=0,
+        min=REPLICATES.minimum,
         envvar="FAIRSCAN_REPLICATES",
     ),
 ]
 WorkersOption = Annotated[
     int | None,
-    typer.Option(help="Worker processes for null replicates.", min=1, envvar="FAIRSCAN_WORKERS"),
+    typer.Option(
+        help="Worker processes for null replicates.",
+        min=WORKERS.minimum,
+        envvar="FAIRSCAN_WORKERS",
+    ),
 ]
 ExecutorOption = Annotated[
     str | None,

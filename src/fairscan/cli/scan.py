@@ -33,6 +33,7 @@ from fairscan.cli.run import ExecutorOption, check_overrides
 from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
+from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
 if TYPE_CHECKING:
     from fairscan.api import PreparedAudit
@@ -188,7 +189,7 @@ def scan(
         typer.Option(
             help="Seed of every random choice. Default 0, so that the same command gives "
             "the same result.",
-            min=0,
+            min=SEED.minimum,
             envvar="FAIRSCAN_SEED",
         ),
     ] = 0,
@@ -196,7 +197,7 @@ def scan(
         int | None,
         typer.Option(
             help="Null replicates of the randomization test (default 999; 0 = no test).",
-            min=0,
+            min=REPLICATES.minimum,
             envvar="FAIRSCAN_REPLICATES",
         ),
     ] = None,
@@ -204,7 +205,7 @@ def scan(
         int | None,
         typer.Option(
             help="Worker processes for null replicates (results do not depend on it).",
-            min=1,
+            min=WORKERS.minimum,
             envvar="FAIRSCAN_WORKERS",
         ),
     ] = None,

@@ -226,12 +226,12 @@ def power(
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
     except Exception as exc:
         raise typer.Exit(internal_error(exc, debug)) from None
-    from fairscan.report.text import describe_subgroup
+    from fairscan.data.labels import subgroup_label
 
     d = result.detectability
     example = 0.3 * d.delta_thresh / (0.3 * d.delta_thresh + 0.7)
     lines = [
-        f"subgroup: {describe_subgroup(result.subgroup)} ({result.size} rows; observed rate "
+        f"subgroup: {subgroup_label(result.subgroup)} ({result.size} rows; observed rate "
         f"{100 * result.observed_rate:.1f}%, mean prediction {100 * result.predicted_rate:.1f}%)",
         f"h({d.alpha:g}) = {d.h:.4f} for M = {d.profiles} covariate profiles",
         f"F_old = {d.f_old:.4f} (unconstrained score with the current predictions; q_MLE = {d.q_mle:.4f})",

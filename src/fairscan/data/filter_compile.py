@@ -1,6 +1,6 @@
 """Compiling a parsed filter (:mod:`fairscan.data.filters`) into a polars expression: type
 checks against the table's schema, then the expression. Separate from the parser so that
-checking a spec without its data never imports polars."""
+checking a spec without its data never imports polars (the parser does not import this module)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from fairscan.data.filters import (
     Value,
     _error,
     _flatten,
+    parse_filter,
     quote_identifier,
 )
 from fairscan.errors import SpecError
@@ -294,3 +295,13 @@ class Compiler:
             expr = expr.cast(pl.String).str.contains(_like_regex(node.pattern))
             return ~expr if node.negated else expr
         raise TypeError(f"not a filter node: {node!r}")  # pragma: no cover
+
+
+def filter_expression(text: str, schema: Mapping[str, pl.DataType]) -> pl.Expr:
+    """Parse ``text`` and compile it against ``schema`` into a boolean polars expression.
+
+    Raises :class:`SpecError` (field ``data.filter``) for syntax errors, unknown columns and
+    type mismatches; the message carries the 1-based position and a caret line.
+    """
+    node = parse_filter(text)
+    return Compiler(text, schema).compile(node)

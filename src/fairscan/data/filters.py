@@ -26,7 +26,6 @@ Comparisons with NULL follow SQL: a row whose comparison is NULL is dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 from typing import Literal as TypingLiteral
@@ -34,7 +33,7 @@ from typing import Literal as TypingLiteral
 from fairscan.errors import SpecError
 
 if TYPE_CHECKING:
-    import polars as pl
+    pass
 
 FIELD = "data.filter"
 MAX_NESTING = 100  # parentheses / NOT levels; keeps recursion far from Python's limit
@@ -52,7 +51,6 @@ __all__ = [
     "Not",
     "Or",
     "filter_columns",
-    "filter_expression",
     "parse_filter",
     "quote_identifier",
 ]
@@ -513,19 +511,6 @@ def quote_identifier(name: str) -> str:
     if _IDENT.fullmatch(name) and name.upper() not in KEYWORDS:
         return name
     return '"' + name.replace('"', '""') + '"'
-
-
-def filter_expression(text: str, schema: Mapping[str, pl.DataType]) -> pl.Expr:
-    """Parse ``text`` and compile it against ``schema`` into a boolean polars expression.
-
-    Raises :class:`SpecError` (field ``data.filter``) for syntax errors, unknown columns and
-    type mismatches; the message carries the 1-based position and a caret line.
-    """
-    # the compiler needs polars; parsing (``audit validate --no-data``) does not
-    from fairscan.data.filter_compile import Compiler
-
-    node = parse_filter(text)
-    return Compiler(text, schema).compile(node)
 
 
 def _flatten(node: And | Or, kind: type[And] | type[Or]) -> list[Node]:

@@ -18,8 +18,9 @@ import polars as pl
 
 from fairscan.data.discretize import bin_labels, format_number
 from fairscan.data.discretize import discretize as bin_numeric
+from fairscan.data.filter_compile import filter_expression
 from fairscan.data.filters import FIELD as FILTER_FIELD
-from fairscan.data.filters import filter_expression, quote_identifier
+from fairscan.data.filters import quote_identifier
 from fairscan.data.table import (
     MISSING_LABEL,
     Aggregation,

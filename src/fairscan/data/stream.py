@@ -444,7 +444,7 @@ def stream_query(
     weight: str | None = None,
 ) -> tuple[StreamQuery, pl.Schema]:
     """The query over the columns present (missing ones are reported by the data checks)."""
-    from fairscan.data.filters import filter_expression
+    from fairscan.data.filter_compile import filter_expression
 
     try:
         schema = lazy.collect_schema()

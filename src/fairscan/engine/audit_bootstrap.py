@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import ndtr, ndtri
 
 from fairscan.engine.multiple_testing import adjust_p_values
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import replicate_rng
 
 MAD_CONSTANT = float(ndtri(0.75))  # Phi^{-1}(3/4) = 0.6744897...: erratum A1 (not Phi(3/4))
 ROW_BLOCK_ELEMENTS = 10_000_000  # resamples per block x rows (row path); bounds memory
@@ -260,7 +260,7 @@ class _Sampler:
 def iter_resamples(
     problem: AuditProblem, B: int, seed: np.random.SeedSequence, info: BootstrapInfo
 ):
-    """Yield blocks of resample totals; block ``k`` draws from ``child_seed(seed, k)``.
+    """Yield blocks of resample totals; block ``k`` draws from ``replicate_rng(seed, k)``.
 
     The block size depends only on ``n`` (and the sampling path), so a seed gives bit-identical
     results on every machine and thread count.
@@ -275,7 +275,7 @@ def iter_resamples(
     done = 0
     while done < B:
         b = min(size, B - done)
-        rng = np.random.Generator(np.random.PCG64(child_seed(seed, k)))
+        rng = replicate_rng(seed, k)
         yield sampler.block(rng, b, info)
         done += b
         k += 1

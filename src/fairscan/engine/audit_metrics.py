@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairscan.metric_table import METRICS
+from fairscan.metric_table import CATALOGUE
 
 
 def metric_values(
@@ -16,13 +16,13 @@ def metric_values(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(L, population) of a named metric; ``L`` is 0 outside the population.
 
-    Inputs a metric does not read (see :data:`METRICS`) may be None.
+    Inputs a metric does not read (see :data:`~fairscan.metric_table.CATALOGUE`) may be None.
     """
-    if metric not in METRICS:
+    if metric not in CATALOGUE:
         raise ValueError(f"unknown metric {metric!r}")
     given = {"outcome": outcome, "recommendation": recommendation, "column": column}
     given["probability"] = given["score"] = prediction
-    for need in METRICS[metric][0]:
+    for need in CATALOGUE[metric].inputs:
         if given[need] is None:
             raise ValueError(f"needs {'an' if need[0] in 'aeiou' else 'a'} {need}")
     y = None if outcome is None else outcome.astype(np.float64)
@@ -42,7 +42,7 @@ def _metric(
     column: np.ndarray | None,
     everyone: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(L, population) from the inputs :data:`METRICS` says the metric reads (checked non-None)."""
+    """(L, population) from the inputs the catalogue says the metric reads (checked non-None)."""
     if metric == "positive_rate":
         assert f is not None
         return f, everyone

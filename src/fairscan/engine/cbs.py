@@ -25,7 +25,7 @@ import numpy as np
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, score_subgroup, search
-from fairscan.engine.randomization import child_seed, search_seed
+from fairscan.engine.seeds import replicate_rng, replicate_search_seed
 
 EPS = 1e-6  # clip for propensities, predictions and I-hat before logits (methods.md §3.3-3.5)
 SIGMA_FLOOR = 1e-6
@@ -896,11 +896,11 @@ class CbsPermutation:
         return self
 
     def __call__(self, index: int) -> float:
-        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        rng = replicate_rng(self.seed, index)
         a = rng.permutation(self.protected)
         with _one_blas_thread(self.settings):
             est = estimate(self.data, self.settings, a, self.models)
-        seed = search_seed(child_seed(self.seed, index, 0))
+        seed = replicate_search_seed(self.seed, index)
         return scan_estimate(self.data, self.settings, est, seed).statistic
 
 

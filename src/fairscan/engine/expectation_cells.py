@@ -29,7 +29,8 @@ import numpy as np
 from fairscan.engine import expectation_kernels
 from fairscan.engine.cells import Cells, compress
 from fairscan.engine.mdss import SubgroupScore, penalty_units
-from fairscan.engine.randomization import NullSettings, child_seed, search_seed
+from fairscan.engine.randomization import NullSettings
+from fairscan.engine.seeds import replicate_rng, replicate_search_seed
 
 U_HI = float(expectation_kernels.U_HI)
 # Pieces of the positive half [0, log 1e6]; the negative half mirrors them. Degrees: the
@@ -203,13 +204,13 @@ class ExpectationReplicate:
     def __call__(self, index: int) -> float:
         if self.settings.direction != self.cells.direction:
             raise ValueError("the summary was built for the other direction")
-        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        rng = replicate_rng(self.seed, index)
         null_cells = self.cells.with_observed(self.cells.draw(rng))
         return max_score(
             null_cells,
             penalty=self.settings.penalty,
             restarts=self.settings.restarts,
-            seed=search_seed(child_seed(self.seed, index, 0)),
+            seed=replicate_search_seed(self.seed, index),
         )
 
 

@@ -25,6 +25,7 @@ from fairscan.engine.cells import Cells
 from fairscan.engine.executors import LOCAL_EXECUTOR, Executor
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
+from fairscan.engine.seeds import replicate_rng, replicate_search_seed
 from fairscan.interrupts import interrupt_of
 
 # null scores within this relative distance of the observed score count as ties
@@ -36,16 +37,6 @@ WORKER_STARTUP_SECONDS = 1.0
 # Replicates are sent to the workers in chunks of about this many seconds (estimated from
 # replicate 0), so that progress moves and no chunk holds a worker for long.
 CHUNK_SECONDS = 0.5
-
-
-def child_seed(seed: np.random.SeedSequence, *path: int) -> np.random.SeedSequence:
-    """The child of ``seed`` at ``path``: independent streams addressed by index, not call order."""
-    return np.random.SeedSequence(entropy=seed.entropy, spawn_key=(*seed.spawn_key, *path))
-
-
-def search_seed(seed: np.random.SeedSequence) -> int:
-    """A 63-bit integer seed for the compiled search, derived from a SeedSequence."""
-    return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 @dataclass(frozen=True)
@@ -87,7 +78,7 @@ class MdssReplicate:
     residuals: np.ndarray | None = None  # per row; the permutation draw only
 
     def __call__(self, index: int) -> float:
-        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        rng = replicate_rng(self.seed, index)
         if self.draw == "binomial" and self.score == BERNOULLI:  # the original path, unchanged
             observed = rng.binomial(self.cells.weight.astype(np.int64), self.cells.expected)
             null_cells = replace(self.cells, observed=observed.astype(np.float64))
@@ -96,7 +87,7 @@ class MdssReplicate:
                 direction=self.settings.direction,
                 penalty=self.settings.penalty,
                 restarts=self.settings.restarts,
-                seed=search_seed(child_seed(self.seed, index, 0)),
+                seed=replicate_search_seed(self.seed, index),
             )
         return best_subgroup(
             draw_cells(self.cells, self.draw, rng, self.residuals),
@@ -104,7 +95,7 @@ class MdssReplicate:
             direction=self.settings.direction,
             penalty=self.settings.penalty,
             restarts=self.settings.restarts,
-            seed=search_seed(child_seed(self.seed, index, 0)),
+            seed=replicate_search_seed(self.seed, index),
         ).best.score
 
 
@@ -124,7 +115,7 @@ class NominalReplicate:
     score: Score = BERNOULLI
 
     def __call__(self, index: int) -> float:
-        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        rng = replicate_rng(self.seed, index)
         drawn = draw_classes(self.probabilities, rng)
         best = 0.0
         for k, cells in enumerate(self.class_cells):
@@ -137,7 +128,7 @@ class NominalReplicate:
                 direction=self.settings.direction,
                 penalty=self.settings.penalty,
                 restarts=self.settings.restarts,
-                seed=search_seed(child_seed(self.seed, index, 0, k)),
+                seed=replicate_search_seed(self.seed, index, k),
             )
             best = max(best, found.best.score)
         return best

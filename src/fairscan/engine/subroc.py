@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
+from fairscan.engine.seeds import child_seed
 from fairscan.engine.subroc_kernels import (
     MEASURE_ARL,
     MEASURE_PR,
@@ -497,7 +498,7 @@ def significance(
             continue
         pair = (p_c, n_c)
         if pair not in cache:
-            rng = np.random.Generator(np.random.PCG64(_pair_seed(seed, p_c, n_c)))
+            rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
             up = rng.random((subsets, p_c))
             un = rng.random((subsets, n_c))
             null_values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=threads)
@@ -510,12 +511,4 @@ def significance(
     adjusted = adjust_p_values(np.array([t.p_value for t in tests]), correction)
     return SignificanceResult(
         overall=overall, tests=tests, adjusted=adjusted, null_pairs=len(cache)
-    )
-
-
-def _pair_seed(
-    seed: np.random.SeedSequence, positives: int, negatives: int
-) -> np.random.SeedSequence:
-    return np.random.SeedSequence(
-        entropy=seed.entropy, spawn_key=(*seed.spawn_key, positives, negatives)
     )

@@ -15,6 +15,7 @@ import html
 import math
 from collections.abc import Callable, Sequence
 
+from fairscan.data.labels import subgroup_label
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.markdown import (
     MAX_FINDINGS,
@@ -25,7 +26,7 @@ from fairscan.report.markdown import (
     verdict_line,
 )
 from fairscan.report.models import AuditReport, Effect, Finding, NullDistribution, ScanResult
-from fairscan.report.text import describe_subgroup, fmt_number, fmt_value, percent
+from fairscan.report.text import fmt_number, fmt_value, percent
 from fairscan.report.verdict import status_text
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
@@ -501,7 +502,7 @@ def _baseline_html(report: AuditReport) -> str:
     rows = []
     for e in base.entries:
         side = e.after or e.before
-        label = "" if side is None else (side.label or describe_subgroup(side.subgroup))
+        label = "" if side is None else (side.label or subgroup_label(side.subgroup))
         rows.append([e.scan_id, e.label, e.match, label])
     return (
         '<section class="box"><h2>Comparison with the baseline</h2>'

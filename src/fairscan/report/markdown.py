@@ -6,6 +6,7 @@ same table; what a scan type reports beyond it (``detail``) comes from its rende
 
 from __future__ import annotations
 
+from fairscan.data.labels import subgroup_label
 from fairscan.report.baseline import LABELS
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.models import (
@@ -16,7 +17,6 @@ from fairscan.report.models import (
     ScanResult,
 )
 from fairscan.report.text import (
-    describe_subgroup,
     fmt_p,
     fmt_value,
     headline_p,
@@ -227,7 +227,7 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
         return fmt_p(x, missing="-")
 
     def name_of(side: BaselineSide) -> str:
-        return cell(side.label or describe_subgroup(side.subgroup))
+        return cell(side.label or subgroup_label(side.subgroup))
 
     c = comparison
     source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"

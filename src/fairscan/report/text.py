@@ -55,16 +55,3 @@ def significance_words(significant: bool | None) -> str:
 def headline_p(finding: Finding) -> float | None:
     """The p-value a summary shows: the adjusted one when there is one."""
     return finding.adjusted_p_value if finding.adjusted_p_value is not None else finding.p_value
-
-
-def describe_subgroup(subgroup: dict[str, list[str]]) -> str:
-    """``{"priors": ["Over 5"], "race": ["A", "B"]}`` -> "priors = Over 5 and race in {A, B}"."""
-    if not subgroup:
-        return "everyone (no attribute constrained)"
-    parts = []
-    for attribute, values in subgroup.items():
-        if len(values) == 1:
-            parts.append(f"{attribute} = {values[0]}")
-        else:
-            parts.append(f"{attribute} in {{{', '.join(values)}}}")
-    return " and ".join(parts)

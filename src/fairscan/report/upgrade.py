@@ -27,8 +27,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from fairscan.data.labels import subgroup_label
 from fairscan.report.models import REPORT_SCHEMA_VERSION
-from fairscan.report.text import describe_subgroup
 
 V1_SCAN_BLOCKS = ("critical_value", "subroc", "ijdi", "certification", "cbs")
 V1_FINDING_EXTRAS = (
@@ -84,7 +84,7 @@ def _scan(scan: Json) -> Json:
     if blocks["certification"] is not None:
         findings += _group_findings(blocks["certification"])
     for step in (blocks["ijdi"] or {}).get("mitigation") or []:
-        step.setdefault("label", describe_subgroup(step["subgroup"]))
+        step.setdefault("label", subgroup_label(step["subgroup"]))
     scan["findings"] = findings
     scan["detail"] = {key: value for key, value in blocks.items() if value is not None}
     return scan
@@ -132,7 +132,7 @@ def _subset_finding(f: Json, scan_type: str, population: Json | None, cbs_runs: 
     return {
         "subgroup": subgroup,
         "group": None,
-        "label": describe_subgroup(subgroup),
+        "label": subgroup_label(subgroup),
         "size": size,
         "statistic": {"name": "penalised_score", "value": f.get("score")},
         "effect": effect,
@@ -149,7 +149,7 @@ def _subroc_findings(result: Json) -> list[Json]:
     measure = MEASURE_TEXT.get(result["measure"], result["measure"])
     findings = []
     for pattern in result.get("patterns", []):
-        pattern.setdefault("label", describe_subgroup(pattern["subgroup"]))
+        pattern.setdefault("label", subgroup_label(pattern["subgroup"]))
         if not pattern.get("reported"):
             continue
         search = pattern["search"]
@@ -158,7 +158,7 @@ def _subroc_findings(result: Json) -> list[Json]:
             {
                 "subgroup": subgroup,
                 "group": None,
-                "label": describe_subgroup(subgroup),
+                "label": subgroup_label(subgroup),
                 "size": int(search["size"]),
                 "statistic": {"name": "interestingness", "value": pattern.get("score")},
                 "effect": {
@@ -221,7 +221,7 @@ def _group_findings(cert: Json) -> list[Json]:
         if not group["finding"]:
             continue
         subgroup = group.get("subgroup") or None
-        label = describe_subgroup(subgroup) if subgroup else group["name"]
+        label = subgroup_label(subgroup) if subgroup else group["name"]
         findings.append(
             {
                 "subgroup": subgroup,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import sys
@@ -107,6 +106,14 @@ def apply_gate(
     return report.model_copy(update={"verdict": verdict, "baseline": comparison})
 
 
+def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
+    """A scan's seed (:func:`fairscan.engine.seeds.scan_seed`), loaded when a scan runs so the
+    light commands (validate --no-data, explain, schema) import no engine module."""
+    from fairscan.engine import seeds
+
+    return seeds.scan_seed(root, scan_id)
+
+
 def run_scan(
     prepared: PreparedAudit,
     index: int,
@@ -167,12 +174,6 @@ def run_scan(
         timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
         error=message,
     )
-
-
-def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
-    """Each scan's stream is keyed by its id, so adding or reordering scans changes nothing else."""
-    key = int.from_bytes(hashlib.sha256(scan_id.encode()).digest()[:4], "little")
-    return np.random.SeedSequence(entropy=root.entropy, spawn_key=(*root.spawn_key, key))
 
 
 def _in_scan(error: ScanError, index: int) -> ScanError:

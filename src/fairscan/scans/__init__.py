@@ -8,7 +8,7 @@ report writers receive (:func:`render_hooks`; the run layer passes them to the r
 from __future__ import annotations
 
 from fairscan.report.hooks import RenderHooks
-from fairscan.scans import bias_scan, cbs, certification, fpr_scan, ijdi_scan, shift, subroc
+from fairscan.scans import bias, cbs, certification, fpr_scan, ijdi_scan, shift, subroc
 from fairscan.scans.base import Role, ScanContext, ScanType
 from fairscan.spec.models import AuditSpec, audit_spec_model
 
@@ -17,7 +17,7 @@ SCAN_TYPES: dict[str, ScanType] = {
     for entry in (
         fpr_scan.FPR_SCAN,
         fpr_scan.TPR_SCAN,
-        bias_scan.BIAS_SCAN,
+        bias.BIAS_SCAN,
         subroc.SUBROC,
         ijdi_scan.IJDI_SCAN,
         certification.CERTIFY,

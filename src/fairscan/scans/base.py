@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 # prediction as the expected outcome if one is given (a probability for binary outcomes, a mean
 # otherwise), else none: the scan then expects the outcome's overall mean.
 Role = Literal["outcome", "probability", "score", "recommendation", "expectation"]
-ROLES: tuple[Role, ...] = ("outcome", "probability", "score", "recommendation", "expectation")
 
 
 @dataclass(frozen=True)
@@ -131,11 +130,6 @@ def lazy_runner(module: str, name: str) -> Runner:
 
     run.__name__ = run.__qualname__ = name
     return run
-
-
-def lazy_exports(module: str, names: Iterable[str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` re-exporting ``names`` of ``module`` on first access."""
-    return lazy_exports_of({module: names})
 
 
 def lazy_exports_of(sources: dict[str, Iterable[str]]) -> Callable[[str], Any]:

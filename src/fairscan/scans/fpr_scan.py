@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
+from fairscan.metric_table import CATALOGUE
 from fairscan.scans.base import ScanContext, ScanType
 from fairscan.scans.mdss_render import MDSS_HOOKS
 from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, ScoreOptions
@@ -51,7 +52,7 @@ def run_error_rate_scan(
     multiplicity = None if ctx.data.row_weight is None else ctx.data.row_weight[rows]
     overall = float(np.average(observed, weights=multiplicity))
     kind = "true negatives" if outcome_class == 0 else "true positives"
-    rate_name = "false positive rate" if outcome_class == 0 else "true positive rate"
+    rate_name = CATALOGUE["fpr" if outcome_class == 0 else "tpr"].words
     population = f"{kind} ({outcome_text(ctx.role_names, outcome_class)})"
     flagged = f"recommended positive ({recommendation})"
     if " " not in recommendation:

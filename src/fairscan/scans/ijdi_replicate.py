@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairscan.engine.ijdi import IjdiCells, ijdi_loop, null_expectations
-from fairscan.engine.randomization import child_seed, search_seed
+from fairscan.engine.seeds import replicate_rng, replicate_search_seed
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class IjdiReplicate:
     seed: np.random.SeedSequence
 
     def __call__(self, index: int) -> float:
-        rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, index)))
+        rng = replicate_rng(self.seed, index)
         expected = null_expectations(self.cells, self.lam)
         observed = rng.binomial(self.cells.weight.astype(np.int64), expected).astype(np.float64)
         outcome = ijdi_loop(
@@ -31,7 +31,7 @@ class IjdiReplicate:
             lam=self.lam,
             penalty=self.penalty,
             restarts=self.restarts,
-            seed=search_seed(child_seed(self.seed, index, 0)),
+            seed=replicate_search_seed(self.seed, index),
             max_passes=self.max_passes,
         )
         return outcome.best.score

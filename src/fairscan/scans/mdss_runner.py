@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells, compress
@@ -31,10 +32,8 @@ from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_
 from fairscan.engine.randomization import (
     NullResult,
     NullSettings,
-    child_seed,
     randomization_test,
     run_replicates,
-    search_seed,
     summarize,
 )
 from fairscan.engine.scores import (
@@ -45,6 +44,7 @@ from fairscan.engine.scores import (
     best_subgroup,
     pooled_means,
 )
+from fairscan.engine.seeds import MdssStream, child_seed, search_seed
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -56,7 +56,6 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_render import MDSS_HOOKS, MdssFindingDetail, finding_markdown
 from fairscan.spec.base import MdssScanSpecBase
 
@@ -265,7 +264,9 @@ def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
     started = time.perf_counter()
-    scanned = search_mdss(spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, 0))
+    scanned = search_mdss(
+        spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, MdssStream.SEARCH)
+    )
     search_done = time.perf_counter()
     null = _significance(
         spec, ctx, inputs, scanned.cells, scanned.found.best.score, scanned.expectation
@@ -371,7 +372,7 @@ def _significance(
             job = ExpectationReplicate(
                 expectation,
                 NullSettings(inputs.direction, spec.penalty, spec.restarts),
-                child_seed(ctx.seed, 1),
+                child_seed(ctx.seed, MdssStream.NULL),
             )
             scores = run_replicates(
                 job,
@@ -385,7 +386,7 @@ def _significance(
             cells,
             NullSettings(inputs.direction, spec.penalty, spec.restarts),
             observed,
-            child_seed(ctx.seed, 1),
+            child_seed(ctx.seed, MdssStream.NULL),
             ctx.replicates,
             ctx.alpha,
             workers=ctx.workers,

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from fairscan.spec.constraints import PENALTY, RESTARTS
+
 RULE_ERROR_TYPE = "spec_rule"
 
 
@@ -94,17 +96,17 @@ class MdssScanSpecBase(ScanSpecBase):
     """Settings shared by the multidimensional subset scans (methods.md §1.4)."""
 
     penalty: float = Field(
+        ge=PENALTY.ge,
         default=0.0,
-        ge=0,
         description=(
             "Complexity penalty per attribute value in a constrained attribute "
             "(J(S) = F(S) - penalty * c(S)); 0 = no penalty."
         ),
     )
     restarts: int = Field(
+        ge=RESTARTS.ge,
+        le=RESTARTS.le,
         default=500,
-        ge=1,
-        le=100_000,
         description="Random restarts of the coordinate ascent (restart 1 starts from all values).",
     )
 

@@ -20,7 +20,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -56,7 +56,7 @@ def validation_issues(
     unions: dict[tuple[Any, ...], list[Issue]] = {}
     for details in error.errors(include_url=False):
         walk = _walk_of(details, raw, model)
-        issue = _issue(details, raw, positions, model, walk)
+        issue = _issue(details, positions, model, walk)
         if positions is not None or filename is not None:
             issue = issue.located(filename, issue.line, issue.col)
         if walk.union_member:
@@ -431,227 +431,312 @@ def _scan_types(root: type[BaseModel]) -> list[str]:
 _GOT_SUFFIX = re.compile(r"^Input should be ")
 
 
-def _issue(
-    details: ErrorDetails,
-    raw: Any,
-    positions: Positions | None,
-    root: type[BaseModel],
-    walk: _Walk,
-) -> Issue:
-    kind = details["type"]
-    ctx = details.get("ctx") or {}
-    path = walk.path
-    value = details.get("input")
+@dataclass(frozen=True)
+class _Error:
+    """One pydantic error with what every handler reads: its kind, path, value and position."""
 
-    def where(p: Sequence[Any], *, key: bool = False) -> tuple[int | None, int | None]:
-        if positions is None:
+    details: ErrorDetails
+    positions: Positions | None
+    root: type[BaseModel]
+    walk: _Walk
+
+    @property
+    def kind(self) -> str:
+        return self.details["type"]
+
+    @property
+    def ctx(self) -> dict[str, Any]:
+        return self.details.get("ctx") or {}
+
+    @property
+    def path(self) -> tuple[Any, ...]:
+        return self.walk.path
+
+    @property
+    def value(self) -> Any:
+        return self.details.get("input")
+
+    @property
+    def source(self) -> str | None:
+        """The value as written in the YAML, where known."""
+        return self.positions.source_of(self.path) if self.positions is not None else None
+
+    @property
+    def key_source(self) -> str | None:
+        """The last key as written in the YAML, where known."""
+        return self.positions.key_source_of(self.path) if self.positions is not None else None
+
+    def where(self, path: Sequence[Any], *, key: bool = False) -> tuple[int | None, int | None]:
+        if self.positions is None:
             return None, None
-        return positions.locate_key(p) if key else positions.locate(p)
+        return self.positions.locate_key(path) if key else self.positions.locate(path)
 
-    source = positions.source_of(path) if positions is not None else None
-    line, col = where(path)
-    field = format_path(path) or None
-    hint: str | None = None
-
-    if kind == "missing":
-        key = path[-1] if path else None
-        parent = path[:-1]
-        line, col = where(parent)
-        message = f"missing required key {_key(key)}"
-        description = _description(walk.owner, key)
-        if key == "version" and not parent:
-            message = "missing required key 'version' (the spec format version)"
-            hint = "add `version: 1` at the top of the file"
-        elif walk.owner is not None and _scan_type_of(walk.owner) and key == "id":
-            hint = "give every scan an `id`, e.g. `- {id: fpr, type: fpr_scan}`"
-        elif description:
-            hint = f"add `{key}:` ({_lower_first(description)})"
-        else:
-            hint = f"add `{key}:`"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind == "extra_forbidden":
-        key = path[-1] if path else None
-        line, col = where(path, key=True)
-        key_source = positions.key_source_of(path) if positions is not None else None
-        scan_type = _scan_type_of(walk.owner)
-        owner_fields = list(walk.owner.model_fields) if walk.owner is not None else []
-        message = f"unknown key {_key(key)}"
-        if scan_type:
-            message += f" for scan type {scan_type!r}"
-        if isinstance(key, bool):
-            message = f"unknown key {_bool_message(key, key_source)}"
-        hint = _unknown_key_hint(key, owner_fields, root, scan_type, at_root=len(path) == 1)
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind == "invalid_key" or walk.key_error:
-        # A mapping key of the wrong type (YAML read it as a bool or a number).
-        line, col = where(path, key=True)
-        key = path[-1] if path else value
-        key_source = positions.key_source_of(path) if positions is not None else None
-        if path and not isinstance(key, str):
-            # name the key as written: `discretize.no`, not `discretize[false]`
-            field = format_path((*path[:-1], key_source if key_source is not None else str(key)))
-        if isinstance(key, bool):
-            message = f"keys must be strings, but {_bool_message(key, key_source)}"
-        elif isinstance(key, int | float):
-            text = key_source or str(key)
-            message = f'keys must be strings, got the number {text}; quote it: "{text}"'
-        else:
-            message = f"keys must be strings, got {_show(key, key_source)}"
-        return Issue(message, field=field, line=line, col=col)
-
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        valid = _scan_types(root) if path[:1] == ("scans",) else _ctx_tags(ctx)
-        type_path = (*path, "type")
-        field = format_path(type_path)
-        tag = raw_tag = _child(walk.raw, "type")
-        tag_source = positions.source_of(type_path) if positions is not None else None
-        valid_text = ", ".join(valid)
-        if kind == "union_tag_not_found" or raw_tag is _MISSING:
-            line, col = where(path)
-            message = "missing required key 'type'" + (
-                " (which kind of scan to run)" if path[:1] == ("scans",) else ""
-            )
-            hint = f"add `type:` with one of: {valid_text}"
-        else:
-            line, col = where(type_path)
-            if isinstance(tag, bool):
-                message = f"unknown scan type: {_bool_message(tag, tag_source)}"
-            else:
-                message = f"unknown scan type {_show(tag, tag_source)}"
-            suggestion = _did_you_mean(tag, valid)
-            hint = (f"{suggestion} " if suggestion else "") + f"valid types: {valid_text}"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if path == ("version",) and walk.owner is root:
-        return _version_issue(value, source, field, line, col)
-
-    if kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
-        message = f"expected a mapping (key: value pairs), got {_show(value, source)}"
-        if len(path) == 2 and path[0] == "scans" and isinstance(path[1], int):
-            hint = "write each scan as a mapping, e.g. `- {id: fpr, type: fpr_scan}`"
-        elif value is None:
-            hint = f"indent the keys of `{format_path(path)}` below it, or remove the empty key"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind in ("list_type", "tuple_type", "set_type"):
-        message = f"expected a list, got {_show(value, source)}"
-        hint = "write a list as `[a, b]` or as one `- item` per line"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind in ("string_type", "string_sub_type", "str_type"):
-        if isinstance(value, bool):
-            message = _bool_message(value, source)
-        elif isinstance(value, int | float):
-            text = source if source is not None else str(value)
-            message = f'expected a string, got the number {text}; quote it: "{text}"'
-        else:
-            message = f"expected a string, got {_show(value, source)}"
-        return Issue(message, field=field, line=line, col=col)
-
-    if kind in ("literal_error", "enum"):
-        expected = _literal_values(walk.ann) or _ctx_expected(ctx)
-        options = _or_list(expected) if expected else ctx.get("expected", "")
-        if isinstance(value, bool) and any(isinstance(e, str) for e in expected):
-            message = f"{_bool_message(value, source)}; expected {options}"
-        else:
-            message = f"expected {options}, got {_show(value, source)}"
-        hint = _did_you_mean(value, expected)
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
-        message = f"expected a whole number, got {_show(value, source)}"
-        if isinstance(value, str):
-            hint = "write numbers without quotes"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind == "finite_number":
-        shown = source if source is not None else repr(value)
-        message = f"expected a finite number, got {shown}"
-        hint = "NaN and infinity are not allowed here; write a real number such as 0.05"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind in ("float_type", "float_parsing"):
-        message = f"expected a number, got {_show(value, source)}"
-        if isinstance(value, str) and _looks_numeric(value):
-            hint = "write numbers without quotes"
-        else:
-            hint = _range_hint(walk)
-        return Issue(message, hint=hint, field=field, line=line, col=col)
-
-    if kind in ("bool_type", "bool_parsing"):
-        message = f"expected true or false, got {_show(value, source)}"
-        return Issue(message, field=field, line=line, col=col)
-
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {
-            "greater_than": ">",
-            "greater_than_equal": ">=",
-            "less_than": "<",
-            "less_than_equal": "<=",
-        }[kind]
-        bound = ctx.get(
-            {
-                "greater_than": "gt",
-                "greater_than_equal": "ge",
-                "less_than": "lt",
-                "less_than_equal": "le",
-            }[kind]
+    def issue(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        at: Sequence[Any] | None = None,
+        key: bool = False,
+        field: str | None = None,
+    ) -> Issue:
+        """An issue at ``at`` (default: the error's path; ``key``: the key itself), naming
+        ``field`` (default: the error's path)."""
+        line, col = self.where(self.path if at is None else at, key=key)
+        return Issue(
+            message, hint=hint, field=field or format_path(self.path) or None, line=line, col=col
         )
-        if isinstance(bound, float) and bound.is_integer():
-            bound = int(bound)
-        message = f"must be {op} {bound}, got {_show(value, source)}"
-        return Issue(message, hint=_range_hint(walk), field=field, line=line, col=col)
 
-    if kind == "too_short":
-        minimum = ctx.get("min_length", 1)
-        if isinstance(value, list | dict) and not value:
-            message = "must not be empty"
-        else:
-            actual = ctx.get("actual_length", "fewer")
-            message = f"needs at least {minimum} item{'s' if minimum != 1 else ''}, got {actual}"
-        return Issue(message, field=field, line=line, col=col)
 
-    if kind == "too_long":
-        message = (
-            f"has too many items: at most {ctx.get('max_length')}, got {ctx.get('actual_length')}"
+def _missing(e: _Error) -> Issue:
+    key = e.path[-1] if e.path else None
+    parent = e.path[:-1]
+    message = f"missing required key {_key(key)}"
+    description = _description(e.walk.owner, key)
+    if key == "version" and not parent:
+        message = "missing required key 'version' (the spec format version)"
+        hint = "add `version: 1` at the top of the file"
+    elif e.walk.owner is not None and _scan_type_of(e.walk.owner) and key == "id":
+        hint = "give every scan an `id`, e.g. `- {id: fpr, type: fpr_scan}`"
+    elif description:
+        hint = f"add `{key}:` ({_lower_first(description)})"
+    else:
+        hint = f"add `{key}:`"
+    return e.issue(message, hint, at=parent)
+
+
+def _extra_forbidden(e: _Error) -> Issue:
+    key = e.path[-1] if e.path else None
+    scan_type = _scan_type_of(e.walk.owner)
+    owner_fields = list(e.walk.owner.model_fields) if e.walk.owner is not None else []
+    message = f"unknown key {_key(key)}"
+    if scan_type:
+        message += f" for scan type {scan_type!r}"
+    if isinstance(key, bool):
+        message = f"unknown key {_bool_message(key, e.key_source)}"
+    hint = _unknown_key_hint(key, owner_fields, e.root, scan_type, at_root=len(e.path) == 1)
+    return e.issue(message, hint, key=True)
+
+
+def _invalid_key(e: _Error) -> Issue:
+    """A mapping key of the wrong type (YAML read it as a bool or a number)."""
+    key = e.path[-1] if e.path else e.value
+    key_source = e.key_source
+    field = None
+    if e.path and not isinstance(key, str):
+        # name the key as written: `discretize.no`, not `discretize[false]`
+        field = format_path((*e.path[:-1], key_source if key_source is not None else str(key)))
+    if isinstance(key, bool):
+        message = f"keys must be strings, but {_bool_message(key, key_source)}"
+    elif isinstance(key, int | float):
+        text = key_source or str(key)
+        message = f'keys must be strings, got the number {text}; quote it: "{text}"'
+    else:
+        message = f"keys must be strings, got {_show(key, key_source)}"
+    return e.issue(message, key=True, field=field)
+
+
+def _union_tag(e: _Error) -> Issue:
+    in_scans = e.path[:1] == ("scans",)
+    valid = _scan_types(e.root) if in_scans else _ctx_tags(e.ctx)
+    type_path = (*e.path, "type")
+    field = format_path(type_path)
+    tag = _child(e.walk.raw, "type")
+    valid_text = ", ".join(valid)
+    if e.kind == "union_tag_not_found" or tag is _MISSING:
+        message = "missing required key 'type'" + (
+            " (which kind of scan to run)" if in_scans else ""
         )
-        return Issue(message, field=field, line=line, col=col)
+        return e.issue(message, f"add `type:` with one of: {valid_text}", field=field)
+    tag_source = e.positions.source_of(type_path) if e.positions is not None else None
+    if isinstance(tag, bool):
+        message = f"unknown scan type: {_bool_message(tag, tag_source)}"
+    else:
+        message = f"unknown scan type {_show(tag, tag_source)}"
+    suggestion = _did_you_mean(tag, valid)
+    hint = (f"{suggestion} " if suggestion else "") + f"valid types: {valid_text}"
+    return e.issue(message, hint, at=type_path, field=field)
 
-    if kind == "string_too_short":
-        if value == "":
-            message = "must not be empty"
-        else:
-            minimum = ctx.get("min_length")
-            message = f"must be at least {minimum} characters long, got {_show(value, source)}"
-        return Issue(message, field=field, line=line, col=col)
 
-    if kind == "string_pattern_mismatch":
-        message = (
-            "must start with a letter or digit and contain only letters, digits, "
-            f"'_', '.' and '-', got {_show(value, source)}"
-        )
-        if isinstance(value, str):
-            cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value).strip("-._")
-            if cleaned:
-                hint = f"for example {_quote(cleaned)}"
-        return Issue(message, hint=hint, field=field, line=line, col=col)
+def _version(e: _Error) -> Issue:
+    line, col = e.where(e.path)
+    return _version_issue(e.value, e.source, format_path(e.path) or None, line, col)
 
-    if kind in (RULE_ERROR_TYPE, "value_error", "assertion_error"):
-        message = details["msg"]
-        for prefix in ("Value error, ", "Assertion failed, "):
-            if message.startswith(prefix):
-                message = message[len(prefix) :]
-        rule_hint = ctx.get("spec_hint")
-        hint = rule_hint if isinstance(rule_hint, str) else None
-        return Issue(message, hint=hint, field=field, line=line, col=col)
 
-    # Anything else: pydantic's own words, adapted.
-    message = _GOT_SUFFIX.sub("should be ", details["msg"])
-    if value is not None and not isinstance(value, dict | list):
-        message += f", got {_show(value, source)}"
-    return Issue(message, field=field, line=line, col=col)
+def _mapping_type(e: _Error) -> Issue:
+    message = f"expected a mapping (key: value pairs), got {_show(e.value, e.source)}"
+    hint = None
+    if len(e.path) == 2 and e.path[0] == "scans" and isinstance(e.path[1], int):
+        hint = "write each scan as a mapping, e.g. `- {id: fpr, type: fpr_scan}`"
+    elif e.value is None:
+        hint = f"indent the keys of `{format_path(e.path)}` below it, or remove the empty key"
+    return e.issue(message, hint)
+
+
+def _list_type(e: _Error) -> Issue:
+    message = f"expected a list, got {_show(e.value, e.source)}"
+    return e.issue(message, "write a list as `[a, b]` or as one `- item` per line")
+
+
+def _string_type(e: _Error) -> Issue:
+    value, source = e.value, e.source
+    if isinstance(value, bool):
+        message = _bool_message(value, source)
+    elif isinstance(value, int | float):
+        text = source if source is not None else str(value)
+        message = f'expected a string, got the number {text}; quote it: "{text}"'
+    else:
+        message = f"expected a string, got {_show(value, source)}"
+    return e.issue(message)
+
+
+def _literal(e: _Error) -> Issue:
+    value, source = e.value, e.source
+    expected = _literal_values(e.walk.ann) or _ctx_expected(e.ctx)
+    options = _or_list(expected) if expected else e.ctx.get("expected", "")
+    if isinstance(value, bool) and any(isinstance(x, str) for x in expected):
+        message = f"{_bool_message(value, source)}; expected {options}"
+    else:
+        message = f"expected {options}, got {_show(value, source)}"
+    return e.issue(message, _did_you_mean(value, expected))
+
+
+def _int_type(e: _Error) -> Issue:
+    hint = "write numbers without quotes" if isinstance(e.value, str) else None
+    return e.issue(f"expected a whole number, got {_show(e.value, e.source)}", hint)
+
+
+def _finite_number(e: _Error) -> Issue:
+    shown = e.source if e.source is not None else repr(e.value)
+    hint = "NaN and infinity are not allowed here; write a real number such as 0.05"
+    return e.issue(f"expected a finite number, got {shown}", hint)
+
+
+def _float_type(e: _Error) -> Issue:
+    hint: str | None
+    if isinstance(e.value, str) and _looks_numeric(e.value):
+        hint = "write numbers without quotes"
+    else:
+        hint = _range_hint(e.walk)
+    return e.issue(f"expected a number, got {_show(e.value, e.source)}", hint)
+
+
+def _bool_type(e: _Error) -> Issue:
+    return e.issue(f"expected true or false, got {_show(e.value, e.source)}")
+
+
+# comparison error kind -> (operator, its ctx key)
+_BOUNDS = {
+    "greater_than": (">", "gt"),
+    "greater_than_equal": (">=", "ge"),
+    "less_than": ("<", "lt"),
+    "less_than_equal": ("<=", "le"),
+}
+
+
+def _bound(e: _Error) -> Issue:
+    op, name = _BOUNDS[e.kind]
+    bound = e.ctx.get(name)
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)
+    return e.issue(f"must be {op} {bound}, got {_show(e.value, e.source)}", _range_hint(e.walk))
+
+
+def _too_short(e: _Error) -> Issue:
+    minimum = e.ctx.get("min_length", 1)
+    if isinstance(e.value, list | dict) and not e.value:
+        return e.issue("must not be empty")
+    actual = e.ctx.get("actual_length", "fewer")
+    return e.issue(f"needs at least {minimum} item{'s' if minimum != 1 else ''}, got {actual}")
+
+
+def _too_long(e: _Error) -> Issue:
+    max_length, actual = e.ctx.get("max_length"), e.ctx.get("actual_length")
+    return e.issue(f"has too many items: at most {max_length}, got {actual}")
+
+
+def _string_too_short(e: _Error) -> Issue:
+    if e.value == "":
+        return e.issue("must not be empty")
+    minimum = e.ctx.get("min_length")
+    return e.issue(f"must be at least {minimum} characters long, got {_show(e.value, e.source)}")
+
+
+def _string_pattern(e: _Error) -> Issue:
+    message = (
+        "must start with a letter or digit and contain only letters, digits, "
+        f"'_', '.' and '-', got {_show(e.value, e.source)}"
+    )
+    hint = None
+    if isinstance(e.value, str):
+        cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", e.value).strip("-._")
+        if cleaned:
+            hint = f"for example {_quote(cleaned)}"
+    return e.issue(message, hint)
+
+
+def _rule(e: _Error) -> Issue:
+    """A model rule (:func:`fairscan.spec.base.rule_error`) or a validator's own words."""
+    message = e.details["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    rule_hint = e.ctx.get("spec_hint")
+    return e.issue(message, rule_hint if isinstance(rule_hint, str) else None)
+
+
+def _pydantic_words(e: _Error) -> Issue:
+    """Anything else: pydantic's own words, adapted."""
+    message = _GOT_SUFFIX.sub("should be ", e.details["msg"])
+    if e.value is not None and not isinstance(e.value, dict | list):
+        message += f", got {_show(e.value, e.source)}"
+    return e.issue(message)
+
+
+Handler = Callable[[_Error], Issue]
+
+# pydantic error kind -> the handler that words it
+_HANDLERS: dict[str, Handler] = {
+    "missing": _missing,
+    "extra_forbidden": _extra_forbidden,
+    "invalid_key": _invalid_key,
+    **dict.fromkeys(("union_tag_invalid", "union_tag_not_found"), _union_tag),
+    **dict.fromkeys(
+        ("model_type", "model_attributes_type", "dict_type", "mapping_type"), _mapping_type
+    ),
+    **dict.fromkeys(("list_type", "tuple_type", "set_type"), _list_type),
+    **dict.fromkeys(("string_type", "string_sub_type", "str_type"), _string_type),
+    **dict.fromkeys(("literal_error", "enum"), _literal),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float", "int_parsing_size"), _int_type),
+    "finite_number": _finite_number,
+    **dict.fromkeys(("float_type", "float_parsing"), _float_type),
+    **dict.fromkeys(("bool_type", "bool_parsing"), _bool_type),
+    **dict.fromkeys(_BOUNDS, _bound),
+    "too_short": _too_short,
+    "too_long": _too_long,
+    "string_too_short": _string_too_short,
+    "string_pattern_mismatch": _string_pattern,
+    **dict.fromkeys((RULE_ERROR_TYPE, "value_error", "assertion_error"), _rule),
+}
+# kinds worded before the two overrides below: a key error (a mapping key of the wrong type,
+# whatever pydantic calls it) and any error on the root's `version`
+_BEFORE_KEY_ERROR = frozenset({"missing", "extra_forbidden"})
+_BEFORE_VERSION = _BEFORE_KEY_ERROR | {"invalid_key", "union_tag_invalid", "union_tag_not_found"}
+
+
+def _handler(e: _Error) -> Handler:
+    if e.walk.key_error and e.kind not in _BEFORE_KEY_ERROR:
+        return _invalid_key
+    if e.path == ("version",) and e.walk.owner is e.root and e.kind not in _BEFORE_VERSION:
+        return _version
+    return _HANDLERS.get(e.kind, _pydantic_words)
+
+
+def _issue(
+    details: ErrorDetails, positions: Positions | None, root: type[BaseModel], walk: _Walk
+) -> Issue:
+    error = _Error(details, positions, root, walk)
+    return _handler(error)(error)
 
 
 def _version_issue(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -249,12 +249,13 @@ class SpecLoader(yaml.SafeLoader):
         # (mapping node, key, first key node, repeated key node)
         self.duplicates: list[tuple[MappingNode, Any, Node, Node]] = []
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         # PyYAML composes recursively: bound the nesting before Python's recursion limit does
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                event = self.peek_event()
+                peek: Callable[[], yaml.Event] = self.peek_event  # untyped in the stubs
+                event = peek()
                 raise _TooComplex(
                     f"the spec is nested more than {MAX_DEPTH} levels deep",
                     event.start_mark,
@@ -268,7 +269,10 @@ class SpecLoader(yaml.SafeLoader):
     def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, MappingNode):
             raise yaml.constructor.ConstructorError(
-                None, None, f"expected a mapping node, but found {node.id}", node.start_mark
+                None,
+                None,
+                f"expected a mapping node, but found {getattr(node, 'id', 'another node')}",
+                node.start_mark,
             )
         self._find_duplicates(node)
         self.flatten_mapping(node)  # resolves `<<: *anchor` merge keys in place

@@ -9,39 +9,21 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import Field, create_model, field_validator, model_validator
 
 from fairscan.errors import truncate
+from fairscan.metric_table import CATALOGUE
+from fairscan.spec import constraints
 from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
-# The range of each bounded per-record metric L (engine.audit_metrics.METRICS), hence of a
-# numeric `target` (the mean of L) of a certify/flag scan; loss columns and squared_error
-# (any real score) are unbounded.
+# The range of each bounded per-record metric L, hence of a numeric `target` (the mean of L) of
+# a certify/flag scan; loss columns and squared_error (any real score) are unbounded.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(
-        (
-            "fpr",
-            "fnr",
-            "tpr",
-            "tnr",
-            "ppv",
-            "npv",
-            "positive_rate",
-            "accuracy",
-            "error",
-            "coverage",
-            "brier",
-        ),
-        (0.0, 1.0),
-    ),
-    "calibration": (-1.0, 1.0),  # outcome - prediction
+    name: metric.range for name, metric in CATALOGUE.items() if metric.range is not None
 }
 
 MAX_NAME_BYTES = 255  # one file or directory name (most file systems)
 MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
 
-# Limits of the significance settings, shared with the command-line overrides.
-MAX_REPLICATES = 1_000_000
-MAX_WORKERS = 256
 # significance.executor: `local` or dask://HOST:PORT (host name, IPv4 or [IPv6]); the same
 # pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
 EXECUTOR_PATTERN = (
@@ -184,23 +166,28 @@ class DiscretizeSpec(StrictModel):
 
 class SignificanceSpec(StrictModel):
     replicates: int = Field(
+        ge=constraints.REPLICATES.ge,
+        le=constraints.REPLICATES.le,
         default=999,
-        ge=0,
-        le=MAX_REPLICATES,
         description="Null replicates of the randomization test; 0 = no test.",
     )
-    alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level.")
+    alpha: float = Field(
+        gt=constraints.ALPHA.gt,
+        lt=constraints.ALPHA.lt,
+        default=0.05,
+        description="Significance level.",
+    )
     seed: int | None = Field(
+        ge=constraints.SEED.ge,
         default=None,
-        ge=0,
         description=(
             "Seed for every random choice; omit for fresh entropy (recorded in the report)."
         ),
     )
     workers: int | None = Field(
+        ge=constraints.WORKERS.ge,
+        le=constraints.WORKERS.le,
         default=None,
-        ge=1,
-        le=MAX_WORKERS,
         description=(
             "Worker processes for null replicates (default: number of CPUs). "
             "Results do not depend on it."
@@ -264,13 +251,19 @@ class ScanDefaults(StrictModel):
     """Settings given to every scan that has the field and does not set it (``defaults:``)."""
 
     penalty: float | None = Field(
-        default=None, ge=0, description="Complexity penalty of the MDSS scans."
+        ge=constraints.PENALTY.ge, default=None, description="Complexity penalty of the MDSS scans."
     )
     restarts: int | None = Field(
-        default=None, ge=1, le=100_000, description="Random restarts of the MDSS scans."
+        ge=constraints.RESTARTS.ge,
+        le=constraints.RESTARTS.le,
+        default=None,
+        description="Random restarts of the MDSS scans.",
     )
     bootstrap: int | None = Field(
-        default=None, ge=1, description="Bootstrap resamples of certify/flag scans."
+        ge=constraints.BOOTSTRAP.ge,
+        le=constraints.BOOTSTRAP.le,
+        default=None,
+        description="Bootstrap resamples of certify, flag and shift scans.",
     )
 
 

@@ -12,15 +12,15 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import cbs as engine
 from fairscan.engine.randomization import (
     NullResult,
-    child_seed,
     run_replicates,
-    search_seed,
     summarize,
 )
+from fairscan.engine.seeds import MdssStream, child_seed, search_seed
 from fairscan.errors import ScanError
 from fairscan.report.models import (
     Effect,
@@ -40,7 +40,6 @@ from fairscan.scans.cbs.models import (
 )
 from fairscan.scans.cbs.spec import CbsModels, CbsSpec, Scalar, metric_name
 from fairscan.scans.features import design_matrix
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -204,7 +203,7 @@ def _permutation_test(
         # prepared: the pattern fits' starts are built before replicate 0, whose time decides
         # whether worker processes pay off
         job = engine.CbsPermutation(
-            inputs.data, a, inputs.settings, child_seed(ctx.seed, 1, index)
+            inputs.data, a, inputs.settings, child_seed(ctx.seed, MdssStream.NULL, index)
         ).prepared()
         scores = run_replicates(
             job,
@@ -397,7 +396,7 @@ def _run_class(
 ) -> CbsRunOutput:
     """One protected class: models and scan, permutation test, run record and finding."""
     mark = time.perf_counter()
-    seed = search_seed(child_seed(ctx.seed, 0, index))
+    seed = search_seed(child_seed(ctx.seed, MdssStream.SEARCH, index))
     outcome = engine.run(inputs.data, inputs.settings, a, seed)
     timer.search += time.perf_counter() - mark
     est = outcome.estimate

@@ -12,20 +12,15 @@ proves a disparity, every tested group that cannot be certified when it would pr
 
 from __future__ import annotations
 
+from fairscan.metric_table import NEEDS_DOC
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.certification.spec import (
     CertifySpec,
     FlagSpec,
     certificate_claim,
     extra_columns,
-    needs,
 )
-
-NEEDS_DOC = (
-    "outcome (not with `loss`); plus the recommendation for the decision metrics (fpr, fnr, "
-    "tpr, tnr, ppv, npv, positive_rate, accuracy, error), the prediction as a probability for "
-    "brier and calibration, or as a score for squared_error"
-)
+from fairscan.scans.metric_inputs import needs
 
 FLAG = ScanType(
     type="flag",

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.engine import audit_bootstrap as ab
 from fairscan.engine.audit_groups import GroupCollection, from_masks, intersections, intervals
-from fairscan.engine.audit_metrics import metric_values
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import AuditStream, child_seed
 from fairscan.errors import FairscanError, ScanError
-from fairscan.metric_table import METRIC_WORDS, METRICS
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -50,27 +49,7 @@ from fairscan.scans.certification.spec import (
     ReferenceTarget,
     certificate_claim,
 )
-from fairscan.scans.labels import subgroup_label
-
-# metric inputs (engine.audit_metrics.METRICS) -> the ScanContext role that holds them
-_ROLE_ATTR = {
-    "outcome": "outcome",
-    "recommendation": "recommendation",
-    "probability": "prediction",
-    "score": "prediction",
-}
-
-
-@dataclass(frozen=True)
-class MetricInputs:
-    """L, its population and how to name them."""
-
-    L: np.ndarray  # (n,) per-record metric, 0 outside the population
-    population: np.ndarray  # (n,) bool
-    name: str  # e.g. "fpr" or "loss cost"
-    words: str  # e.g. "false positive rate" (the findings' effect metric)
-    text: str  # what L is, e.g. "flagged positive"
-    population_text: str  # e.g. "rows with outcome = 0"
+from fairscan.scans.metric_inputs import MetricInputs, metric_inputs, numeric_column
 
 
 @dataclass(frozen=True)
@@ -109,17 +88,6 @@ def _label(v: object) -> str:
     return str(v)
 
 
-def _numeric(ctx: ScanContext, column: str, field: str) -> np.ndarray:
-    values = ctx.data.extra.get(column)
-    if values is None:
-        raise ScanError(f"column {column!r} was not loaded", field=field)
-    if values.dtype == object:
-        raise ScanError(
-            f"column {column!r} is not numeric", field=field, hint="use a numeric column"
-        )
-    return values.astype(np.float64)
-
-
 def _matches(values: np.ndarray, wanted: object) -> np.ndarray:
     if values.dtype == object:
         return np.asarray(values == _label(wanted), dtype=bool)
@@ -127,34 +95,6 @@ def _matches(values: np.ndarray, wanted: object) -> np.ndarray:
         return np.asarray(values == float(wanted), dtype=bool)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return np.zeros(len(values), dtype=bool)
-
-
-def metric_inputs(spec: AuditSpec, ctx: ScanContext) -> MetricInputs:
-    """L and its population, from a loss column or a named metric on this scan's roles."""
-    n = ctx.data.n_rows
-    if spec.loss is not None:
-        L = _numeric(ctx, spec.loss, "loss")
-        return MetricInputs(
-            L=L,
-            population=np.ones(n, dtype=bool),
-            name=f"loss {spec.loss}",
-            words=f"mean {spec.loss}",
-            text=f"per-row {spec.loss}",
-            population_text="all rows",
-        )
-    assert spec.metric is not None  # the spec model requires metric or loss
-    inputs, text, population_text = METRICS[spec.metric]
-    given = {item: getattr(ctx, _ROLE_ATTR[item]) for item in inputs if item in _ROLE_ATTR}
-    column = _numeric(ctx, spec.column, "column") if spec.column else None
-    L, population = metric_values(
-        spec.metric,
-        given.get("outcome"),
-        given.get("recommendation"),
-        given.get("probability", given.get("score")),
-        column,
-    )
-    words = METRIC_WORDS[spec.metric]
-    return MetricInputs(L, population, spec.metric, words, text, population_text)
 
 
 def target_of(spec: AuditSpec, ctx: ScanContext, metric: MetricInputs) -> Target:
@@ -211,7 +151,7 @@ def _attribute_groups(g: AttributeGroups, ctx: ScanContext) -> GroupCollection:
 def _filter_groups(g: list[NamedFilter], ctx: ScanContext) -> GroupCollection:
     import polars as pl
 
-    from fairscan.data.filters import filter_expression
+    from fairscan.data.filter_compile import filter_expression
 
     data = ctx.data
     frame = pl.DataFrame(
@@ -241,7 +181,7 @@ def groups_of(spec: AuditSpec, ctx: ScanContext) -> tuple[GroupCollection, int]:
     if isinstance(g, AttributeGroups):
         return _attribute_groups(g, ctx), g.min_size
     if isinstance(g, IntervalGroups):
-        values = _numeric(ctx, g.intervals.attribute, "groups.intervals.attribute")
+        values = numeric_column(ctx, g.intervals.attribute, "groups.intervals.attribute")
         return intervals(values, g.intervals.grid, g.intervals.attribute), g.min_size
     return _filter_groups(g, ctx), 1
 
@@ -329,7 +269,7 @@ def _run_certify(
 def run_engine(
     spec: AuditSpec, ctx: ScanContext, problem: ab.AuditProblem, min_size: int
 ) -> EngineOutput:
-    seed = child_seed(ctx.seed, 0)
+    seed = child_seed(ctx.seed, AuditStream.BOOTSTRAP)
     if isinstance(spec, FlagSpec):
         return _run_flag(spec, problem, ctx.alpha, seed, min_size)
     return _run_certify(spec, problem, ctx.alpha, seed, min_size)
@@ -455,14 +395,6 @@ def _bounds_text(group: AuditGroup, level: str) -> str:
     return "no bound"
 
 
-RATE_NAMES = ("fpr", "fnr", "tpr", "tnr", "ppv", "npv")
-
-
-def short_metric(name: str, words: str) -> str:
-    """``FPR`` for the rates, else the metric in words (``mean cost``)."""
-    return name.upper() if name in RATE_NAMES else words
-
-
 def short_target(text: str) -> str:
     """The target in a few words: ``overall``, ``the known value 0.1``, ``for sex = F``."""
     if text.startswith("overall"):
@@ -490,7 +422,7 @@ def _description(
 ) -> str:
     gap = "n/a" if group.gap is None else f"{group.gap:+.3f}"
     head = (
-        f"{label}: {short_metric(metric.name, metric.words)} {num(group.estimate)} vs "
+        f"{label}: {metric.short} {num(group.estimate)} vs "
         f"{num(result.theta)} {short_target(result.target)} (gap {gap})"
     )
     if isinstance(spec, FlagSpec):

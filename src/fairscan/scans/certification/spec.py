@@ -19,25 +19,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.metric_table import METRICS
-from fairscan.scans.base import Role
+from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
-
-MetricName = Literal[
-    "fpr",
-    "fnr",
-    "tpr",
-    "tnr",
-    "ppv",
-    "npv",
-    "positive_rate",
-    "accuracy",
-    "error",
-    "brier",
-    "calibration",
-    "coverage",
-    "squared_error",
-]
+from fairscan.spec.constraints import BOOTSTRAP
 
 
 class ReferenceValue(StrictModel):
@@ -136,7 +120,9 @@ class _AuditSpecBase(ScanSpecBase, DecisionOverrides):
     side: Literal["above", "below", "both"] = Field(
         default="above", description="Alternative: eps > tol, eps < tol, or two-sided."
     )
-    bootstrap: int = Field(default=500, ge=10, le=100_000, description="Bootstrap resamples B.")
+    bootstrap: int = Field(
+        ge=BOOTSTRAP.ge, le=BOOTSTRAP.le, default=500, description="Bootstrap resamples B."
+    )
 
     @model_validator(mode="after")
     def _metric_or_loss(self) -> _AuditSpecBase:
@@ -162,9 +148,9 @@ class _AuditSpecBase(ScanSpecBase, DecisionOverrides):
             )
         return self
 
-    def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
-        return () if self.metric is None else METRICS[self.metric][0]
+    def inputs(self) -> tuple[MetricInput, ...]:
+        """What L is computed from (``fairscan.metric_table.CATALOGUE``); () for a loss column."""
+        return () if self.metric is None else CATALOGUE[self.metric].inputs
 
 
 class FlagSpec(_AuditSpecBase):
@@ -196,24 +182,6 @@ class CertifySpec(_AuditSpecBase):
 
 
 AuditSpec = FlagSpec | CertifySpec
-
-# inputs of fairscan.metric_table.METRICS that are data roles (the rest: the metric's own column)
-_ROLES: dict[str, Role] = {
-    "outcome": "outcome",
-    "recommendation": "recommendation",
-    "probability": "probability",
-    "score": "score",
-}
-
-
-def needs(spec: AuditSpec) -> tuple[Role, ...]:
-    """The data roles of a certify/flag scan: those its metric reads (none for a loss column).
-
-    An outcome for every metric that compares with it; a recommendation for fpr ... error; the
-    prediction as a probability in [0, 1] for brier and calibration, as any real for
-    squared_error. Coverage and ``loss`` read their own column only.
-    """
-    return tuple(_ROLES[item] for item in spec.inputs() if item in _ROLES)
 
 
 def extra_columns(spec: AuditSpec) -> dict[str, str]:

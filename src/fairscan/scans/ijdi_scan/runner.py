@@ -14,16 +14,17 @@ from typing import Any
 
 import numpy as np
 
+from fairscan.data.labels import subgroup_label
 from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
 from fairscan.engine.mdss import ScanProblem, is_material
 from fairscan.engine.randomization import (
     NullResult,
-    child_seed,
     run_replicates,
-    search_seed,
     summarize,
 )
+from fairscan.engine.seeds import IjdiStream, child_seed, search_seed
 from fairscan.errors import ScanError
+from fairscan.metric_table import CATALOGUE
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -42,7 +43,6 @@ from fairscan.scans.ijdi_scan.models import (
     MitigationStep,
 )
 from fairscan.scans.ijdi_scan.spec import IjdiScanSpec
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 from fairscan.scans.roles import compare, outcome_text
 
@@ -125,7 +125,7 @@ def _inputs(spec: IjdiScanSpec, ctx: ScanContext) -> IjdiInputs:
         base_rate_source=source,
         outcome_class=outcome_class,
         kind=kind,
-        rate_name="false positive rate" if outcome_class == 0 else "true positive rate",
+        rate_name=CATALOGUE["fpr" if outcome_class == 0 else "tpr"].words,
         population=f"{kind} ({outcome_text(ctx.role_names, outcome_class)})",
     )
 
@@ -153,7 +153,7 @@ def _scan_pass(
         lam=inputs.lam,
         penalty=spec.penalty,
         restarts=spec.restarts,
-        seed=search_seed(child_seed(ctx.seed, 0)),
+        seed=search_seed(child_seed(ctx.seed, IjdiStream.SEARCH)),
         max_passes=spec.max_passes,
     )
     timer.search += time.perf_counter() - mark
@@ -246,7 +246,9 @@ def _mitigate(
             )
         )
         rec = new_rec
-        current = _scan_pass(spec, ctx, inputs, rec, child_seed(ctx.seed, 2, k), timer)
+        current = _scan_pass(
+            spec, ctx, inputs, rec, child_seed(ctx.seed, IjdiStream.MITIGATION, k), timer
+        )
     if not steps:
         return steps, "not_needed"
     return steps, "cap" if current.significant else "resolved"
@@ -370,7 +372,9 @@ def _result(
 def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     timer = ScanTimer()
     inputs = _inputs(spec, ctx)
-    first = _scan_pass(spec, ctx, inputs, inputs.recommendation, child_seed(ctx.seed, 1), timer)
+    first = _scan_pass(
+        spec, ctx, inputs, inputs.recommendation, child_seed(ctx.seed, IjdiStream.NULL), timer
+    )
     findings = [_finding(ctx, spec, inputs, first)] if is_material(first.outcome.best) else []
     mitigation = None
     if spec.mitigation is not None and findings and first.null is not None:

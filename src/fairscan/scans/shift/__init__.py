@@ -17,9 +17,9 @@ finding's detail). With no named tilt the scan reports t* and the worst case, st
 
 from __future__ import annotations
 
+from fairscan.metric_table import NEEDS_DOC
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
-from fairscan.scans.certification import NEEDS_DOC
-from fairscan.scans.certification.spec import needs
+from fairscan.scans.metric_inputs import needs
 from fairscan.scans.shift.spec import ShiftSpec, extra_columns
 
 SHIFT = ScanType(

@@ -9,12 +9,11 @@ the worst-case tilt, with status ``no_finding``.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from fairscan.engine import rkhs
-from fairscan.engine.randomization import child_seed
+from fairscan.engine.seeds import ShiftStream, child_seed
 from fairscan.errors import FairscanError, ScanError
 from fairscan.report.models import (
     Effect,
@@ -27,7 +26,7 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.certification.runner import MetricInputs, metric_inputs
+from fairscan.scans.metric_inputs import MetricInputs, metric_inputs
 from fairscan.scans.shift.models import (
     FeatureRange,
     ShiftResult,
@@ -36,9 +35,6 @@ from fairscan.scans.shift.models import (
     WorstCase,
 )
 from fairscan.scans.shift.spec import CenterTilt, SampleTilt, ShiftSpec
-
-if TYPE_CHECKING:
-    from fairscan.scans.certification.spec import AuditSpec
 
 PROFILE_BINS = 20
 LEVELS = np.array([0.1, 0.5, 0.9])
@@ -88,7 +84,7 @@ def _sample_centers(
     if len(Z) == 0:
         raise ScanError(f"tilt {tilt.name!r}: the sample has no complete row", field=field)
     if len(Z) > spec.exact_max_rows:
-        rng = np.random.default_rng(child_seed(ctx.seed, 2, j))
+        rng = np.random.default_rng(child_seed(ctx.seed, ShiftStream.TILT, j))
         Z = Z[np.sort(rng.choice(len(Z), spec.exact_max_rows, replace=False))]
         warnings.append(
             f"tilt {tilt.name!r}: the sample's kernel mean uses {spec.exact_max_rows} of its "
@@ -271,7 +267,7 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
 def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     warnings: list[str] = []
-    metric = metric_inputs(cast("AuditSpec", spec), ctx)
+    metric = metric_inputs(spec, ctx)
     Xall = _features(spec, ctx)
     pop = metric.population.copy()
     complete = np.isfinite(Xall).all(axis=1)
@@ -300,7 +296,11 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     X = (Xraw - mu) / sd
     bw = spec.kernel.bandwidth
     exact = n <= spec.exact_max_rows
-    approx = None if exact else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, 1))
+    approx = (
+        None
+        if exact
+        else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, ShiftStream.NYSTROEM))
+    )
     boot = rkhs.shift_bootstrap(
         X,
         L,
@@ -308,7 +308,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         B=spec.bootstrap,
         alpha=ctx.alpha,
         side=spec.side,
-        seed=child_seed(ctx.seed, 0),
+        seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
         theta=None if spec.target == "overall" else float(spec.target),
         approx=approx,
     )

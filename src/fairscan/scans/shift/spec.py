@@ -20,9 +20,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fairscan.metric_table import METRICS
-from fairscan.scans.certification.spec import MetricName
+from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
 from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
+from fairscan.spec.constraints import BOOTSTRAP
 
 
 class KernelSpec(StrictModel):
@@ -92,7 +92,9 @@ class ShiftSpec(ScanSpecBase, DecisionOverrides):
     )
     features: list[str] = Field(min_length=1, description="Numeric covariates of the kernel.")
     kernel: KernelSpec = Field(default_factory=KernelSpec, description="The Gaussian kernel.")
-    bootstrap: int = Field(default=500, ge=10, le=100_000, description="Bootstrap resamples B.")
+    bootstrap: int = Field(
+        ge=BOOTSTRAP.ge, le=BOOTSTRAP.le, default=500, description="Bootstrap resamples B."
+    )
     side: Literal["lower", "upper", "both"] = Field(
         default="lower",
         description="lower bounds (a higher metric is harmful), upper bounds (lower is "
@@ -160,9 +162,9 @@ class ShiftSpec(ScanSpecBase, DecisionOverrides):
             )
         return self
 
-    def inputs(self) -> tuple[str, ...]:
-        """What L is computed from (see ``fairscan.metric_table.METRICS``); () for a loss column."""
-        return () if self.metric is None else METRICS[self.metric][0]
+    def inputs(self) -> tuple[MetricInput, ...]:
+        """What L is computed from (``fairscan.metric_table.CATALOGUE``); () for a loss column."""
+        return () if self.metric is None else CATALOGUE[self.metric].inputs
 
 
 def extra_columns(spec: ShiftSpec) -> dict[str, str]:

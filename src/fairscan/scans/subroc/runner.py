@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairscan.engine.randomization import child_seed
+from fairscan.data.labels import subgroup_label
+from fairscan.engine.seeds import SubrocStream, child_seed
 from fairscan.engine.subroc import (
     Pattern,
     PatternTest,
@@ -37,7 +38,6 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.scans.base import ScanContext
-from fairscan.scans.labels import subgroup_label
 from fairscan.scans.roles import outcome_text
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
@@ -105,7 +105,7 @@ def _stratified_split(
     spec: SubrocSpec, ctx: ScanContext, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     assert spec.split.fraction is not None
-    rng = np.random.Generator(np.random.PCG64(child_seed(ctx.seed, 0)))
+    rng = np.random.Generator(np.random.PCG64(child_seed(ctx.seed, SubrocStream.SPLIT)))
     search_rows = np.zeros(len(y), dtype=bool)
     for cls in (0, 1):
         idx = np.flatnonzero(y == cls)
@@ -226,7 +226,7 @@ def run_test(
             [p.selectors for p in patterns],
             spec.measure,
             subsets,
-            child_seed(ctx.seed, 1),
+            child_seed(ctx.seed, SubrocStream.NULL),
             spec.significance.correction,
             paper_pvalue=spec.significance.paper_pvalue,
             workers=ctx.workers,

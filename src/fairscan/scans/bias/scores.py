@@ -1,5 +1,5 @@
 """Bias Scan beyond the binary Bernoulli calibration scan: Berk-Jones, Gaussian and Poisson scores
-over binary, continuous, count and ordinal outcomes (nominal outcomes: :mod:`bias_nominal`).
+over binary, continuous, count and ordinal outcomes (nominal outcomes: :mod:`.nominal`).
 
 Each outcome type decides what the cells observe and expect, how the null redraws them, and how
 a finding reads; the search, the randomization test and the report are the shared MDSS runner's.
@@ -22,14 +22,10 @@ from fairscan.scans.roles import outcome_text
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
-    from fairscan.scans.bias_scan import BiasScanSpec
+    from fairscan.scans.bias.spec import BiasScanSpec
 
 
 def run_scored_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
-    if spec.outcome_type == "nominal":
-        from fairscan.scans.bias_nominal import run_nominal_scan
-
-        return run_nominal_scan(spec, ctx)
     expectation, expectation_note = expectations(spec, ctx)
     build = _BUILDERS[spec.score]
     inputs = build(spec, ctx, expectation)

@@ -19,10 +19,10 @@ from fairscan.engine.randomization import (
     NominalReplicate,
     NullResult,
     NullSettings,
-    child_seed,
     run_replicates,
     summarize,
 )
+from fairscan.engine.seeds import MdssStream, child_seed
 from fairscan.errors import ScanError
 from fairscan.report.models import ScanTiming
 from fairscan.report.text import percent
@@ -31,7 +31,7 @@ from fairscan.scans.mdss_runner import MdssInputs, MdssSearch, mdss_result, sear
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
-    from fairscan.scans.bias_scan import BiasScanSpec
+    from fairscan.scans.bias.spec import BiasScanSpec
 
 # Class probabilities of a row may miss 1 by this much (rounding in the file), no more.
 SUM_TOLERANCE = 1e-3
@@ -130,7 +130,7 @@ def _null(
         tuple(s.cells for s in searches),
         model.probabilities,
         NullSettings(direction_code(spec.direction), spec.penalty, spec.restarts),
-        child_seed(ctx.seed, 1),
+        child_seed(ctx.seed, MdssStream.NULL),
     )
     ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
     try:
@@ -151,7 +151,7 @@ def run_nominal_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     model = class_model(spec, ctx)
     inputs = [_class_inputs(spec, ctx, model, k) for k in range(len(model.labels))]
     searches = [
-        search_mdss(spec, inputs[k], ctx.data.codes, child_seed(ctx.seed, 0, k))
+        search_mdss(spec, inputs[k], ctx.data.codes, child_seed(ctx.seed, MdssStream.SEARCH, k))
         for k in range(len(model.labels))
     ]
     scores = [s.found.best.score for s in searches]

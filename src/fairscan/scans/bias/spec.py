@@ -1,15 +1,12 @@
-"""Classic Bias Scan (methods.md §2): subgroups whose predicted probabilities are miscalibrated."""
+"""The Bias Scan's spec model: outcome types, their scores, and the roles the scan reads."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-import numpy as np
 from pydantic import Field, model_validator
 
-from fairscan.report.hooks import RenderHooks
-from fairscan.scans.base import Role, ScanContext, ScanType
-from fairscan.scans.mdss_render import finding_markdown
+from fairscan.scans.base import Role
 from fairscan.spec.base import (
     ALPHA_DOC,
     MdssScanSpecBase,
@@ -17,9 +14,6 @@ from fairscan.spec.base import (
     rule_error,
     score_rule_errors,
 )
-
-if TYPE_CHECKING:
-    from fairscan.report.models import ScanResult
 
 
 class CriticalValue(StrictModel):
@@ -151,120 +145,3 @@ def needs(spec: BiasScanSpec) -> tuple[Role, ...]:
 
 def extra_columns(spec: BiasScanSpec) -> dict[str, str]:
     return {spec.variance_column: "variance_column"} if spec.variance_column else {}
-
-
-def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
-    if spec.outcome_type != "binary" or spec.score != "bernoulli":
-        from fairscan.scans.bias_scores import run_scored_bias_scan
-
-        return run_scored_bias_scan(spec, ctx)
-    return run_calibration_scan(spec, ctx)
-
-
-def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
-    """The classic Bias Scan: binary outcome, Bernoulli score on the predicted probabilities."""
-    from fairscan.engine.critical import critical_value
-    from fairscan.engine.mdss import SubgroupScore, direction_code
-    from fairscan.report.text import percent
-    from fairscan.scans.bias_scores import expectations
-    from fairscan.scans.mdss_runner import MdssInputs, run_mdss
-    from fairscan.scans.roles import outcome_text
-
-    data = ctx.data
-    outcome = ctx.role_names.get("outcome", "outcome")
-    event = outcome_text(ctx.role_names, 1)
-    # no prediction: every row is expected at the outcome's overall rate (AIF360's default)
-    expected, expectation_note = expectations(spec, ctx)
-    prediction = ctx.role_names.get("prediction", f"the overall rate of {event}")
-    rows = np.ones(data.n_rows, dtype=bool)
-    verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
-
-    def describe(
-        who: str,
-        best: SubgroupScore,
-        observed_rate: float | None,
-        expected_rate: float | None,
-        outside_rate: float | None,
-    ) -> str:
-        return (
-            f"The {round(best.size)} rows with {who} have {event} in "
-            f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
-            f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
-            f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."
-        )
-
-    result = run_mdss(
-        spec,
-        ctx,
-        MdssInputs(
-            rows=rows,
-            observed=ctx.outcome.astype(np.float64),
-            expected=expected,
-            direction=direction_code(spec.direction),
-            population=f"all rows ({outcome} vs predicted probability {prediction})",
-            observed_label=event,
-            metric=f"rate of {event}",
-            reference="expected",
-            reference_name=f"mean predicted probability ({prediction}) in the subgroup",
-            describe=describe,
-            # continuous probabilities: search and null replicates over profile summaries
-            summarise_expectations=True,
-            multiplicity=data.row_weight,
-        ),
-        parameters={} if expectation_note is None else {"expectation": expectation_note},
-    )
-    # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
-    profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
-    h = critical_value(ctx.alpha, profiles)
-    top = (result.findings[0].statistic.value or 0.0) if result.findings else 0.0
-    critical = CriticalValue(
-        alpha=ctx.alpha,
-        profiles=profiles,
-        h=h,
-        exceeded=top > h,
-        applicable=spec.penalty == 0 and spec.direction == "negative",
-    )
-    result.detail["critical_value"] = critical.model_dump(mode="json")
-    return result
-
-
-def critical_value_markdown(scan: ScanResult) -> list[str]:
-    """The analytic critical value, a screening figure next to the randomization test."""
-    if "critical_value" not in scan.detail:
-        return []
-    cv = CriticalValue.model_validate(scan.detail["critical_value"])
-    note = (
-        ""
-        if cv.applicable
-        else " (the theorem assumes penalty 0 and direction negative; indicative only)"
-    )
-    return [
-        f"Analytic critical value h({cv.alpha:g}) = {cv.h:.2f} for M = {cv.profiles} covariate "
-        f"profiles: the score {'exceeds' if cv.exceeded else 'does not exceed'} it{note}.",
-        "",
-    ]
-
-
-BIAS_SCAN = ScanType(
-    type="bias_scan",
-    spec_model=BiasScanSpec,
-    runner=run_bias_scan,
-    needs=needs,
-    # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows
-    weighted_rows=lambda spec: spec.outcome_type == "binary" and spec.score == "bernoulli",
-    needs_doc=(
-        "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
-        "binary outcome, else the expected value; optional: the outcome's overall mean when "
-        "omitted, AIF360's default); nominal outcomes: class_probabilities"
-    ),
-    extra_columns=extra_columns,
-    title="Bias Scan",
-    render=RenderHooks(markdown=critical_value_markdown, finding_markdown=finding_markdown),
-    summary=(
-        "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
-        "(over-estimated risk for direction negative, under-estimated for positive); with "
-        "outcome_type/score also regression (Gaussian mean shift), count and ordinal (Poisson) "
-        "and multi-class (one-vs-all per class) models. "
-        "Null hypothesis: the predicted probabilities are correct for every row."
-    ),
-)

@@ -1,0 +1,84 @@
+"""The Bias Scan's runner: the binary Bernoulli calibration scan, else the scored or nominal scan."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairscan.engine.critical import critical_value
+from fairscan.engine.mdss import SubgroupScore, direction_code
+from fairscan.report.models import ScanResult
+from fairscan.report.text import percent
+from fairscan.scans.base import ScanContext
+from fairscan.scans.bias.nominal import run_nominal_scan
+from fairscan.scans.bias.scores import expectations, run_scored_bias_scan
+from fairscan.scans.bias.spec import BiasScanSpec, CriticalValue
+from fairscan.scans.mdss_runner import MdssInputs, run_mdss
+from fairscan.scans.roles import outcome_text
+
+
+def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    if spec.outcome_type == "nominal":
+        return run_nominal_scan(spec, ctx)
+    if spec.outcome_type != "binary" or spec.score != "bernoulli":
+        return run_scored_bias_scan(spec, ctx)
+    return run_calibration_scan(spec, ctx)
+
+
+def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    """The classic Bias Scan: binary outcome, Bernoulli score on the predicted probabilities."""
+    data = ctx.data
+    outcome = ctx.role_names.get("outcome", "outcome")
+    event = outcome_text(ctx.role_names, 1)
+    # no prediction: every row is expected at the outcome's overall rate (AIF360's default)
+    expected, expectation_note = expectations(spec, ctx)
+    prediction = ctx.role_names.get("prediction", f"the overall rate of {event}")
+    rows = np.ones(data.n_rows, dtype=bool)
+    verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"The {round(best.size)} rows with {who} have {event} in "
+            f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
+            f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
+            f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."
+        )
+
+    result = run_mdss(
+        spec,
+        ctx,
+        MdssInputs(
+            rows=rows,
+            observed=ctx.outcome.astype(np.float64),
+            expected=expected,
+            direction=direction_code(spec.direction),
+            population=f"all rows ({outcome} vs predicted probability {prediction})",
+            observed_label=event,
+            metric=f"rate of {event}",
+            reference="expected",
+            reference_name=f"mean predicted probability ({prediction}) in the subgroup",
+            describe=describe,
+            # continuous probabilities: search and null replicates over profile summaries
+            summarise_expectations=True,
+            multiplicity=data.row_weight,
+        ),
+        parameters={} if expectation_note is None else {"expectation": expectation_note},
+    )
+    # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
+    profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
+    h = critical_value(ctx.alpha, profiles)
+    top = (result.findings[0].statistic.value or 0.0) if result.findings else 0.0
+    critical = CriticalValue(
+        alpha=ctx.alpha,
+        profiles=profiles,
+        h=h,
+        exceeded=top > h,
+        applicable=spec.penalty == 0 and spec.direction == "negative",
+    )
+    result.detail["critical_value"] = critical.model_dump(mode="json")
+    return result
