@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from fairscan.data.backends import LazyTable
+    from fairscan.data.pushdown import PushdownSource
     from fairscan.data.sources import DatasetSource
     from fairscan.data.table import Aggregation, PreparedData, RoleColumn
     from fairscan.engine.critical import Detectability
@@ -102,6 +103,7 @@ class PreparedAudit:
     # issues point at the spec file's lines; False where the spec is not (only) the file's
     # (fairscan.audit keyword arguments): issues then name the field path alone
     located: bool = True
+    data_source: dict[str, Any] | None = None  # a database table's provenance (no secret)
     # aggregated data expanded to rows, made once for the scans that work on rows
     _rows: dict[str, PreparedData] = field(default_factory=dict, compare=False, repr=False)
 
@@ -280,6 +282,16 @@ def prepare_audit(
     loaded = load_spec(Path(spec_path))
     spec = apply_overrides(loaded.spec, options)
     roles, spec_issues = _checked_roles(loaded, spec)
+    if spec.data.connection is not None:  # a database table, prepared where it lives
+        from fairscan.data.database import database_source
+
+        try:
+            base = Path(loaded.file_of("data.connection")).parent
+            db = database_source(spec.data.connection, spec.data.table, spec.data.sql, base)
+        except DataError as db_error:
+            raise _locate(loaded, _with_spec_issues(db_error, spec_issues)) from db_error
+        return _prepare_streamed(loaded, spec, roles, db, extra_roles, spec_issues, options)
+    assert spec.data.path is not None
     # relative to the file the path is written in (a parent spec, with extends)
     try:
         data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
@@ -340,6 +352,7 @@ def _streamed_source(spec: AuditSpec, data_path: Path) -> DatasetSource | None:
     from fairscan.data.load import fits_in_memory
     from fairscan.data.sources import dataset_source, file_source
 
+    assert spec.data.path is not None
     source = dataset_source(spec.data.path, data_path)
     if source is not None or spec.data.streaming is False:
         return source
@@ -363,7 +376,7 @@ def _prepare_streamed(
     loaded: LoadedSpec,
     spec: AuditSpec,
     roles: list[ScanRoles],
-    source: DatasetSource | LazyTable,
+    source: DatasetSource | LazyTable | PushdownSource,
     extra_roles: Sequence[RoleColumn] = (),
     spec_issues: list[Issue] | None = None,
     options: RunOptions | None = None,
@@ -402,6 +415,7 @@ def _prepare_streamed(
         prefiltered=aggregation is None,
         aggregated=aggregation,
     )
+    prepared = replace(prepared, data_source=getattr(source, "provenance", None))
     if sample_note is None:
         return prepared
     n_raw, note = sample_note
@@ -412,13 +426,20 @@ def _prepare_streamed(
 def _read_streamed(
     spec: AuditSpec,
     roles: list[ScanRoles],
-    source: DatasetSource | LazyTable,
+    source: DatasetSource | LazyTable | PushdownSource,
     extra_roles: Sequence[RoleColumn],
     progress: Callable[[int], None],
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """(table, its aggregation or None for a sample, (data rows, note) of a sample)."""
     from fairscan.data.load import available_memory
+    from fairscan.data.pushdown import PushdownSource, pushed_down
     from fairscan.data.stream import aggregated_table, sampled_table, stream_query
+    from fairscan.scans.roles import threshold_only_columns
+
+    if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
+        other = {*spec.attributes, *extra_columns(spec, roles), *(r.column for r in extra_roles)}
+        cuts = threshold_only_columns(list(spec.scans), roles, other)
+        return pushed_down(source, spec, _used_columns(spec, roles, extra_roles), cuts)
 
     query, schema = stream_query(
         source.scan(),
@@ -805,6 +826,7 @@ def _provenance(
         total_seconds=elapsed,
         workers=workers,
         executor=spec.significance.executor,
+        data_source=prepared.data_source,
         parameters=spec.model_dump(mode="json", by_alias=True),
         environment=_environment(),
     )

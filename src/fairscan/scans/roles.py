@@ -301,3 +301,45 @@ def threshold_warnings(data: PreparedData, roles: ScanRoles, arrays: RoleArrays)
         f"{_number(float(arrays.prediction.max()))}) {cross} reaches {what}, so no subgroup "
         "can differ in it; check that the threshold is on the prediction's scale"
     ]
+
+
+def threshold_only_columns(
+    scans: list[Any], roles: list[ScanRoles], other_columns: set[str]
+) -> dict[str, tuple[tuple[float, ...], ThresholdRule, bool]]:
+    """Prediction columns every scan reads only through a numeric threshold (no scan needs
+    their values): column -> (thresholds, rule, read as a probability). A database can then
+    return one value per side of each threshold instead of every distinct prediction
+    (:mod:`fairscan.data.pushdown`). ``other_columns``: columns read otherwise (attributes,
+    extra columns, other roles), never collapsed."""
+    from fairscan.scans import SCAN_TYPES
+
+    raw = set(other_columns)
+    found: dict[str, tuple[set[float], set[ThresholdRule], bool]] = {}
+    for scan, scan_roles in zip(scans, roles, strict=True):
+        for request in (scan_roles.outcome, scan_roles.decision):
+            if request is not None:
+                raw.add(request.column)
+        raw.update(column.column for _, column in scan_roles.classes)
+        prediction = scan_roles.prediction
+        if prediction is None:
+            continue
+        needs = SCAN_TYPES[scan.type].roles_for(scan)
+        threshold = scan_roles.threshold
+        if needs & {"probability", "score", "expectation"} or not isinstance(
+            threshold, int | float
+        ):
+            raw.add(prediction.column)
+            continue
+        values, rules, probability = found.get(prediction.column, (set(), set(), False))
+        values.add(float(threshold))
+        rules.add(scan_roles.threshold_rule)
+        found[prediction.column] = (
+            values,
+            rules,
+            probability or prediction.kind == "probability",
+        )
+    return {
+        column: (tuple(sorted(values)), next(iter(rules)), probability)
+        for column, (values, rules, probability) in found.items()
+        if column not in raw and len(rules) == 1
+    }

@@ -1,0 +1,366 @@
+"""The audit's preparation pushed down into the engine that holds the table.
+
+One path for every engine: the table is an Ibis expression (a database table or query named
+in the spec, an Ibis table, or a DuckDB relation handed to ``fairscan.audit``), and every step
+is compiled to that engine's SQL:
+
+1. ``strip_whitespace``: text attributes trimmed;
+2. ``data.filter``: the filter grammar compiled to an Ibis expression (:mod:`filter_sql`);
+3. ``discretize``: explicit edges, and quantile edges computed in the engine, exactly (the
+   order statistics numpy's ``method="higher"`` gives, picked by ``ROW_NUMBER()``);
+4. the recommendation threshold: a prediction column read only through ``prediction >= t``
+   is replaced by one value per side of each threshold (the side's smallest value, and its
+   largest kept as it is, so that its range in messages stays the data's);
+5. the ``GROUP BY`` of the audited columns with the count of data rows of each group.
+
+Only that aggregate comes back (or, for ``data.sample``, the rows of a sample drawn by the
+engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from fairscan.data.database import mask
+from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
+from fairscan.data.load import first_line
+from fairscan.data.stream import (
+    WEIGHT_COLUMN,
+    _edges_from,
+    _numeric_or_error,
+    _ranks,
+    _too_many_distinct,
+)
+from fairscan.data.table import Aggregation
+from fairscan.errors import DataError
+from fairscan.spec.models import DiscretizeSpec, SampleSpec
+
+_INPUT = "fairscan_input"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A prediction column the audit reads only through thresholds (``rule``: ge or gt)."""
+
+    thresholds: tuple[float, ...]
+    rule: Literal["ge", "gt"]
+    probability: bool  # values outside [0, 1] are kept as they are (the checks report them)
+
+
+class IbisRelation:
+    """A table of an Ibis backend: expressions run where it lives."""
+
+    def __init__(self, table: Any, secrets: Sequence[str] = ()) -> None:
+        self._table = table
+        self.secrets = tuple(secrets)
+
+    def table(self) -> Any:
+        return self._table
+
+    def execute(self, expr: Any) -> pl.DataFrame:
+        result = expr.to_polars()
+        assert isinstance(result, pl.DataFrame)
+        return result
+
+
+class DuckDBRelation:
+    """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
+    and run by the relation's own connection (``relation.query``)."""
+
+    def __init__(self, relation: Any) -> None:
+        import ibis
+        from ibis.backends.sql.datatypes import DuckDBType
+
+        self.relation = relation
+        self.secrets: tuple[str, ...] = ()
+        schema = {
+            name: DuckDBType.from_string(str(dtype))
+            for name, dtype in zip(relation.columns, relation.types, strict=True)
+        }
+        self._table = ibis.table(ibis.schema(schema), name=_INPUT)
+
+    def table(self) -> Any:
+        return self._table
+
+    def execute(self, expr: Any) -> pl.DataFrame:
+        import ibis
+
+        sql = str(ibis.to_sql(expr, dialect="duckdb"))
+        result = self.relation.query(_INPUT, sql).pl()
+        assert isinstance(result, pl.DataFrame)
+        return result
+
+
+@dataclass(frozen=True)
+class PushdownSource:
+    """A table whose preparation runs in its engine; what the report names it by."""
+
+    relation: IbisRelation | DuckDBRelation
+    location: str  # the report's data path (no secret)
+    spec_field: str  # the spec field errors of the engine name (data.table, data.sql, data)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    sliceable: bool = False
+    weight: str | None = WEIGHT_COLUMN
+
+    def run(self, expr: Any, what: str) -> pl.DataFrame:
+        """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
+        try:
+            return self.relation.execute(expr)
+        except DataError:
+            raise
+        except Exception as exc:
+            raise DataError(
+                f"the database failed while {what}: {mask(first_line(exc), self.relation.secrets)}",
+                field=self.spec_field,
+                hint="check the table's columns and types (and the query in the database's "
+                "own client)",
+            ) from None
+
+
+@dataclass
+class _Plan:
+    """What ran in the engine, for the report's provenance."""
+
+    steps: list[str] = field(default_factory=list)
+
+
+_UNUSABLE = ("array", "struct", "map", "json", "binary", "uuid", "geospatial", "inet", "macaddr")
+
+
+def _polars_schema(source: PushdownSource, table: Any, columns: Sequence[str]) -> pl.Schema:
+    """The polars types of the audited columns (the filter's checks and messages use them);
+    a column of a type the audit cannot use is a DataError naming it."""
+    out: dict[str, pl.DataType] = {}
+    schema = table.schema()
+    for name in schema.names:
+        dtype = schema[name]
+        if name in columns and any(getattr(dtype, f"is_{k}", lambda: False)() for k in _UNUSABLE):
+            raise DataError(
+                f"column {name!r} has type {dtype}, which the audit cannot use",
+                field=source.spec_field,
+                column=name,
+                hint="select a plain value in its place (a string, number, boolean or date), "
+                "e.g. with data.sql: select ..., cast(col as varchar) as col",
+            )
+        try:
+            out[name] = dtype.to_polars()
+        except Exception:
+            out[name] = pl.Object()
+    return pl.Schema(out)
+
+
+def _count(source: PushdownSource, table: Any, what: str) -> int:
+    import ibis
+
+    frame = source.run(table.aggregate(n=ibis._.count()), what)
+    return int(frame["n"][0] or 0)
+
+
+def _present(table: Any, column: str) -> tuple[Any, Any]:
+    x = table[column].cast("float64")
+    return x, x.notnull() & ~x.isnan()
+
+
+def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: int) -> tuple:
+    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks."""
+    import ibis
+
+    x, ok = _present(table, column)
+    values = table.filter(ok).select(v=x)
+    n = _count(source, values, f"counting the values of {column!r}")
+    if n == 0:
+        return ()
+    ranks = sorted({int(r) for r in _ranks(n, quantiles)})
+    ranked = values.mutate(r=ibis.row_number().over(order_by=values.v))
+    picked = source.run(
+        ranked.filter(ranked.r.isin(ranks)).select("r", "v"),
+        f"computing the quantiles of {column!r}",
+    )
+    by_rank = dict(zip(picked["r"].to_list(), picked["v"].to_list(), strict=True))
+    return _edges_from(np.array([by_rank[int(r)] for r in _ranks(n, quantiles)], dtype=float))
+
+
+def _bin_codes(table: Any, column: str, edges: Sequence[float]) -> Any:
+    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine."""
+    import ibis
+
+    x, ok = _present(table, column)
+    inner = list(edges[1:-1])
+    code = ibis.literal(0, type="int32")
+    for e in inner:
+        code = code + (x >= e).cast("int32")
+    return ibis.ifelse(ok, code, ibis.null("int32")).cast("int32")
+
+
+def _collapsed(source: PushdownSource, table: Any, column: str, cut: Cut) -> Any:
+    """The column with each threshold side's values replaced by that side's smallest value
+    (its largest kept): the same recommendations, min and max, a handful of distinct values."""
+    import ibis
+
+    x = table[column].cast("float64")
+    valid = x.notnull() & ~x.isnan() & ~x.isinf()
+    if cut.probability:
+        valid = valid & (x >= 0) & (x <= 1)
+    side = ibis.literal(0, type="int32")
+    for t in cut.thresholds:
+        side = side + ((x >= t) if cut.rule == "ge" else (x > t)).cast("int32")
+    sides = table.filter(valid).mutate(side=side)
+    ranges = source.run(
+        sides.group_by("side").aggregate(
+            lo=sides[column].cast("float64").min(), hi=sides[column].cast("float64").max()
+        ),
+        f"reading the range of {column!r} on each side of its threshold",
+    )
+    if ranges.height == 0:
+        return x
+    lo = ibis.cases(*[(side == s, v) for s, v in zip(ranges["side"], ranges["lo"], strict=True)])
+    his = [(side == s, v) for s, v in zip(ranges["side"], ranges["hi"], strict=True)]
+    is_hi = ibis.or_(*[c & (x == v) for c, v in his])
+    return ibis.ifelse(valid & ~is_hi, lo.cast("float64"), x)
+
+
+def prepared_table(
+    source: PushdownSource,
+    *,
+    columns: Sequence[str],
+    attributes: Sequence[str],
+    filter: str | None,
+    strip_whitespace: bool,
+    discretize: Mapping[str, DiscretizeSpec],
+    cuts: Mapping[str, Cut],
+    sample: SampleSpec | None,
+    max_rows: int | None,
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
+    (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps."""
+    from fairscan.data.filter_sql import filter_ibis
+
+    plan = _Plan()
+    table = source.relation.table()
+    schema = _polars_schema(source, table, columns)
+    present = [c for c in dict.fromkeys(columns) if c in schema]
+    stripped = [
+        a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
+    ]
+    if stripped:
+        table = table.mutate(**{a: table[a].strip() for a in stripped})
+        plan.steps.append("strip_whitespace")
+    n_raw = _count(source, table, "counting the rows")
+    filtered = table
+    if filter is not None:
+        filtered = table.filter(filter_ibis(filter, table, schema))
+        plan.steps.append("filter")
+    if sample is not None:
+        frame, n_filtered = _sampled(source, filtered, present, sample)
+        plan.steps.append("sample")
+        source.provenance.update(_provenance(plan, n_raw))
+        note = (
+            f"audited a sample of {frame.height:,} of the {n_filtered:,} rows the filter keeps, "
+            f"drawn in the database (data.sample, seed {sample.seed})"
+        )
+        return frame, None, (n_raw, note)
+    binned: dict[str, tuple[float, ...]] = {}
+    keyed: dict[str, Any] = {}
+    for name in attributes:
+        rule = discretize.get(name)
+        if rule is None or name not in present:
+            continue
+        _numeric_or_error(schema, name)
+        if rule.edges is not None:
+            binned[name] = explicit_edges(rule.edges)
+        else:
+            quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
+            binned[name] = _quantile_edges(source, filtered, name, quantiles)
+        keyed[name] = _bin_codes(filtered, name, binned[name])
+    if binned:
+        plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
+    for name, cut in cuts.items():
+        if name in present and name not in keyed and schema[name].is_numeric():
+            keyed[name] = _collapsed(source, filtered, name, cut)
+            plan.steps.append(f"threshold on {name!r}")
+    grouped = filtered.mutate(**keyed) if keyed else filtered
+    aggregate = grouped.group_by(present).aggregate(**{WEIGHT_COLUMN: grouped.count()})
+    if max_rows is not None:
+        aggregate = aggregate.limit(max_rows + 1)
+    frame = source.run(aggregate, "aggregating the audited columns")
+    plan.steps.append("group by")
+    if max_rows is not None and frame.height > max_rows:
+        raise _too_many_distinct(frame, max_rows)
+    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    for name in binned:
+        frame = frame.with_columns(pl.col(name).cast(pl.Int32))
+    frame = frame.sort(present, nulls_last=True)
+    n_rows = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
+    if n_rows == 0:
+        raise DataError(
+            f"the filter keeps 0 of {n_raw} rows" if filter is not None else "no data rows",
+            field="data.filter" if filter is not None else source.spec_field,
+            hint="check the filter's values (string comparisons are case-sensitive)"
+            if filter is not None
+            else "point the source at a table with rows",
+        )
+    source.provenance.update(_provenance(plan, n_raw, frame))
+    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned), None
+
+
+def _sampled(
+    source: PushdownSource, filtered: Any, present: Sequence[str], sample: SampleSpec
+) -> tuple[pl.DataFrame, int]:
+    """A Bernoulli sample drawn by the engine (seeded), cut to ``sample.rows`` rows."""
+    n_filtered = _count(source, filtered, "counting the filtered rows")
+    if n_filtered == 0:
+        raise DataError(
+            "the filter keeps 0 rows",
+            field="data.filter",
+            hint="check the filter's values (string comparisons are case-sensitive)",
+        )
+    selected = filtered.select(*present)
+    if sample.rows < n_filtered:
+        # a little more than asked, so that the cut to `rows` rarely leaves fewer
+        fraction = min(1.0, sample.rows / n_filtered * 1.1 + 100 / n_filtered)
+        selected = selected.sample(fraction, seed=sample.seed).limit(sample.rows)
+    frame = source.run(selected, "drawing the sample")
+    return frame, n_filtered
+
+
+def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"rows": n_raw, "pushdown": list(plan.steps)}
+    if frame is not None:
+        out["aggregated_rows"] = frame.height
+    return out
+
+
+def query_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pushed_down(
+    source: PushdownSource,
+    spec: Any,
+    columns: Sequence[str],
+    cuts: Mapping[str, tuple[tuple[float, ...], Literal["ge", "gt"], bool]],
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """:func:`prepared_table` for an audit spec (``spec.data``, ``spec.attributes``,
+    ``spec.discretize``); ``cuts`` from :func:`fairscan.scans.roles.threshold_only_columns`."""
+    from fairscan.data.load import available_memory
+
+    available = available_memory()
+    # the aggregate held in memory: about 3 copies of ~16 bytes a column
+    max_rows = None if available is None else available // (3 * 16 * (len(columns) + 1))
+    return prepared_table(
+        source,
+        columns=columns,
+        attributes=list(spec.attributes),
+        filter=spec.data.filter,
+        strip_whitespace=spec.data.strip_whitespace,
+        discretize=spec.discretize,
+        cuts={name: Cut(*cut) for name, cut in cuts.items()},
+        sample=spec.data.sample,
+        max_rows=max_rows,
+    )
