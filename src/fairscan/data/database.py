@@ -154,9 +154,8 @@ def database_table(
     scheme = match.group(1).lower()
     engine = {"postgresql": "postgres", "sqlite3": "sqlite"}.get(scheme, scheme)
     if engine in ("duckdb", "sqlite"):
-        rest = connection[match.end() :]
-        path = rest[1:] if rest.startswith("/") and not rest.startswith("//") else rest
-        path = path.split("?", 1)[0]
+        # duckdb:///abs/file.duckdb (absolute), duckdb://file.duckdb (the spec's folder)
+        path = connection[match.end() :].split("?", 1)[0]
         if path in ("", ":memory:"):
             target = ":memory:"
         else:
@@ -239,33 +238,60 @@ def open_table(source: DatabaseTable, backend: Any) -> Any:
                 return backend.table(name, database=tuple(database.split(".")))
             return backend.table(name)
         except Exception as exc:
-            raise DataError(
-                f"table {source.table!r} cannot be read: {mask(first_line(exc), secrets)}",
-                field=TABLE_FIELD,
-                hint=_tables_hint(backend),
-            ) from None
+            raise _table_error(source, exc, secrets, _list_tables(backend.list_tables)) from None
     assert source.sql is not None
     try:
         return backend.sql(source.sql)
     except Exception as exc:
-        shown = source.sql if len(source.sql) <= SQL_SHOWN else source.sql[: SQL_SHOWN - 3] + "..."
-        raise DataError(
-            f"the query fails in the database: {mask(first_line(exc), secrets)} (query: {shown!r})",
-            field=SQL_FIELD,
-            hint="run the query in the database's own client first; it must be one SELECT",
-        ) from None
+        raise _sql_error(source, exc, secrets) from None
 
 
-def _tables_hint(backend: Any) -> str:
+def open_duckdb(source: DatabaseTable, con: Any) -> Any:
+    """The DuckDB relation of ``data.table`` or ``data.sql``, on DuckDB's own connection."""
     try:
-        names = sorted(backend.list_tables())
+        if source.table is not None:
+            return con.table(source.table)
+        assert source.sql is not None
+        return con.sql(source.sql)
+    except Exception as exc:
+        if source.table is None:
+            raise _sql_error(source, exc, []) from None
+        tables = _list_tables(lambda: [row[0] for row in con.sql("show tables").fetchall()])
+        raise _table_error(source, exc, [], tables) from None
+
+
+def _list_tables(lister: Any) -> list[str] | None:
+    try:
+        return sorted(str(n) for n in lister())
     except Exception:
-        return "check the table's name (and its schema: schema.table)"
-    if not names:
-        return "the database holds no tables: check data.connection"
-    shown = ", ".join(repr(n) for n in names[:20])
-    more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
-    return f"the database's tables are: {shown}{more}"
+        return None
+
+
+def _table_error(
+    source: DatabaseTable, exc: BaseException, secrets: list[str], names: list[str] | None
+) -> DataError:
+    if names is None:
+        hint = "check the table's name (and its schema: schema.table)"
+    elif not names:
+        hint = "the database holds no tables: check data.connection"
+    else:
+        more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
+        hint = f"the database's tables are: {', '.join(repr(n) for n in names[:20])}{more}"
+    return DataError(
+        f"table {source.table!r} cannot be read: {mask(first_line(exc), secrets)}",
+        field=TABLE_FIELD,
+        hint=hint,
+    )
+
+
+def _sql_error(source: DatabaseTable, exc: BaseException, secrets: list[str]) -> DataError:
+    sql = source.sql or ""
+    shown = sql if len(sql) <= SQL_SHOWN else sql[: SQL_SHOWN - 3] + "..."
+    return DataError(
+        f"the query fails in the database: {mask(first_line(exc), secrets)} (query: {shown!r})",
+        field=SQL_FIELD,
+        hint="run the query in the database's own client first; it must be one SELECT",
+    )
 
 
 def engine_version(backend: Any) -> str | None:
@@ -278,11 +304,15 @@ def engine_version(backend: Any) -> str | None:
 def database_source(connection: str, table: str | None, sql: str | None, base: Path) -> Any:
     """The :class:`~fairscan.data.pushdown.PushdownSource` of ``data.connection`` with
     ``data.table`` or ``data.sql``, connected (``base``: the spec file's folder)."""
-    from fairscan.data.pushdown import IbisRelation, PushdownSource
+    from fairscan.data.pushdown import DuckDBRelation, IbisRelation, PushdownSource
 
     source = database_table(connection, table, sql, base)
     backend = connect(source)
-    relation = IbisRelation(open_table(source, backend), secret_values(source.connection))
+    relation: IbisRelation | DuckDBRelation
+    if source.engine == "duckdb":  # DuckDB's own relations: its native SQL, no copy
+        relation = DuckDBRelation(open_duckdb(source, backend.con))
+    else:
+        relation = IbisRelation(open_table(source, backend), secret_values(source.connection))
     provenance = source.describe()
     provenance["engine_version"] = engine_version(backend)
     return PushdownSource(relation, source.location, source.field, provenance)

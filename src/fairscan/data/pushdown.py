@@ -59,6 +59,11 @@ class IbisRelation:
     def __init__(self, table: Any, secrets: Sequence[str] = ()) -> None:
         self._table = table
         self.secrets = tuple(secrets)
+        try:
+            backend = table.get_backend().name
+        except Exception:
+            backend = None
+        self.has_nan = backend != "sqlite"  # SQLite stores NaN as NULL (and has no isnan)
 
     def table(self) -> Any:
         return self._table
@@ -79,6 +84,7 @@ class DuckDBRelation:
 
         self.relation = relation
         self.secrets: tuple[str, ...] = ()
+        self.has_nan = True
         schema = {
             name: DuckDBType.from_string(str(dtype))
             for name, dtype in zip(relation.columns, relation.types, strict=True)
@@ -162,8 +168,11 @@ def _count(source: PushdownSource, table: Any, what: str) -> int:
     return int(frame["n"][0] or 0)
 
 
-def _present(table: Any, column: str) -> tuple[Any, Any]:
+def _present(source: PushdownSource, table: Any, column: str) -> tuple[Any, Any]:
+    """The column as float64, and where it holds a value (not null, not NaN)."""
     x = table[column].cast("float64")
+    if not source.relation.has_nan:
+        return x, x.notnull()
     return x, x.notnull() & ~x.isnan()
 
 
@@ -171,7 +180,7 @@ def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: 
     """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks."""
     import ibis
 
-    x, ok = _present(table, column)
+    x, ok = _present(source, table, column)
     values = table.filter(ok).select(v=x)
     n = _count(source, values, f"counting the values of {column!r}")
     if n == 0:
@@ -186,11 +195,11 @@ def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: 
     return _edges_from(np.array([by_rank[int(r)] for r in _ranks(n, quantiles)], dtype=float))
 
 
-def _bin_codes(table: Any, column: str, edges: Sequence[float]) -> Any:
+def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
     """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine."""
     import ibis
 
-    x, ok = _present(table, column)
+    x, ok = _present(source, table, column)
     inner = list(edges[1:-1])
     code = ibis.literal(0, type="int32")
     for e in inner:
@@ -203,8 +212,9 @@ def _collapsed(source: PushdownSource, table: Any, column: str, cut: Cut) -> Any
     (its largest kept): the same recommendations, min and max, a handful of distinct values."""
     import ibis
 
-    x = table[column].cast("float64")
-    valid = x.notnull() & ~x.isnan() & ~x.isinf()
+    x, valid = _present(source, table, column)
+    if source.relation.has_nan:
+        valid = valid & ~x.isinf()
     if cut.probability:
         valid = valid & (x >= 0) & (x <= 1)
     side = ibis.literal(0, type="int32")
@@ -277,7 +287,7 @@ def prepared_table(
         else:
             quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
             binned[name] = _quantile_edges(source, filtered, name, quantiles)
-        keyed[name] = _bin_codes(filtered, name, binned[name])
+        keyed[name] = _bin_codes(source, filtered, name, binned[name])
     if binned:
         plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
     for name, cut in cuts.items():
