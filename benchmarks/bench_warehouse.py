@@ -52,6 +52,8 @@ SPEED_AUDIT: dict[str, Any] = {
     "discretize": {"age": {"edges": [18, 25, 35, 50, 65, 81]}},
     "attributes": ["region", "sex", "channel", "segment", "age"],
 }
+THRESHOLD_AUDIT: dict[str, Any] = {**SPEED_AUDIT, "prediction": "score", "threshold": 0.5}
+THRESHOLD_AUDIT["recommendation"] = None
 GROUP_BY = """
 select region, sex, channel, segment,
        case when age is null or isnan(age::double) then null
@@ -97,7 +99,7 @@ def child(mode: str, db: Path, out: Path, audit_name: str) -> None:
     import fairscan
     from fairscan import api
 
-    audit = AUDIT if audit_name == "memory" else SPEED_AUDIT
+    audit = {"memory": AUDIT, "speed": SPEED_AUDIT, "threshold": THRESHOLD_AUDIT}[audit_name]
     keywords = {k: v for k, v in audit.items() if v is not None}
     started = time.perf_counter()
     if mode in ("api", "before"):
@@ -174,7 +176,7 @@ def memory(rows: int, before_src: Path) -> None:
     print("pushed down:", results["spec"]["data_source"])
 
 
-def speed(rows: int) -> None:
+def speed(rows: int, threshold: bool) -> None:
     import duckdb
 
     from make_warehouse_table import make
@@ -185,12 +187,13 @@ def speed(rows: int) -> None:
     print(f"{rows:,} rows; load average before: {_load()}")
     con = duckdb.connect(str(db), read_only=True)
     started = time.perf_counter()
-    groups = con.sql(GROUP_BY).fetchall()
+    group_by_sql = GROUP_BY.replace("decision", "(score >= 0.5)::int") if threshold else GROUP_BY
+    groups = con.sql(group_by_sql).fetchall()
     group_by = time.perf_counter() - started
     con.close()
     print(f"DuckDB GROUP BY alone: {group_by:.2f} s ({len(groups):,} groups); load {_load()}")
     started = time.perf_counter()
-    result = _measure("spec", db, "speed", SRC)
+    result = _measure("spec", db, "threshold" if threshold else "speed", SRC)
     wall = time.perf_counter() - started
     print(
         f"fairscan audit run (FPR-Scan, 19 replicates): process wall {wall:.2f} s "
@@ -199,7 +202,7 @@ def speed(rows: int) -> None:
     )
     con = duckdb.connect(str(db), read_only=True)
     started = time.perf_counter()
-    con.sql(GROUP_BY).fetchall()
+    con.sql(group_by_sql).fetchall()
     again = time.perf_counter() - started
     con.close()
     print(f"DuckDB GROUP BY again: {again:.2f} s; ratio to the mean {2 * wall / (group_by + again):.2f}x")
@@ -214,13 +217,19 @@ def main() -> None:
     parser.add_argument("what", choices=["memory", "speed"])
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--before-src", type=Path, default=Path("/work/main/src"))
+    parser.add_argument(
+        "--threshold",
+        action="store_true",
+        help="speed: the recommendation is score >= 0.5 (a continuous score) instead of the "
+        "decision column",
+    )
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
     sys.path.insert(0, str(HERE))
     if args.what == "memory":
         memory(args.rows or 3_000_000, args.before_src)
     else:
-        speed(args.rows or 100_000_000)
+        speed(args.rows or 100_000_000, args.threshold)
 
 
 if __name__ == "__main__":

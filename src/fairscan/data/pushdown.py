@@ -207,9 +207,23 @@ def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[
     return ibis.ifelse(ok, code, ibis.null("int32")).cast("int32")
 
 
-def _collapsed(source: PushdownSource, table: Any, column: str, cut: Cut) -> Any:
-    """The column with each threshold side's values replaced by that side's smallest value
-    (its largest kept): the same recommendations, min and max, a handful of distinct values."""
+def _side_column(column: str) -> str:
+    return f"__fairscan_side_{column}__"
+
+
+def _raw_column(column: str) -> str:
+    return f"__fairscan_raw_{column}__"
+
+
+def _range_columns(column: str) -> tuple[str, str]:
+    return f"__fairscan_lo_{column}__", f"__fairscan_hi_{column}__"
+
+
+def _threshold_keys(source: PushdownSource, table: Any, column: str, cut: Cut) -> dict[str, Any]:
+    """Group keys and aggregates that read ``column`` only through its thresholds: the side
+    of the thresholds each valid value is on (the value itself is null then), and each
+    group's smallest and largest value. Invalid values (null, NaN, infinite, a probability
+    outside [0, 1]) stay as they are, for the checks to report."""
     import ibis
 
     x, valid = _present(source, table, column)
@@ -220,19 +234,29 @@ def _collapsed(source: PushdownSource, table: Any, column: str, cut: Cut) -> Any
     side = ibis.literal(0, type="int32")
     for t in cut.thresholds:
         side = side + ((x >= t) if cut.rule == "ge" else (x > t)).cast("int32")
-    sides = table.filter(valid).mutate(side=side)
-    ranges = source.run(
-        sides.group_by("side").aggregate(
-            lo=sides[column].cast("float64").min(), hi=sides[column].cast("float64").max()
-        ),
-        f"reading the range of {column!r} on each side of its threshold",
-    )
-    if ranges.height == 0:
-        return x
-    lo = ibis.cases(*[(side == s, v) for s, v in zip(ranges["side"], ranges["lo"], strict=True)])
-    his = [(side == s, v) for s, v in zip(ranges["side"], ranges["hi"], strict=True)]
-    is_hi = ibis.or_(*[c & (x == v) for c, v in his])
-    return ibis.ifelse(valid & ~is_hi, lo.cast("float64"), x)
+    return {
+        _raw_column(column): x,
+        column: ibis.ifelse(valid, ibis.null("float64"), x),
+        _side_column(column): ibis.ifelse(valid, side, ibis.null("int32")),
+    }
+
+
+def _expand_sides(frame: pl.DataFrame, columns: Sequence[str], keys: Sequence[str]) -> pl.DataFrame:
+    """Each group of a threshold-read column as two rows: its smallest value for all rows but
+    one, its largest for the last (the same recommendations, the column's minimum and
+    maximum kept for messages); groups equal after that are merged."""
+    if not columns:
+        return frame
+    parts = []
+    for which, weight in ((0, pl.col(WEIGHT_COLUMN) - 1), (1, pl.lit(1, pl.Int64))):
+        values = []
+        for column in columns:
+            bound = pl.col(_range_columns(column)[which])
+            side = pl.col(_side_column(column))
+            values.append(pl.when(side.is_not_null()).then(bound).otherwise(column).alias(column))
+        parts.append(frame.with_columns(*values, weight.cast(pl.Int64).alias(WEIGHT_COLUMN)))
+    stacked = pl.concat(parts).filter(pl.col(WEIGHT_COLUMN) > 0)
+    return stacked.group_by(list(keys)).agg(pl.col(WEIGHT_COLUMN).sum())
 
 
 def prepared_table(
@@ -290,18 +314,26 @@ def prepared_table(
         keyed[name] = _bin_codes(source, filtered, name, binned[name])
     if binned:
         plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
-    for name, cut in cuts.items():
-        if name in present and name not in keyed and schema[name].is_numeric():
-            keyed[name] = _collapsed(source, filtered, name, cut)
-            plan.steps.append(f"threshold on {name!r}")
+    sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
+    for name in sided:
+        keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
+        plan.steps.append(f"threshold on {name!r}")
     grouped = filtered.mutate(**keyed) if keyed else filtered
-    aggregate = grouped.group_by(present).aggregate(**{WEIGHT_COLUMN: grouped.count()})
+    ranges: dict[str, Any] = {}
+    for name in sided:  # each group's smallest and largest valid value
+        lo, hi = _range_columns(name)
+        raw, valid = grouped[_raw_column(name)], grouped[_side_column(name)].notnull()
+        ranges[lo], ranges[hi] = raw.min(where=valid), raw.max(where=valid)
+    group_keys = [*present, *(_side_column(n) for n in sided)]
+    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()}, **ranges)
     if max_rows is not None:
         aggregate = aggregate.limit(max_rows + 1)
     frame = source.run(aggregate, "aggregating the audited columns")
     plan.steps.append("group by")
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
+    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    frame = _expand_sides(frame, sided, present).select([*present, WEIGHT_COLUMN])
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     for name in binned:
         frame = frame.with_columns(pl.col(name).cast(pl.Int32))
