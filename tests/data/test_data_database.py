@@ -342,3 +342,56 @@ def test_report_names_no_secret(folder: Path, pg: Postgres, tmp_path: Path) -> N
         assert PG_PASSWORD not in text
     report = json.loads((tmp_path / "out" / "warehouse.json").read_text())
     assert report["provenance"]["data_source"]["table"] == "credit"
+
+
+@pytest.mark.parametrize("threshold", [0.5, 2.0, -1.0], ids=["split", "never", "always"])
+def test_threshold_push_down_keeps_warnings_and_checks(tmp_path: Path, threshold: float) -> None:
+    """A threshold nothing (or everything) reaches warns with the score's true range, and
+    invalid scores (null, out of [0, 1]) are reported as in memory."""
+    frame = pl.read_csv(CREDIT).with_columns(
+        pl.when(pl.col("applicant_id") % 97 == 0)
+        .then(None)
+        .when(pl.col("applicant_id") % 89 == 0)
+        .then(1.5)
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    frame.write_parquet(tmp_path / "scores.parquet")
+    duckdb.connect(str(tmp_path / "scores.duckdb")).execute(
+        "create table credit as select * from frame"
+    ).close()
+    scans = THRESHOLD_SCANS.replace("restarts: 20}", f"restarts: 20, threshold: {threshold}}}")
+    text = SPEC.replace("prediction: score, threshold: 0.5", "prediction: score")
+    results = []
+    for data in (
+        "  path: scores.parquet\n  streaming: false",
+        "  connection: scores.duckdb\n  table: credit",
+    ):
+        spec = tmp_path / "s.audit.yaml"
+        spec.write_text(text.format(data=data, scans=scans))
+        with pytest.raises(DataError) as info:
+            api.run_audit(spec, api.RunOptions(write=False))
+        results.append([(i.field, i.message.split(" (")[0]) for i in info.value.issues])
+    assert results[0] == results[1]
+    assert any("missing value" in m for _, m in results[0])
+    # without the invalid rows: the same reports, warnings included
+    clean = frame.filter(pl.col("score").is_not_null() & (pl.col("score") <= 1))
+    clean.write_parquet(tmp_path / "clean.parquet")
+    duckdb.connect(str(tmp_path / "clean.duckdb")).execute(
+        "create table credit as select * from clean"
+    ).close()
+    reports = []
+    for data in (
+        "  path: clean.parquet\n  streaming: false",
+        "  connection: clean.duckdb\n  table: credit",
+    ):
+        spec = tmp_path / "c.audit.yaml"
+        spec.write_text(text.format(data=data, scans=scans))
+        reports.append(api.run_audit(spec, api.RunOptions(write=False)).report)
+    assert _summary(reports[0]) == _summary(reports[1])
+    # the threshold warnings (the kernel's count of clipped expectations counts the rows of
+    # the arrays, distinct rows when aggregated, as for a streamed file)
+    warnings = [w for s in reports[0].scans for w in s.warnings if "threshold" in w]
+    assert warnings == [w for s in reports[1].scans for w in s.warnings if "threshold" in w]
+    if threshold != 0.5:
+        assert any("in all" in w for w in warnings), warnings

@@ -211,52 +211,107 @@ def _side_column(column: str) -> str:
     return f"__fairscan_side_{column}__"
 
 
-def _raw_column(column: str) -> str:
-    return f"__fairscan_raw_{column}__"
-
-
-def _range_columns(column: str) -> tuple[str, str]:
-    return f"__fairscan_lo_{column}__", f"__fairscan_hi_{column}__"
-
-
-def _threshold_keys(source: PushdownSource, table: Any, column: str, cut: Cut) -> dict[str, Any]:
-    """Group keys and aggregates that read ``column`` only through its thresholds: the side
-    of the thresholds each valid value is on (the value itself is null then), and each
-    group's smallest and largest value. Invalid values (null, NaN, infinite, a probability
-    outside [0, 1]) stay as they are, for the checks to report."""
-    import ibis
-
+def _valid(source: PushdownSource, table: Any, column: str, cut: Cut) -> tuple[Any, Any]:
+    """The column as float64, and where its value is one the checks accept (not null, NaN or
+    infinite; in [0, 1] for a probability)."""
     x, valid = _present(source, table, column)
     if source.relation.has_nan:
         valid = valid & ~x.isinf()
     if cut.probability:
         valid = valid & (x >= 0) & (x <= 1)
+    return x, valid
+
+
+def _threshold_keys(source: PushdownSource, table: Any, column: str, cut: Cut) -> dict[str, Any]:
+    """Group keys that read ``column`` only through its thresholds: the side of the
+    thresholds each valid value is on (the value itself null then); invalid values (null,
+    NaN, infinite, a probability outside [0, 1]) stay as they are, for the checks."""
+    import ibis
+
+    x, valid = _valid(source, table, column, cut)
     side = ibis.literal(0, type="int32")
     for t in cut.thresholds:
         side = side + ((x >= t) if cut.rule == "ge" else (x > t)).cast("int32")
     return {
-        _raw_column(column): x,
         column: ibis.ifelse(valid, ibis.null("float64"), x),
         _side_column(column): ibis.ifelse(valid, side, ibis.null("int32")),
     }
 
 
-def _expand_sides(frame: pl.DataFrame, columns: Sequence[str], keys: Sequence[str]) -> pl.DataFrame:
-    """Each group of a threshold-read column as two rows: its smallest value for all rows but
-    one, its largest for the last (the same recommendations, the column's minimum and
-    maximum kept for messages); groups equal after that are merged."""
-    if not columns:
+def _representative(cut: Cut, side: int) -> float:
+    """A value on ``side`` of the thresholds (side k: between the k-th and the next)."""
+    if cut.rule == "ge":  # side 0: x < t1; side k: t_k <= x < t_k+1
+        return (
+            float(np.nextafter(cut.thresholds[0], -np.inf))
+            if side == 0
+            else cut.thresholds[side - 1]
+        )
+    # side 0: x <= t1; side k: t_k < x <= t_k+1
+    return cut.thresholds[0] if side == 0 else float(np.nextafter(cut.thresholds[side - 1], np.inf))
+
+
+def _one_sided(cut: Cut, sides: Sequence[int]) -> bool:
+    """Some threshold has every valid value on one side (its recommendation is constant:
+    the warning then quotes the column's minimum and maximum)."""
+    return any(
+        all(s < k for s in sides) or all(s >= k for s in sides)
+        for k in range(1, len(cut.thresholds) + 1)
+    )
+
+
+def _with_sides(
+    source: PushdownSource,
+    filtered: Any,
+    frame: pl.DataFrame,
+    column: str,
+    cut: Cut,
+    keys: Sequence[str],
+) -> pl.DataFrame:
+    """The side of each valid value replaced by a value on that side; where a threshold's
+    recommendation is constant, the smallest and largest valid values (one row each, taken
+    from the lowest and highest sides) so that the warning quotes the data's range."""
+    side = pl.col(_side_column(column))
+    sides = sorted(int(v) for v in frame[_side_column(column)].drop_nulls().unique())
+    mapping = {s: _representative(cut, s) for s in sides}
+    top: float | None = None
+    if sides and _one_sided(cut, sides):  # rare: one extra pass for the data's values
+        _, valid = _valid(source, filtered, column, cut)
+        keyed = filtered.filter(valid).mutate(
+            side=_threshold_keys(source, filtered, column, cut)[_side_column(column)]
+        )
+        ranges = source.run(
+            keyed.group_by("side").aggregate(
+                lo=keyed[column].cast("float64").min(), hi=keyed[column].cast("float64").max()
+            ),
+            f"reading the range of {column!r}",
+        )
+        mapping = {int(s): float(lo) for s, lo in zip(ranges["side"], ranges["lo"], strict=True)}
+        top = float(ranges["hi"].max())  # type: ignore[arg-type]
+    value = side.replace_strict(mapping, default=None, return_dtype=pl.Float64)
+    frame = frame.with_columns(
+        pl.when(side.is_not_null()).then(value).otherwise(column).alias(column)
+    )
+    if top is not None:
+        frame = _move_one_row(frame, side == sides[-1], column, top)
+    return frame.drop(_side_column(column)).group_by(list(keys)).agg(pl.col(WEIGHT_COLUMN).sum())
+
+
+def _move_one_row(frame: pl.DataFrame, where: pl.Expr, column: str, value: float) -> pl.DataFrame:
+    """One data row of the first group where ``where`` holds gets ``value`` in ``column``."""
+    index = frame.with_row_index("__i__").filter(where)["__i__"]
+    if index.len() == 0:
         return frame
-    parts = []
-    for which, weight in ((0, pl.col(WEIGHT_COLUMN) - 1), (1, pl.lit(1, pl.Int64))):
-        values = []
-        for column in columns:
-            bound = pl.col(_range_columns(column)[which])
-            side = pl.col(_side_column(column))
-            values.append(pl.when(side.is_not_null()).then(bound).otherwise(column).alias(column))
-        parts.append(frame.with_columns(*values, weight.cast(pl.Int64).alias(WEIGHT_COLUMN)))
-    stacked = pl.concat(parts).filter(pl.col(WEIGHT_COLUMN) > 0)
-    return stacked.group_by(list(keys)).agg(pl.col(WEIGHT_COLUMN).sum())
+    row = frame[int(index[0])]
+    moved = row.with_columns(
+        pl.lit(value, pl.Float64).alias(column), pl.lit(1, pl.Int64).alias(WEIGHT_COLUMN)
+    )
+    rest = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == int(index[0]))
+        .then(pl.col(WEIGHT_COLUMN) - 1)
+        .otherwise(pl.col(WEIGHT_COLUMN))
+        .alias(WEIGHT_COLUMN)
+    )
+    return pl.concat([rest, moved.select(rest.columns)]).filter(pl.col(WEIGHT_COLUMN) > 0)
 
 
 def prepared_table(
@@ -319,13 +374,8 @@ def prepared_table(
         keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
         plan.steps.append(f"threshold on {name!r}")
     grouped = filtered.mutate(**keyed) if keyed else filtered
-    ranges: dict[str, Any] = {}
-    for name in sided:  # each group's smallest and largest valid value
-        lo, hi = _range_columns(name)
-        raw, valid = grouped[_raw_column(name)], grouped[_side_column(name)].notnull()
-        ranges[lo], ranges[hi] = raw.min(where=valid), raw.max(where=valid)
     group_keys = [*present, *(_side_column(n) for n in sided)]
-    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()}, **ranges)
+    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()})
     if max_rows is not None:
         aggregate = aggregate.limit(max_rows + 1)
     frame = source.run(aggregate, "aggregating the audited columns")
@@ -333,7 +383,9 @@ def prepared_table(
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
-    frame = _expand_sides(frame, sided, present).select([*present, WEIGHT_COLUMN])
+    for i, name in enumerate(sided):
+        keys = [*present, *(_side_column(n) for n in sided[i + 1 :])]
+        frame = _with_sides(source, filtered, frame, name, cuts[name], keys)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     for name in binned:
         frame = frame.with_columns(pl.col(name).cast(pl.Int32))
