@@ -76,12 +76,18 @@ def _summary(report: Any) -> list[Any]:
     ]
 
 
+def _connection(db: Path) -> str:
+    """The DuckDB file, with the settings of --duckdb-options (e.g. memory_limit=512MB)."""
+    options = os.environ.get("FAIRSCAN_BENCH_DUCKDB_OPTIONS")
+    return f"duckdb://{db}?{options}" if options else str(db)
+
+
 def _spec_text(db: Path, audit: dict[str, Any]) -> str:
     columns = {k: audit.get(k) for k in ("outcome", "prediction", "threshold", "recommendation")}
     spec = {
         "version": 1,
         "name": "warehouse",
-        "data": {"connection": str(db), "table": "predictions", "filter": audit["filter"]},
+        "data": {"connection": _connection(db), "table": "predictions", "filter": audit["filter"]},
         "columns": {k: v for k, v in columns.items() if v is not None},
         "attributes": audit["attributes"],
         "discretize": audit["discretize"],
@@ -176,9 +182,8 @@ def memory(rows: int, before_src: Path) -> None:
     print("pushed down:", results["spec"]["data_source"])
 
 
-def speed(rows: int, threshold: bool) -> None:
+def speed(rows: int, threshold: bool, options: str | None) -> None:
     import duckdb
-
     from make_warehouse_table import make
 
     db = WORK / f"warehouse-{rows}.duckdb"
@@ -192,6 +197,9 @@ def speed(rows: int, threshold: bool) -> None:
     group_by = time.perf_counter() - started
     con.close()
     print(f"DuckDB GROUP BY alone: {group_by:.2f} s ({len(groups):,} groups); load {_load()}")
+    if options:
+        os.environ["FAIRSCAN_BENCH_DUCKDB_OPTIONS"] = options
+        print(f"data.connection: duckdb://...?{options}")
     started = time.perf_counter()
     result = _measure("spec", db, "threshold" if threshold else "speed", SRC)
     wall = time.perf_counter() - started
@@ -205,7 +213,9 @@ def speed(rows: int, threshold: bool) -> None:
     con.sql(group_by_sql).fetchall()
     again = time.perf_counter() - started
     con.close()
-    print(f"DuckDB GROUP BY again: {again:.2f} s; ratio to the mean {2 * wall / (group_by + again):.2f}x")
+    print(
+        f"DuckDB GROUP BY again: {again:.2f} s; ratio to the mean {2 * wall / (group_by + again):.2f}x"
+    )
     print("found:", result["summary"][0][2][:1], "pushed down:", result["data_source"])
 
 
@@ -218,6 +228,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--before-src", type=Path, default=Path("/work/main/src"))
     parser.add_argument(
+        "--duckdb-options",
+        default=None,
+        help="speed: DuckDB settings in the connection URL, e.g. memory_limit=512MB",
+    )
+    parser.add_argument(
         "--threshold",
         action="store_true",
         help="speed: the recommendation is score >= 0.5 (a continuous score) instead of the "
@@ -229,7 +244,7 @@ def main() -> None:
     if args.what == "memory":
         memory(args.rows or 3_000_000, args.before_src)
     else:
-        speed(args.rows or 100_000_000, args.threshold)
+        speed(args.rows or 100_000_000, args.threshold, args.duckdb_options)
 
 
 if __name__ == "__main__":

@@ -101,12 +101,16 @@ class DatabaseTable:
     target: str  # the database file (duckdb, sqlite) or the URL to connect to
     table: str | None = None
     sql: str | None = None
+    # DuckDB settings from the URL's query (duckdb:///f.duckdb?memory_limit=512MB&threads=2)
+    options: tuple[tuple[str, str], ...] = ()
 
     @property
     def location(self) -> str:
         """What the report names as the data: the URL without credentials and the table, or
         the query's hash."""
-        where = redacted_url(self.connection) if _SCHEME.match(self.connection) else self.target
+        where = (
+            self.target if self.engine in ("duckdb", "sqlite") else redacted_url(self.connection)
+        )
         if self.table is not None:
             return f"{where}#{self.table}"
         return f"{where}#sql:{self.sql_sha256[:16]}"
@@ -155,12 +159,13 @@ def database_table(
     engine = {"postgresql": "postgres", "sqlite3": "sqlite"}.get(scheme, scheme)
     if engine in ("duckdb", "sqlite"):
         # duckdb:///abs/file.duckdb (absolute), duckdb://file.duckdb (the spec's folder)
-        path = connection[match.end() :].split("?", 1)[0]
+        path, _, query = connection[match.end() :].partition("?")
+        options = tuple(parse_qsl(query)) if engine == "duckdb" else ()
         if path in ("", ":memory:"):
             target = ":memory:"
         else:
             target = str((base / path).resolve()) if not path.startswith("/") else path
-        return DatabaseTable(connection, engine, target, table, sql)
+        return DatabaseTable(connection, engine, target, table, sql, options)
     return DatabaseTable(connection, engine, connection, table, sql)
 
 
@@ -188,7 +193,13 @@ def connect(source: DatabaseTable) -> Any:
                     "file's folder",
                 )
             if source.engine == "duckdb":
-                return ibis.duckdb.connect(source.target, read_only=source.target != ":memory:")
+                # no progress bar on the terminal; the URL's settings (memory_limit, threads)
+                read_only = source.target != ":memory:"
+                backend = ibis.duckdb.connect(
+                    source.target, read_only=read_only, **dict(source.options)
+                )
+                backend.raw_sql("SET enable_progress_bar = false")
+                return backend
             return ibis.sqlite.connect(source.target)
         url = interpolated(source.target)
         keyword = _TIMEOUT_KEYWORD.get(source.engine)
@@ -204,7 +215,9 @@ def connect(source: DatabaseTable) -> Any:
 def _connect_error(exc: BaseException, shown: str, secrets: list[str], engine: str) -> DataError:
     text = mask(first_line(exc), secrets)
     lowered = text.lower()
-    if "password" in lowered or "authentication" in lowered or "auth" in lowered:
+    if engine in ("duckdb", "sqlite"):
+        what, hint = "cannot open the database", "check the database file and its settings"
+    elif "password" in lowered or "authentication" in lowered or "auth" in lowered:
         what, hint = (
             "authentication failed",
             "check the user and the password variable (${NAME} in the URL, or the driver's own, "
