@@ -54,6 +54,12 @@ SPEED_AUDIT: dict[str, Any] = {
 }
 THRESHOLD_AUDIT: dict[str, Any] = {**SPEED_AUDIT, "prediction": "score", "threshold": 0.5}
 THRESHOLD_AUDIT["recommendation"] = None
+CALIBRATION_AUDIT: dict[str, Any] = {
+    **SPEED_AUDIT,
+    "prediction": "score",
+    "recommendation": None,
+    "scans": [{"id": "calibration", "type": "bias_scan", "direction": "negative", "restarts": 10}],
+}
 GROUP_BY = """
 select region, sex, channel, segment,
        case when age is null or isnan(age::double) then null
@@ -105,7 +111,12 @@ def child(mode: str, db: Path, out: Path, audit_name: str) -> None:
     import fairscan
     from fairscan import api
 
-    audit = {"memory": AUDIT, "speed": SPEED_AUDIT, "threshold": THRESHOLD_AUDIT}[audit_name]
+    audit = {
+        "memory": AUDIT,
+        "speed": SPEED_AUDIT,
+        "threshold": THRESHOLD_AUDIT,
+        "calibration": CALIBRATION_AUDIT,
+    }[audit_name]
     keywords = {k: v for k, v in audit.items() if v is not None}
     started = time.perf_counter()
     if mode in ("api", "before"):
@@ -182,6 +193,29 @@ def memory(rows: int, before_src: Path) -> None:
     print("pushed down:", results["spec"]["data_source"])
 
 
+def calibration(rows: int) -> None:
+    """bias_scan with continuous probabilities: through the database and in memory."""
+    from make_warehouse_table import make
+
+    db = WORK / f"warehouse-{rows}.duckdb"
+    if not db.exists():
+        print(f"made the table in {make(rows, db):.1f} s")
+    print(f"{rows:,} rows; load average before: {_load()}")
+    results = {}
+    for mode in ("spec", "memory"):
+        try:
+            results[mode] = r = _measure(mode, db, "calibration", SRC)
+        except SystemExit as exc:
+            print(f"{mode}: {str(exc)[-600:]}")
+            continue
+        print(
+            f"{mode:7s} peak RSS {r['peak_rss_mb']:7.0f} MB, audit {r['seconds']:6.1f} s; "
+            f"load {_load()}; aggregated rows {(r['data_source'] or {}).get('aggregated_rows')}"
+        )
+    if len(results) == 2:
+        print("same report:", results["spec"]["summary"] == results["memory"]["summary"])
+
+
 def speed(rows: int, threshold: bool, options: str | None) -> None:
     import duckdb
     from make_warehouse_table import make
@@ -224,7 +258,7 @@ def main() -> None:
         child(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["memory", "speed"])
+    parser.add_argument("what", choices=["memory", "speed", "calibration"])
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--before-src", type=Path, default=Path("/work/main/src"))
     parser.add_argument(
@@ -243,6 +277,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     if args.what == "memory":
         memory(args.rows or 3_000_000, args.before_src)
+    elif args.what == "calibration":
+        calibration(args.rows or 10_000_000)
     else:
         speed(args.rows or 100_000_000, args.threshold, args.duckdb_options)
 

@@ -19,7 +19,6 @@ engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -428,10 +427,6 @@ def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> d
     if frame is not None:
         out["aggregated_rows"] = frame.height
     return out
-
-
-def query_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def pushed_down(
