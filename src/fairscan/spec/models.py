@@ -144,7 +144,12 @@ class DataSpec(StrictModel):
     def _one_source(self) -> DataSpec:
         if self.connection is None:
             if self.path is None:
-                raise rule_error("give data.path (a file) or data.connection (a database)", "path")
+                raise rule_error(
+                    "missing required key 'path'",
+                    "path",
+                    hint="add `path:` (the data file, relative to the spec file), or "
+                    "`connection:` with `table:` or `sql:` for a database table",
+                )
             for key in ("table", "sql"):
                 if getattr(self, key) is not None:
                     raise rule_error(f"data.{key} needs data.connection", key)
