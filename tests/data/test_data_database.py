@@ -395,3 +395,26 @@ def test_threshold_push_down_keeps_warnings_and_checks(tmp_path: Path, threshold
     assert warnings == [w for s in reports[1].scans for w in s.warnings if "threshold" in w]
     if threshold != 0.5:
         assert any("in all" in w for w in warnings), warnings
+
+
+def test_server_that_does_not_answer_times_out(folder: Path) -> None:
+    """A server that accepts the connection and never answers: the connect timeout ends the
+    attempt with a data error on data.connection (no hang)."""
+    pytest.importorskip("psycopg", reason="the PostgreSQL driver psycopg is not installed")
+    with socket.socket() as silent:  # listens, never reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        os.environ[PASSWORD_VARIABLE] = "pw-silent-9"
+        try:
+            error = _error(
+                folder,
+                f"  connection: 'postgresql://u:${{{PASSWORD_VARIABLE}}}@127.0.0.1:{port}/db'\n"
+                "  table: credit",
+            )
+        finally:
+            os.environ.pop(PASSWORD_VARIABLE, None)
+    issue = error.issues[0]
+    assert issue.field == "data.connection"
+    assert "did not answer" in issue.message, issue.message
+    assert "pw-silent-9" not in str(error)
