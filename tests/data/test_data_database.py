@@ -231,12 +231,17 @@ def test_python_api_pushes_ibis_and_duckdb_tables_down(
         assert "threshold on 'score'" in report.provenance.data_source["pushdown"]
 
 
-def test_sample_is_drawn_in_the_database(folder: Path) -> None:
+@pytest.mark.parametrize("engine", ["duckdb", "postgres"])
+def test_sample_is_drawn_in_the_database(folder: Path, engine: str, request: Any) -> None:
+    """A seeded Bernoulli sample drawn by the engine (DuckDB: TABLESAMPLE ... REPEATABLE;
+    PostgreSQL: RANDOM() after setseed), cut to the rows asked for: the same audit each run."""
+    if engine == "duckdb":
+        source = "  connection: credit.duckdb\n  table: credit"
+    else:
+        pg = request.getfixturevalue("pg")
+        source = f"  connection: '{pg.url()}'\n  sql: select * from credit"
     spec = folder / "sampled.audit.yaml"
-    text = SPEC.format(
-        data="  connection: credit.duckdb\n  table: credit\n  sample: {rows: 3000, seed: 7}",
-        scans=THRESHOLD_SCANS,
-    )
+    text = SPEC.format(data=source + "\n  sample: {rows: 3000, seed: 7}", scans=THRESHOLD_SCANS)
     spec.write_text(text)
     first = api.run_audit(spec, api.RunOptions(write=False)).report
     again = api.run_audit(spec, api.RunOptions(write=False)).report
@@ -244,6 +249,13 @@ def test_sample_is_drawn_in_the_database(folder: Path) -> None:
     assert "sample" in first.provenance.data_source["pushdown"]
     assert 2000 < first.provenance.rows_after_filter <= 3000
     assert any("drawn in the database" in w for w in first.data_warnings)
+
+
+def test_sqlite_sample_asks_for_another_way(folder: Path) -> None:
+    error = _error(
+        folder, "  connection: credit.sqlite\n  table: credit\n  sample: {rows: 30, seed: 1}"
+    )
+    assert error.issues[0].field == "data.sample" and "seeded" in error.issues[0].message
 
 
 # --- errors ----------------------------------------------------------------------------------

@@ -59,10 +59,26 @@ class IbisRelation:
         self._table = table
         self.secrets = tuple(secrets)
         try:
-            backend = table.get_backend().name
+            self.backend: Any = table.get_backend()
+            name = self.backend.name
         except Exception:
-            backend = None
-        self.has_nan = backend != "sqlite"  # SQLite stores NaN as NULL (and has no isnan)
+            self.backend, name = None, None
+        self.engine = name
+        self.has_nan = name != "sqlite"  # SQLite stores NaN as NULL (and has no isnan)
+
+    def sample(self, expr: Any, fraction: float, seed: int) -> Any:
+        """A seeded Bernoulli sample of ``expr``'s rows, drawn by the engine."""
+        if self.engine == "sqlite":
+            raise DataError(
+                "SQLite has no seeded random numbers to draw data.sample with",
+                field="data.sample",
+                hint="draw the sample in data.sql (e.g. where id % 20 = 3), or audit the "
+                "table in DuckDB (connection: file.duckdb after ATTACH 'x.sqlite')",
+            )
+        if self.engine == "postgres":  # RANDOM() <= fraction after setseed, in this session
+            self.backend.raw_sql(f"SELECT setseed({(seed % 2**31) / 2**31!r})").close()
+            return expr.sample(fraction)
+        return expr.sample(fraction, seed=seed)
 
     def table(self) -> Any:
         return self._table
@@ -84,11 +100,16 @@ class DuckDBRelation:
         self.relation = relation
         self.secrets: tuple[str, ...] = ()
         self.has_nan = True
+
         schema = {
             name: DuckDBType.from_string(str(dtype))
             for name, dtype in zip(relation.columns, relation.types, strict=True)
         }
         self._table = ibis.table(ibis.schema(schema), name=_INPUT)
+
+    def sample(self, expr: Any, fraction: float, seed: int) -> Any:
+        """``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)``."""
+        return expr.sample(fraction, seed=seed)
 
     def table(self) -> Any:
         return self._table
@@ -417,7 +438,7 @@ def _sampled(
     if sample.rows < n_filtered:
         # a little more than asked, so that the cut to `rows` rarely leaves fewer
         fraction = min(1.0, sample.rows / n_filtered * 1.1 + 100 / n_filtered)
-        selected = selected.sample(fraction, seed=sample.seed).limit(sample.rows)
+        selected = source.relation.sample(selected, fraction, sample.seed).limit(sample.rows)
     frame = source.run(selected, "drawing the sample")
     return frame, n_filtered
 
