@@ -228,7 +228,10 @@ def test_python_api_pushes_ibis_and_duckdb_tables_down(
     ):
         report = fairscan.audit(table, **spec)
         assert _summary(report) == _summary(base)
-        assert "threshold on 'score'" in report.provenance.data_source["pushdown"]
+        source = report.provenance.data_source
+        assert "threshold on 'score'" in source["pushdown"]
+        assert source["engine"] in ("duckdb", "postgres") and source["engine_version"]
+        assert source["rows"] == credit.height
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "postgres"])

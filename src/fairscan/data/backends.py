@@ -11,6 +11,7 @@ and the checks then run on it as on a streamed dataset.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from fairscan.data.database import engine_version
 from fairscan.data.load import IN_MEMORY_FIELD, first_line
 from fairscan.data.pushdown import DuckDBRelation, IbisRelation, PushdownSource
 from fairscan.data.stream import WEIGHT_COLUMN
@@ -115,5 +117,11 @@ def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSourc
     except ImportError:
         return None
     relation = IbisRelation(data) if root == "ibis" else DuckDBRelation(data)
-    provenance = {"kind": engine, "engine": root}
+    provenance: dict[str, Any] = {"kind": engine, "engine": root}
+    if isinstance(relation, IbisRelation) and relation.backend is not None:
+        provenance["engine"] = relation.engine
+        provenance["engine_version"] = engine_version(relation.backend)
+    elif isinstance(relation, DuckDBRelation):
+        provenance["engine"] = "duckdb"
+        provenance["engine_version"] = sys.modules["duckdb"].__version__
     return PushdownSource(relation, label, IN_MEMORY_FIELD, provenance)
