@@ -433,3 +433,19 @@ def test_server_that_does_not_answer_times_out(folder: Path) -> None:
     assert issue.field == "data.connection"
     assert "did not answer" in issue.message, issue.message
     assert "pw-silent-9" not in str(error)
+
+
+def test_python_api_reads_the_spec_database(folder: Path, in_memory: dict[str, Any]) -> None:
+    """fairscan.audit(spec=...) without data audits the spec's database table, keyword
+    overrides included."""
+    import fairscan
+
+    spec = folder / "api.audit.yaml"
+    spec.write_text(
+        SPEC.format(data="  connection: credit.duckdb\n  table: credit", scans=THRESHOLD_SCANS)
+    )
+    report = fairscan.audit(spec=spec)
+    assert _summary(report) == _summary(in_memory["threshold"])
+    assert report.provenance.data_source["table"] == "credit"
+    fewer = fairscan.audit(spec=spec, filter="income >= 12000")
+    assert fewer.provenance.rows_after_filter > report.provenance.rows_after_filter
