@@ -134,7 +134,7 @@ class PushdownSource:
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
 
-    def run(self, expr: Any, what: str) -> pl.DataFrame:
+    def run(self, expr: Any, what: str, hint: str | None = None) -> pl.DataFrame:
         """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
         try:
             return self.relation.execute(expr)
@@ -144,7 +144,8 @@ class PushdownSource:
             raise DataError(
                 f"the database failed while {what}: {mask(first_line(exc), self.relation.secrets)}",
                 field=self.spec_field,
-                hint="check the table's columns and types (and the query in the database's "
+                hint=hint
+                or "check the table's columns and types (and the query in the database's "
                 "own client)",
             ) from None
 
@@ -210,6 +211,8 @@ def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: 
     picked = source.run(
         ranked.filter(ranked.r.isin(ranks)).select("r", "v"),
         f"computing the quantiles of {column!r}",
+        hint=f"exact quantiles need ROW_NUMBER() over the column; give explicit edges instead: "
+        f"discretize: {{{column}: {{edges: [...]}}}}",
     )
     by_rank = dict(zip(picked["r"].to_list(), picked["v"].to_list(), strict=True))
     return _edges_from(np.array([by_rank[int(r)] for r in _ranks(n, quantiles)], dtype=float))
