@@ -96,6 +96,8 @@ def audit(
         raise locate(loaded, SpecError(issues=issues), located)
     if issues:
         raise SpecError(issues=issues)
+    if data is None and loaded is not None and spec_model.data.connection is not None:
+        data = _database(loaded, spec_model)
     streamed = _streamed(data, model)
     if streamed is not None:
         spec_model = spec_model.model_copy(
@@ -256,7 +258,12 @@ def _spec(
     if has_data or loaded is None:
         # data.path is not the user's to set here (it is `data`); it is replaced once read
         data = raw.get("data")
-        raw["data"] = {**data, "path": ARGUMENTS} if isinstance(data, dict) else {"path": ARGUMENTS}
+        kept = (
+            {k: v for k, v in data.items() if k not in ("connection", "table", "sql")}
+            if isinstance(data, dict)
+            else {}
+        )
+        raw["data"] = {**kept, "path": ARGUMENTS}
     try:
         return api.spec_from_mapping(raw), False
     except SpecError as error:
@@ -281,8 +288,11 @@ def _streamed(data: Any, model: Any) -> tuple[Any, str] | None:
     DuckDB relation, a Dask or PySpark DataFrame) and paths of datasets (a directory, glob
     or URL); None for tables read into memory (and whenever a model adds predictions)."""
     from fairscan.data.backends import engine_of
+    from fairscan.data.pushdown import PushdownSource
     from fairscan.data.sources import dataset_source
 
+    if isinstance(data, PushdownSource):
+        return data, data.location
     if model is not None:
         return None
     if isinstance(data, str | os.PathLike):
@@ -291,6 +301,17 @@ def _streamed(data: Any, model: Any) -> tuple[Any, str] | None:
         return None if source is None else (source, text)
     engine = engine_of(data)
     return None if engine is None else (data, f"<in-memory {engine}>")
+
+
+def _database(loaded: LoadedSpec, spec: AuditSpec) -> Any:
+    """The spec's database table (``data.connection``), connected."""
+    from fairscan.data.database import database_source
+
+    base = Path(loaded.file_of("data.connection")).parent
+    try:
+        return database_source(str(spec.data.connection), spec.data.table, spec.data.sql, base)
+    except DataError as error:
+        raise locate(loaded, error) from error
 
 
 def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str, str | None]:
@@ -304,7 +325,7 @@ def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str
                 hint="fairscan.audit(df, outcome=..., ...) with a polars or pandas DataFrame, a "
                 "pyarrow Table or a data file path, or spec='NAME.audit.yaml' for its data file",
             )
-        path = (Path(loaded.file_of("data.path")).parent / loaded.spec.data.path).resolve()
+        path = (Path(loaded.file_of("data.path")).parent / str(loaded.spec.data.path)).resolve()
         try:
             return read_table(path), str(path), file_sha256(path), None
         except DataError as error:

@@ -353,7 +353,7 @@ def validate(
                 data = prepared.data
                 err.print(
                     f"[green]ok[/] {escape(str(spec_path))}: {len(prepared.spec.scans)} scan(s), "
-                    f"{data.n_rows} rows after filter, "
+                    f"{data.n_data_rows} rows after filter, "
                     f"{len(data.attributes)} attributes",
                     soft_wrap=True,
                 )

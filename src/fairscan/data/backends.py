@@ -11,6 +11,7 @@ and the checks then run on it as on a streamed dataset.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,9 @@ from typing import Any
 
 import polars as pl
 
+from fairscan.data.database import engine_version
 from fairscan.data.load import IN_MEMORY_FIELD, first_line
+from fairscan.data.pushdown import DuckDBRelation, IbisRelation, PushdownSource
 from fairscan.data.stream import WEIGHT_COLUMN
 from fairscan.errors import DataError
 
@@ -53,13 +56,22 @@ def engine_of(data: object) -> str | None:
     return _ENGINES.get(root)
 
 
-def lazy_table(data: Any, columns: Sequence[str], extra_keys: Sequence[str]) -> LazyTable:
+def lazy_table(
+    data: Any, columns: Sequence[str], extra_keys: Sequence[str]
+) -> LazyTable | PushdownSource:
     """``data`` as a :class:`LazyTable`; a table of another engine is aggregated there by
-    ``columns`` and ``extra_keys`` (the filter's columns) first."""
+    ``columns`` and ``extra_keys`` (the filter's columns) first. An Ibis table or a DuckDB
+    relation is a :class:`~fairscan.data.pushdown.PushdownSource`: the whole preparation
+    (filter, bins, thresholds, GROUP BY) runs in its engine, as for ``data.connection``."""
     engine = engine_of(data)
     label = f"<in-memory {engine}>"
+    if isinstance(data, PushdownSource):
+        return data
     if isinstance(data, pl.LazyFrame):
         return LazyTable(data, label)
+    pushdown = _pushdown_source(data, engine, label)
+    if pushdown is not None:
+        return pushdown
     try:
         import narwhals as nw
     except ImportError as exc:  # pragma: no cover - narwhals comes with scikit-learn
@@ -92,3 +104,24 @@ def lazy_table(data: Any, columns: Sequence[str], extra_keys: Sequence[str]) -> 
         ) from exc
     assert isinstance(table, pl.DataFrame)
     return LazyTable(table.lazy(), label, weight=WEIGHT_COLUMN, sliceable=True)
+
+
+def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSource | None:
+    """An Ibis table or DuckDB relation, prepared in its engine (None for other engines, and
+    when Ibis is not installed: those are aggregated through narwhals)."""
+    root = type(data).__module__.split(".", 1)[0]
+    if root not in ("ibis", "duckdb"):
+        return None
+    try:
+        import ibis  # noqa: F401
+    except ImportError:
+        return None
+    relation = IbisRelation(data) if root == "ibis" else DuckDBRelation(data)
+    provenance: dict[str, Any] = {"kind": engine, "engine": root}
+    if isinstance(relation, IbisRelation) and relation.backend is not None:
+        provenance["engine"] = relation.engine
+        provenance["engine_version"] = engine_version(relation.backend)
+    elif isinstance(relation, DuckDBRelation):
+        provenance["engine"] = "duckdb"
+        provenance["engine_version"] = sys.modules["duckdb"].__version__
+    return PushdownSource(relation, label, IN_MEMORY_FIELD, provenance)

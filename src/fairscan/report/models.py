@@ -202,6 +202,15 @@ class Provenance(ReportModel):
             "address of a Dask scheduler (significance.executor)."
         ),
     )
+    data_source: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "A database table's provenance: kind, engine, connection (URL without user or "
+            "password), table or sql with sql_sha256, rows, engine_version, the steps that ran "
+            "in the engine (pushdown) and the rows of the aggregate that came back. data_sha256 "
+            "is then the hash of that aggregated table."
+        ),
+    )
     parameters: dict[str, Any] = Field(
         description="The resolved spec (defaults filled in, CLI overrides applied)."
     )

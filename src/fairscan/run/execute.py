@@ -213,6 +213,7 @@ def _provenance(
         total_seconds=elapsed,
         workers=workers,
         executor=spec.significance.executor,
+        data_source=prepared.data_source,
         parameters=spec.model_dump(mode="json", by_alias=True),
         environment=_environment(),
     )

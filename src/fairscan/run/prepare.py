@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     import polars as pl
 
     from fairscan.data.backends import LazyTable
+    from fairscan.data.pushdown import PushdownSource
     from fairscan.data.sources import DatasetSource
     from fairscan.data.table import Aggregation, PreparedData, RoleColumn
-    from fairscan.scans.roles import ScanRoles
+    from fairscan.scans.roles import ScanRoles, ThresholdRule
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PreparedAudit:
     # issues point at the spec file's lines; False where the spec is not (only) the file's
     # (fairscan.audit keyword arguments): issues then name the field path alone
     located: bool = True
+    data_source: dict[str, Any] | None = None  # a database table's provenance (no secret)
     # aggregated data expanded to rows, made once for the scans that work on rows
     _rows: dict[str, PreparedData] = field(default_factory=dict, compare=False, repr=False)
 
@@ -105,6 +107,18 @@ def prepare_loaded(
     options = options or RunOptions()
     spec = apply_overrides(loaded.spec, options)
     roles, spec_issues = checked_roles(loaded, spec)
+    if spec.data.connection is not None:  # a database table, prepared where it lives
+        from fairscan.data.database import database_source
+
+        try:
+            base = Path(loaded.file_of("data.connection")).parent
+            db = database_source(spec.data.connection, spec.data.table, spec.data.sql, base)
+        except DataError as db_error:
+            raise locate(loaded, with_spec_issues(db_error, spec_issues), located) from db_error
+        return _prepare_streamed(
+            loaded, spec, roles, db, extra_roles, spec_issues, options, located
+        )
+    assert spec.data.path is not None
     # relative to the file the path is written in (a parent spec, with extends)
     try:
         data_path = (Path(loaded.file_of("data.path")).parent / spec.data.path).resolve()
@@ -148,6 +162,7 @@ def _streamed_source(spec: AuditSpec, data_path: Path) -> DatasetSource | None:
     from fairscan.data.load import fits_in_memory
     from fairscan.data.sources import dataset_source, file_source
 
+    assert spec.data.path is not None
     source = dataset_source(spec.data.path, data_path)
     if source is not None or spec.data.streaming is False:
         return source
@@ -160,7 +175,7 @@ def _prepare_streamed(
     loaded: LoadedSpec,
     spec: AuditSpec,
     roles: list[ScanRoles],
-    source: DatasetSource | LazyTable,
+    source: DatasetSource | LazyTable | PushdownSource,
     extra_roles: Sequence[RoleColumn] = (),
     spec_issues: list[Issue] | None = None,
     options: RunOptions | None = None,
@@ -199,6 +214,7 @@ def _prepare_streamed(
         prefiltered=aggregation is None,
         aggregated=aggregation,
     )
+    prepared = replace(prepared, data_source=getattr(source, "provenance", None))
     if sample_note is None:
         return prepared
     n_raw, note = sample_note
@@ -209,13 +225,19 @@ def _prepare_streamed(
 def _read_streamed(
     spec: AuditSpec,
     roles: list[ScanRoles],
-    source: DatasetSource | LazyTable,
+    source: DatasetSource | LazyTable | PushdownSource,
     extra_roles: Sequence[RoleColumn],
     progress: Callable[[int], None],
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """(table, its aggregation or None for a sample, (data rows, note) of a sample)."""
     from fairscan.data.load import available_memory
+    from fairscan.data.pushdown import PushdownSource, pushed_down
     from fairscan.data.stream import aggregated_table, sampled_table, stream_query
+
+    if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
+        other = {*spec.attributes, *extra_columns(spec, roles), *(r.column for r in extra_roles)}
+        cuts = threshold_only_columns(list(spec.scans), roles, other)
+        return pushed_down(source, spec, used_columns(spec, roles, extra_roles), cuts)
 
     query, schema = stream_query(
         source.scan(),
@@ -361,3 +383,45 @@ def _prepare(
         roles=tuple(roles),
         located=located,
     )
+
+
+def threshold_only_columns(
+    scans: list[Any], roles: list[ScanRoles], other_columns: set[str]
+) -> dict[str, tuple[tuple[float, ...], ThresholdRule, bool]]:
+    """Prediction columns every scan reads only through a numeric threshold (no scan needs
+    their values): column -> (thresholds, rule, read as a probability). A database can then
+    return one value per side of each threshold instead of every distinct prediction
+    (:mod:`fairscan.data.pushdown`). ``other_columns``: columns read otherwise (attributes,
+    extra columns, other roles), never collapsed."""
+    from fairscan.scans import SCAN_TYPES
+
+    raw = set(other_columns)
+    found: dict[str, tuple[set[float], set[ThresholdRule], bool]] = {}
+    for scan, scan_roles in zip(scans, roles, strict=True):
+        for request in (scan_roles.outcome, scan_roles.decision):
+            if request is not None:
+                raw.add(request.column)
+        raw.update(column.column for _, column in scan_roles.classes)
+        prediction = scan_roles.prediction
+        if prediction is None:
+            continue
+        needs = SCAN_TYPES[scan.type].roles_for(scan)
+        threshold = scan_roles.threshold
+        if needs & {"probability", "score", "expectation"} or not isinstance(
+            threshold, int | float
+        ):
+            raw.add(prediction.column)
+            continue
+        values, rules, probability = found.get(prediction.column, (set(), set(), False))
+        values.add(float(threshold))
+        rules.add(scan_roles.threshold_rule)
+        found[prediction.column] = (
+            values,
+            rules,
+            probability or prediction.kind == "probability",
+        )
+    return {
+        column: (tuple(sorted(values)), next(iter(rules)), probability)
+        for column, (values, rules, probability) in found.items()
+        if column not in raw and len(rules) == 1
+    }

@@ -276,8 +276,13 @@ def threshold_warnings(data: PreparedData, roles: ScanRoles, arrays: RoleArrays)
         return []
     if arrays.prediction is None or arrays.recommendation.size == 0:
         return []
-    n_ones = int(arrays.recommendation.sum())
-    n = int(arrays.recommendation.size)
+    weight = data.row_weight  # aggregated data: each row stands for this many data rows
+    if weight is not None and weight.size == arrays.recommendation.size:
+        n_ones = int((arrays.recommendation * weight).sum())
+        n = int(weight.sum())
+    else:
+        n_ones = int(arrays.recommendation.sum())
+        n = int(arrays.recommendation.size)
     if 0 < n_ones < n:
         return []
     value = 1 if n_ones else 0

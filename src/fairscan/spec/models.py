@@ -31,6 +31,26 @@ EXECUTOR_PATTERN = (
 )
 
 
+def _literal_password(url: str) -> bool:
+    from urllib.parse import parse_qsl, urlsplit
+
+    if "://" not in url:
+        return False
+    env = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return False
+    if password is not None and not env.fullmatch(password):
+        return True
+    secret_keys = ("password", "passwd", "pwd", "token", "secret")
+    return any(
+        k.lower() in secret_keys and not env.fullmatch(v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+
+
 class SampleSpec(StrictModel):
     rows: int = Field(
         ge=1,
@@ -40,7 +60,8 @@ class SampleSpec(StrictModel):
 
 
 class DataSpec(StrictModel):
-    path: str = Field(
+    path: str | None = Field(
+        default=None,
         min_length=1,
         description=(
             "Data file, relative to the spec file. Format by extension: "
@@ -83,6 +104,52 @@ class DataSpec(StrictModel):
             "keeps them apart (with a warning)."
         ),
     )
+    # a database or warehouse table, prepared where it lives (fairscan.data.pushdown)
+    connection: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "A database instead of data.path: a URL Ibis connects to (postgresql://, "
+            "duckdb://, sqlite://, snowflake://, bigquery://, trino://, ...) or a .duckdb / "
+            ".sqlite file. Secrets only as ${ENV_VAR} (or the driver's own variables)."
+        ),
+        examples=["postgresql://auditor:${PGPASSWORD}@db:5432/ml", "predictions.duckdb"],
+    )
+    table: str | None = Field(
+        default=None, min_length=1, description="The table (schema.table) to audit."
+    )
+    sql: str | None = Field(
+        default=None, min_length=1, description="A SELECT whose rows are audited."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DataSpec:
+        if self.connection is None:
+            if self.path is None:
+                raise rule_error(
+                    "missing required key 'path'",
+                    "path",
+                    hint="add `path:` (the data file, relative to the spec file), or "
+                    "`connection:` with `table:` or `sql:` for a database table",
+                )
+            for key in ("table", "sql"):
+                if getattr(self, key) is not None:
+                    raise rule_error(f"data.{key} needs data.connection", key)
+            return self
+        if self.path is not None:
+            raise rule_error("give data.path or data.connection, not both", "connection")
+        if (self.table is None) == (self.sql is None):
+            raise rule_error(
+                "with data.connection, give data.table or data.sql (one)", "connection"
+            )
+        if _literal_password(self.connection):
+            raise rule_error(
+                "the connection URL holds a password: secrets come from the environment only",
+                "connection",
+                hint="write ${NAME} in its place (e.g. postgresql://user:${PGPASSWORD}@host/db) "
+                "and export NAME",
+            )
+        return self
 
 
 class ColumnsSpec(StrictModel):
@@ -345,7 +412,8 @@ class AuditSpec(StrictModel):
                     f"scan ids must be unique; repeated: {', '.join(dup_ids)}", "scans", i, "id"
                 )
         for where, path in (("data", self.data.path), ("output", self.output.dir)):
-            _check_path(path, where)
+            if path is not None:
+                _check_path(path, where)
         for i, scan in enumerate(self.scans):
             _check_target(scan, i)
         roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}

@@ -1,0 +1,478 @@
+"""The audit's preparation pushed down into the engine that holds the table.
+
+One path for every engine: the table is an Ibis expression (a database table or query named
+in the spec, an Ibis table, or a DuckDB relation handed to ``fairscan.audit``), and every step
+is compiled to that engine's SQL:
+
+1. ``strip_whitespace``: text attributes trimmed;
+2. ``data.filter``: the filter grammar compiled to an Ibis expression (:mod:`filter_sql`);
+3. ``discretize``: explicit edges, and quantile edges computed in the engine, exactly (the
+   order statistics numpy's ``method="higher"`` gives, picked by ``ROW_NUMBER()``);
+4. the recommendation threshold: a prediction column read only through ``prediction >= t``
+   is replaced by one value per side of each threshold (the side's smallest value, and its
+   largest kept as it is, so that its range in messages stays the data's);
+5. the ``GROUP BY`` of the audited columns with the count of data rows of each group.
+
+Only that aggregate comes back (or, for ``data.sample``, the rows of a sample drawn by the
+engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
+from fairscan.data.load import first_line, mask
+from fairscan.data.stream import (
+    WEIGHT_COLUMN,
+    _edges_from,
+    _numeric_or_error,
+    _ranks,
+    _too_many_distinct,
+)
+from fairscan.data.table import Aggregation
+from fairscan.errors import DataError
+from fairscan.spec.models import DiscretizeSpec, SampleSpec
+
+_INPUT = "fairscan_input"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A prediction column the audit reads only through thresholds (``rule``: ge or gt)."""
+
+    thresholds: tuple[float, ...]
+    rule: Literal["ge", "gt"]
+    probability: bool  # values outside [0, 1] are kept as they are (the checks report them)
+
+
+class IbisRelation:
+    """A table of an Ibis backend: expressions run where it lives."""
+
+    def __init__(self, table: Any, secrets: Sequence[str] = ()) -> None:
+        self._table = table
+        self.secrets = tuple(secrets)
+        try:
+            self.backend: Any = table.get_backend()
+            name = self.backend.name
+        except Exception:
+            self.backend, name = None, None
+        self.engine = name
+        self.has_nan = name != "sqlite"  # SQLite stores NaN as NULL (and has no isnan)
+
+    def sample(self, expr: Any, fraction: float, seed: int) -> Any:
+        """A seeded Bernoulli sample of ``expr``'s rows, drawn by the engine."""
+        if self.engine == "sqlite":
+            raise DataError(
+                "SQLite has no seeded random numbers to draw data.sample with",
+                field="data.sample",
+                hint="draw the sample in data.sql (e.g. where id % 20 = 3), or audit the "
+                "table in DuckDB (connection: file.duckdb after ATTACH 'x.sqlite')",
+            )
+        if self.engine == "postgres":  # RANDOM() <= fraction after setseed, in this session
+            self.backend.raw_sql(f"SELECT setseed({(seed % 2**31) / 2**31!r})").close()
+            return expr.sample(fraction)
+        return expr.sample(fraction, seed=seed)
+
+    def table(self) -> Any:
+        return self._table
+
+    def execute(self, expr: Any) -> pl.DataFrame:
+        result = expr.to_polars()
+        assert isinstance(result, pl.DataFrame)
+        return result
+
+
+class DuckDBRelation:
+    """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
+    and run by the relation's own connection (``relation.query``)."""
+
+    def __init__(self, relation: Any) -> None:
+        import ibis
+        from ibis.backends.sql.datatypes import DuckDBType
+
+        self.relation = relation
+        self.secrets: tuple[str, ...] = ()
+        self.has_nan = True
+
+        schema = {
+            name: DuckDBType.from_string(str(dtype))
+            for name, dtype in zip(relation.columns, relation.types, strict=True)
+        }
+        self._table = ibis.table(ibis.schema(schema), name=_INPUT)
+
+    def sample(self, expr: Any, fraction: float, seed: int) -> Any:
+        """``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)``."""
+        return expr.sample(fraction, seed=seed)
+
+    def table(self) -> Any:
+        return self._table
+
+    def execute(self, expr: Any) -> pl.DataFrame:
+        import ibis
+
+        sql = str(ibis.to_sql(expr, dialect="duckdb"))
+        result = self.relation.query(_INPUT, sql).pl()
+        assert isinstance(result, pl.DataFrame)
+        return result
+
+
+@dataclass(frozen=True)
+class PushdownSource:
+    """A table whose preparation runs in its engine; what the report names it by."""
+
+    relation: IbisRelation | DuckDBRelation
+    location: str  # the report's data path (no secret)
+    spec_field: str  # the spec field errors of the engine name (data.table, data.sql, data)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    sliceable: bool = False
+    weight: str | None = WEIGHT_COLUMN
+
+    def run(self, expr: Any, what: str, hint: str | None = None) -> pl.DataFrame:
+        """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
+        try:
+            return self.relation.execute(expr)
+        except DataError:
+            raise
+        except Exception as exc:
+            raise DataError(
+                f"the database failed while {what}: {mask(first_line(exc), self.relation.secrets)}",
+                field=self.spec_field,
+                hint=hint
+                or "check the table's columns and types (and the query in the database's "
+                "own client)",
+            ) from None
+
+
+@dataclass
+class _Plan:
+    """What ran in the engine, for the report's provenance."""
+
+    steps: list[str] = field(default_factory=list)
+
+
+_UNUSABLE = ("array", "struct", "map", "json", "binary", "uuid", "geospatial", "inet", "macaddr")
+
+
+def _polars_schema(source: PushdownSource, table: Any, columns: Sequence[str]) -> pl.Schema:
+    """The polars types of the audited columns (the filter's checks and messages use them);
+    a column of a type the audit cannot use is a DataError naming it."""
+    out: dict[str, pl.DataType] = {}
+    schema = table.schema()
+    for name in schema.names:
+        dtype = schema[name]
+        if name in columns and any(getattr(dtype, f"is_{k}", lambda: False)() for k in _UNUSABLE):
+            raise DataError(
+                f"column {name!r} has type {dtype}, which the audit cannot use",
+                field=source.spec_field,
+                column=name,
+                hint="select a plain value in its place (a string, number, boolean or date), "
+                "e.g. with data.sql: select ..., cast(col as varchar) as col",
+            )
+        try:
+            out[name] = dtype.to_polars()
+        except Exception:
+            out[name] = pl.Object()
+    return pl.Schema(out)
+
+
+def _count(source: PushdownSource, table: Any, what: str) -> int:
+    import ibis
+
+    frame = source.run(table.aggregate(n=ibis._.count()), what)
+    return int(frame["n"][0] or 0)
+
+
+def _present(source: PushdownSource, table: Any, column: str) -> tuple[Any, Any]:
+    """The column as float64, and where it holds a value (not null, not NaN)."""
+    x = table[column].cast("float64")
+    if not source.relation.has_nan:
+        return x, x.notnull()
+    return x, x.notnull() & ~x.isnan()
+
+
+def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: int) -> tuple:
+    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks."""
+    import ibis
+
+    x, ok = _present(source, table, column)
+    values = table.filter(ok).select(v=x)
+    n = _count(source, values, f"counting the values of {column!r}")
+    if n == 0:
+        return ()
+    ranks = sorted({int(r) for r in _ranks(n, quantiles)})
+    ranked = values.mutate(r=ibis.row_number().over(order_by=values.v))
+    picked = source.run(
+        ranked.filter(ranked.r.isin(ranks)).select("r", "v"),
+        f"computing the quantiles of {column!r}",
+        hint=f"exact quantiles need ROW_NUMBER() over the column; give explicit edges instead: "
+        f"discretize: {{{column}: {{edges: [...]}}}}",
+    )
+    by_rank = dict(zip(picked["r"].to_list(), picked["v"].to_list(), strict=True))
+    return _edges_from(np.array([by_rank[int(r)] for r in _ranks(n, quantiles)], dtype=float))
+
+
+def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
+    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine."""
+    import ibis
+
+    x, ok = _present(source, table, column)
+    inner = list(edges[1:-1])
+    code = ibis.literal(0, type="int32")
+    for e in inner:
+        code = code + (x >= e).cast("int32")
+    return ibis.ifelse(ok, code, ibis.null("int32")).cast("int32")
+
+
+def _side_column(column: str) -> str:
+    return f"__fairscan_side_{column}__"
+
+
+def _valid(source: PushdownSource, table: Any, column: str, cut: Cut) -> tuple[Any, Any]:
+    """The column as float64, and where its value is one the checks accept (not null, NaN or
+    infinite; in [0, 1] for a probability)."""
+    x, valid = _present(source, table, column)
+    if source.relation.has_nan:
+        valid = valid & ~x.isinf()
+    if cut.probability:
+        valid = valid & (x >= 0) & (x <= 1)
+    return x, valid
+
+
+def _threshold_keys(source: PushdownSource, table: Any, column: str, cut: Cut) -> dict[str, Any]:
+    """Group keys that read ``column`` only through its thresholds: the side of the
+    thresholds each valid value is on (the value itself null then); invalid values (null,
+    NaN, infinite, a probability outside [0, 1]) stay as they are, for the checks."""
+    import ibis
+
+    x, valid = _valid(source, table, column, cut)
+    side = ibis.literal(0, type="int32")
+    for t in cut.thresholds:
+        side = side + ((x >= t) if cut.rule == "ge" else (x > t)).cast("int32")
+    return {
+        column: ibis.ifelse(valid, ibis.null("float64"), x),
+        _side_column(column): ibis.ifelse(valid, side, ibis.null("int32")),
+    }
+
+
+def _representative(cut: Cut, side: int) -> float:
+    """A value on ``side`` of the thresholds (side k: between the k-th and the next)."""
+    if cut.rule == "ge":  # side 0: x < t1; side k: t_k <= x < t_k+1
+        return (
+            float(np.nextafter(cut.thresholds[0], -np.inf))
+            if side == 0
+            else cut.thresholds[side - 1]
+        )
+    # side 0: x <= t1; side k: t_k < x <= t_k+1
+    return cut.thresholds[0] if side == 0 else float(np.nextafter(cut.thresholds[side - 1], np.inf))
+
+
+def _one_sided(cut: Cut, sides: Sequence[int]) -> bool:
+    """Some threshold has every valid value on one side (its recommendation is constant:
+    the warning then quotes the column's minimum and maximum)."""
+    return any(
+        all(s < k for s in sides) or all(s >= k for s in sides)
+        for k in range(1, len(cut.thresholds) + 1)
+    )
+
+
+def _with_sides(
+    source: PushdownSource,
+    filtered: Any,
+    frame: pl.DataFrame,
+    column: str,
+    cut: Cut,
+    keys: Sequence[str],
+) -> pl.DataFrame:
+    """The side of each valid value replaced by a value on that side; where a threshold's
+    recommendation is constant, the smallest and largest valid values (one row each, taken
+    from the lowest and highest sides) so that the warning quotes the data's range."""
+    side = pl.col(_side_column(column))
+    sides = sorted(int(v) for v in frame[_side_column(column)].drop_nulls().unique())
+    mapping = {s: _representative(cut, s) for s in sides}
+    top: float | None = None
+    if sides and _one_sided(cut, sides):  # rare: one extra pass for the data's values
+        _, valid = _valid(source, filtered, column, cut)
+        keyed = filtered.filter(valid).mutate(
+            side=_threshold_keys(source, filtered, column, cut)[_side_column(column)]
+        )
+        ranges = source.run(
+            keyed.group_by("side").aggregate(
+                lo=keyed[column].cast("float64").min(), hi=keyed[column].cast("float64").max()
+            ),
+            f"reading the range of {column!r}",
+        )
+        mapping = {int(s): float(lo) for s, lo in zip(ranges["side"], ranges["lo"], strict=True)}
+        top = float(ranges["hi"].max())  # type: ignore[arg-type]
+    value = side.replace_strict(mapping, default=None, return_dtype=pl.Float64)
+    frame = frame.with_columns(
+        pl.when(side.is_not_null()).then(value).otherwise(column).alias(column)
+    )
+    if top is not None:
+        frame = _move_one_row(frame, side == sides[-1], column, top)
+    return frame.drop(_side_column(column)).group_by(list(keys)).agg(pl.col(WEIGHT_COLUMN).sum())
+
+
+def _move_one_row(frame: pl.DataFrame, where: pl.Expr, column: str, value: float) -> pl.DataFrame:
+    """One data row of the first group where ``where`` holds gets ``value`` in ``column``."""
+    index = frame.with_row_index("__i__").filter(where)["__i__"]
+    if index.len() == 0:
+        return frame
+    row = frame[int(index[0])]
+    moved = row.with_columns(
+        pl.lit(value, pl.Float64).alias(column), pl.lit(1, pl.Int64).alias(WEIGHT_COLUMN)
+    )
+    rest = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == int(index[0]))
+        .then(pl.col(WEIGHT_COLUMN) - 1)
+        .otherwise(pl.col(WEIGHT_COLUMN))
+        .alias(WEIGHT_COLUMN)
+    )
+    return pl.concat([rest, moved.select(rest.columns)]).filter(pl.col(WEIGHT_COLUMN) > 0)
+
+
+def prepared_table(
+    source: PushdownSource,
+    *,
+    columns: Sequence[str],
+    attributes: Sequence[str],
+    filter: str | None,
+    strip_whitespace: bool,
+    discretize: Mapping[str, DiscretizeSpec],
+    cuts: Mapping[str, Cut],
+    sample: SampleSpec | None,
+    max_rows: int | None,
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
+    (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps."""
+    from fairscan.data.filter_sql import filter_ibis
+
+    plan = _Plan()
+    table = source.relation.table()
+    schema = _polars_schema(source, table, columns)
+    present = [c for c in dict.fromkeys(columns) if c in schema]
+    stripped = [
+        a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
+    ]
+    if stripped:
+        table = table.mutate(**{a: table[a].strip() for a in stripped})
+        plan.steps.append("strip_whitespace")
+    n_raw = _count(source, table, "counting the rows")
+    filtered = table
+    if filter is not None:
+        filtered = table.filter(filter_ibis(filter, table, schema))
+        plan.steps.append("filter")
+    if sample is not None:
+        frame, n_filtered = _sampled(source, filtered, present, sample)
+        plan.steps.append("sample")
+        source.provenance.update(_provenance(plan, n_raw))
+        note = (
+            f"audited a sample of {frame.height:,} of the {n_filtered:,} rows the filter keeps, "
+            f"drawn in the database (data.sample, seed {sample.seed})"
+        )
+        return frame, None, (n_raw, note)
+    binned: dict[str, tuple[float, ...]] = {}
+    keyed: dict[str, Any] = {}
+    for name in attributes:
+        rule = discretize.get(name)
+        if rule is None or name not in present:
+            continue
+        _numeric_or_error(schema, name)
+        if rule.edges is not None:
+            binned[name] = explicit_edges(rule.edges)
+        else:
+            quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
+            binned[name] = _quantile_edges(source, filtered, name, quantiles)
+        keyed[name] = _bin_codes(source, filtered, name, binned[name])
+    if binned:
+        plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
+    sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
+    for name in sided:
+        keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
+        plan.steps.append(f"threshold on {name!r}")
+    grouped = filtered.mutate(**keyed) if keyed else filtered
+    group_keys = [*present, *(_side_column(n) for n in sided)]
+    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()})
+    if max_rows is not None:
+        aggregate = aggregate.limit(max_rows + 1)
+    frame = source.run(aggregate, "aggregating the audited columns")
+    plan.steps.append("group by")
+    if max_rows is not None and frame.height > max_rows:
+        raise _too_many_distinct(frame, max_rows)
+    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    for i, name in enumerate(sided):
+        keys = [*present, *(_side_column(n) for n in sided[i + 1 :])]
+        frame = _with_sides(source, filtered, frame, name, cuts[name], keys)
+    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    for name in binned:
+        frame = frame.with_columns(pl.col(name).cast(pl.Int32))
+    frame = frame.sort(present, nulls_last=True)
+    n_rows = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
+    if n_rows == 0:
+        raise DataError(
+            f"the filter keeps 0 of {n_raw} rows" if filter is not None else "no data rows",
+            field="data.filter" if filter is not None else source.spec_field,
+            hint="check the filter's values (string comparisons are case-sensitive)"
+            if filter is not None
+            else "point the source at a table with rows",
+        )
+    source.provenance.update(_provenance(plan, n_raw, frame))
+    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned), None
+
+
+def _sampled(
+    source: PushdownSource, filtered: Any, present: Sequence[str], sample: SampleSpec
+) -> tuple[pl.DataFrame, int]:
+    """A Bernoulli sample drawn by the engine (seeded), cut to ``sample.rows`` rows."""
+    n_filtered = _count(source, filtered, "counting the filtered rows")
+    if n_filtered == 0:
+        raise DataError(
+            "the filter keeps 0 rows",
+            field="data.filter",
+            hint="check the filter's values (string comparisons are case-sensitive)",
+        )
+    selected = filtered.select(*present)
+    if sample.rows < n_filtered:
+        # a little more than asked, so that the cut to `rows` rarely leaves fewer
+        fraction = min(1.0, sample.rows / n_filtered * 1.1 + 100 / n_filtered)
+        selected = source.relation.sample(selected, fraction, sample.seed).limit(sample.rows)
+    frame = source.run(selected, "drawing the sample")
+    return frame, n_filtered
+
+
+def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"rows": n_raw, "pushdown": list(plan.steps)}
+    if frame is not None:
+        out["aggregated_rows"] = frame.height
+    return out
+
+
+def pushed_down(
+    source: PushdownSource,
+    spec: Any,
+    columns: Sequence[str],
+    cuts: Mapping[str, tuple[tuple[float, ...], Literal["ge", "gt"], bool]],
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """:func:`prepared_table` for an audit spec (``spec.data``, ``spec.attributes``,
+    ``spec.discretize``); ``cuts`` from :func:`fairscan.run.prepare.threshold_only_columns`."""
+    from fairscan.data.load import available_memory
+
+    available = available_memory()
+    # the aggregate held in memory: about 3 copies of ~16 bytes a column
+    max_rows = None if available is None else available // (3 * 16 * (len(columns) + 1))
+    return prepared_table(
+        source,
+        columns=columns,
+        attributes=list(spec.attributes),
+        filter=spec.data.filter,
+        strip_whitespace=spec.data.strip_whitespace,
+        discretize=spec.discretize,
+        cuts={name: Cut(*cut) for name, cut in cuts.items()},
+        sample=spec.data.sample,
+        max_rows=max_rows,
+    )
