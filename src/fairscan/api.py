@@ -784,6 +784,8 @@ def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
 def _provenance(
     prepared: PreparedAudit,
     root: np.random.SeedSequence,
+    seed: int | None,
+    seed_origin: str,
     workers: int,
     started_wall: float,
     elapsed: float,
@@ -798,7 +800,8 @@ def _provenance(
         data_rows=prepared.data.n_rows_raw,
         rows_after_filter=prepared.data.n_data_rows,
         filter=spec.data.filter,
-        seed=spec.significance.seed,
+        seed=seed,
+        seed_origin=seed_origin,
         seed_entropy=str(root.entropy),
         utc_time=_utc(started_wall),
         finished_utc_time=_utc(time.time()),
@@ -823,7 +826,12 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     baseline = load_report(options.baseline) if options.baseline is not None else None
     started_wall = time.time()
     started = time.perf_counter()
-    root = np.random.SeedSequence(spec.significance.seed)
+    from fairscan.engine.randomization import resolve_seed
+
+    seed, seed_origin = resolve_seed(
+        spec.significance.seed, prepared.loaded.sha256, prepared.data_sha256
+    )
+    root = np.random.SeedSequence(seed)
     workers = spec.significance.workers or default_workers()
     count = len(spec.scans)
     # one connection to a Dask cluster for the whole run (none without replicates)
@@ -848,7 +856,13 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         description=spec.description,
         verdict=build_verdict(results),
         provenance=_provenance(
-            prepared, root, workers, started_wall, time.perf_counter() - started
+            prepared,
+            root,
+            seed,
+            seed_origin,
+            workers,
+            started_wall,
+            time.perf_counter() - started,
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},

@@ -194,6 +194,13 @@ class Provenance(ReportModel):
     rows_after_filter: int
     filter: str | None
     seed: int | None
+    seed_origin: str | None = Field(
+        default=None,
+        description=(
+            "How the seed was chosen: `significance.seed` (given), derived from the spec's and "
+            "the data's SHA-256 (the default; the rule is stated), or random (fresh entropy)."
+        ),
+    )
     seed_entropy: str = Field(
         description="Entropy of the root SeedSequence (decimal); replays an unseeded run."
     )

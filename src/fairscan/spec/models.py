@@ -190,13 +190,34 @@ class SignificanceSpec(StrictModel):
         description="Null replicates of the randomization test; 0 = no test.",
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level.")
-    seed: int | None = Field(
+    seed: Annotated[int, Field(ge=0)] | Literal["random"] | None = Field(
         default=None,
-        ge=0,
         description=(
-            "Seed for every random choice; omit for fresh entropy (recorded in the report)."
+            "Seed for every random choice. Omitted: derived from the SHA-256 of the spec file "
+            "and of the data, so the same spec on the same data gives the same report; "
+            "`random`: fresh entropy each run (recorded in the report)."
         ),
     )
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed_number_or_random(cls, value: object) -> object:
+        """One clear message for a bad seed (not one per member of the union)."""
+        if value is None or value == "random":
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value >= 0:
+                return value
+            raise rule_error(
+                f"must be >= 0, got the number {value}",
+                hint="give a whole number >= 0, `random`, or omit it (derived from the hashes)",
+            )
+        shown = truncate(repr(value))
+        raise rule_error(
+            f"expected a whole number >= 0 or `random`, got {shown}",
+            hint="omit it for a seed derived from the spec's and the data's SHA-256",
+        )
+
     workers: int | None = Field(
         default=None,
         ge=1,
