@@ -851,6 +851,9 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             )
             for i in range(count)
         ]
+    from fairscan.report.gate_correction import correct_scans
+
+    results = correct_scans(results, spec.gate.correction, spec.significance.alpha)
     report = AuditReport(
         name=spec.name,
         description=spec.description,

@@ -167,6 +167,17 @@ class ScanResult(ReportModel):
     )
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
+    p_value: float | None = Field(
+        default=None,
+        description=(
+            "The scan's own p-value under gate.correction (its smallest finding p-value, "
+            "adjusted within the scan where it adjusts); null with correction none."
+        ),
+    )
+    corrected_p_value: float | None = Field(
+        default=None,
+        description="`p_value` corrected across the spec's scans (gate.correction).",
+    )
 
     def significant_count(self) -> int:
         """Significant findings of this scan."""

@@ -279,6 +279,18 @@ class GateSpec(StrictModel):
             "(without a baseline every finding is new); never = findings never fail the run."
         ),
     )
+    correction: Literal["none", "holm", "bonferroni", "bh"] = Field(
+        default="none",
+        description=(
+            "Error control across the scans of the spec: each scan's p-value (its smallest "
+            "finding p-value, multiplicity-adjusted within the scan where the scan adjusts) is "
+            "corrected over the scans that have one (Holm or Bonferroni: family-wise error; bh: "
+            "false discovery rate); a scan whose corrected p-value exceeds significance.alpha "
+            "has no significant finding. Reported as each scan's `corrected_p_value` next to "
+            "its `p_value`. Scans without p-values (certify, shift) are not corrected. none = "
+            "each scan gates at alpha on its own."
+        ),
+    )
 
 
 class ScanDefaults(StrictModel):
