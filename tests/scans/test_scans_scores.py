@@ -390,6 +390,65 @@ def test_nominal_probability_outside_the_unit_interval_is_a_data_error(tmp_path,
     assert "scans[0].class_probabilities.A" in str(info.value)
 
 
+# one chosen class (positive: <class>), one-vs-rest: AIF360's mode='nominal', favorable_value
+
+
+@pytest.mark.parametrize(
+    ("label", "direction", "source"),
+    [
+        ("A", "positive", "class_probabilities"),
+        ("B", "negative", "class_probabilities"),
+        ("C", "positive", "prediction"),
+        ("B", "positive", "base rate"),
+    ],
+)
+def test_one_chosen_class_matches_brute_force(tmp_path, table, label, direction, source):
+    given = {
+        "class_probabilities": "class_probabilities: {A: p_A, B: p_B, C: p_C}, ",
+        "prediction": f"prediction: p_{label}, ",
+        "base rate": "",
+    }[source]
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, "
+        f"positive: {label}, {given}direction: {direction}, penalty: 0.5, restarts: 30}}",
+        replicates=9,
+    )
+    grade = table["grade"].to_numpy()
+    expected = (
+        float(np.mean(grade == label)) if source == "base rate" else table[f"p_{label}"].to_numpy()
+    )
+    want = brute_force_scan(_codes(table), (grade == label).astype(float), expected, direction, 0.5)
+    finding = scan.findings[0]
+    assert finding.statistic.value == pytest.approx(want.J, rel=1e-9)
+    names = "abc"
+    assert finding.subgroup == {
+        names[int(k[1:])]: sorted(f"{names[int(k[1:])]}{v}" for v in vals)
+        for k, vals in want.subgroup.items()
+    }
+    assert finding.effect.metric == f"rate of grade = {label}"
+    assert scan.parameters["class"] == label and scan.detail["class"] == label
+    assert "classes" not in scan.detail  # one class: no correction over classes
+    assert len(scan.null_distribution.scores) == 9
+
+
+def test_one_chosen_class_errors(tmp_path, table):
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, positive: D}",
+    )
+    assert scan.status == "error" and "positive class 'D' does not occur" in scan.error
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, positive: C, "
+        "class_probabilities: {A: p_A, B: p_B}}",
+    )
+    assert scan.status == "error" and "no column for the positive class 'C'" in scan.error
+
+
 def _scores(scan: ScanResult) -> list[Any]:
     assert scan.null_distribution is not None
     return scan.null_distribution.scores
