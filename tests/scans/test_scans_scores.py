@@ -321,6 +321,51 @@ def test_bias_scan_berk_jones_without_prediction(tmp_path, table):
     assert scan.findings[0].statistic.value == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("direction", "alpha"), [("negative", 0.5), ("positive", 0.5), ("positive", 0.3)]
+)
+def test_berk_jones_on_a_continuous_outcome_binarised_at_the_alpha_quantile(
+    tmp_path, table, direction, alpha
+):
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: bj, type: bias_scan, outcome: cost, outcome_type: continuous, score: berk_jones, "
+        f"alpha: {alpha}, direction: {direction}, penalty: 0.25, restarts: 30}}",
+        replicates=9,
+    )
+    cost = table["cost"].to_numpy()
+    ordered = np.sort(cost)  # the alpha-quantile by linear interpolation, by hand
+    h = (len(cost) - 1) * alpha
+    cut = ordered[int(np.floor(h))] + (h - np.floor(h)) * (
+        ordered[int(np.ceil(h))] - ordered[int(np.floor(h))]
+    )
+    above = (cost > cut).astype(float)
+    want = brute_force_scan(_codes(table), above, alpha, direction, 0.25).J
+    assert scan.status != "error", scan.error
+    assert scan.findings[0].statistic.value == pytest.approx(want, rel=1e-9)
+    assert f"{cut:.6g}" in scan.parameters["binarised"]
+    assert "alpha = " in scan.parameters["binarised"] and "AIF360" in scan.parameters["binarised"]
+    assert scan.findings[0].effect.metric == f"rate of cost > {cut:.6g}"
+    assert len(scan.null_distribution.scores) == 9
+    # AIF360's rule: the share above the alpha-quantile is 1 - alpha overall; at alpha 0.3 the
+    # whole population already exceeds the level (direction positive), which the scan says
+    assert any("whole population" in w for w in scan.warnings) is (alpha == 0.3)
+
+
+def test_berk_jones_continuous_takes_one_level(tmp_path, table):
+    from fairscan.errors import SpecError
+
+    with pytest.raises(SpecError) as info:
+        _run(
+            tmp_path,
+            table,
+            "{id: bj, type: bias_scan, outcome: cost, outcome_type: continuous, "
+            "score: berk_jones, alpha: [0.1, 0.3]}",
+        )
+    assert "one level here, not a grid" in str(info.value)
+
+
 # --------------------------------------------------------------------------------------------
 # Nominal
 # --------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ BiasScore = Literal["bernoulli", "berk_jones", "gaussian", "poisson"]
 SCORES_FOR: dict[str, tuple[str, ...]] = {
     "binary": ("bernoulli", "berk_jones"),
     "nominal": ("bernoulli",),
-    "continuous": ("gaussian",),
+    "continuous": ("gaussian", "berk_jones"),
     "count": ("poisson",),
     "ordinal": ("poisson",),
 }
@@ -74,7 +74,8 @@ class BiasScanSpec(MdssScanSpecBase):
         default="bernoulli",
         description=(
             "bernoulli (binary and nominal outcomes, the default), berk_jones (binary: the "
-            "outcome rate against the level `alpha`), gaussian (continuous: mean shift of the "
+            "outcome rate against the level `alpha`; continuous: binarised as AIF360 does, "
+            "1{outcome > its alpha-quantile}, against alpha), gaussian (continuous: mean shift of the "
             "residuals outcome - prediction), poisson (count, ordinal: rate multiplier of the "
             "expected counts)."
         ),
@@ -117,6 +118,14 @@ class BiasScanSpec(MdssScanSpecBase):
                 hint=f"use score: {allowed[0]}, or set outcome_type to what the outcome holds",
             )
         score_rule_errors(self.score, self.alpha)
+        if self.score == "berk_jones" and self.outcome_type == "continuous":
+            if isinstance(self.alpha, list) and len(self.alpha) != 1:
+                raise rule_error(
+                    "a continuous outcome is binarised at its alpha-quantile, so Berk-Jones "
+                    "takes one level here, not a grid",
+                    "alpha",
+                    hint="give one alpha, e.g. alpha: 0.3",
+                )
         for key, needed, what in (
             ("variance_column", self.score == "gaussian", "score gaussian"),
             ("class_probabilities", self.outcome_type == "nominal", "outcome_type nominal"),
