@@ -118,14 +118,14 @@ class BiasScanSpec(MdssScanSpecBase):
                 hint=f"use score: {allowed[0]}, or set outcome_type to what the outcome holds",
             )
         score_rule_errors(self.score, self.alpha)
-        if self.score == "berk_jones" and self.outcome_type == "continuous":
-            if isinstance(self.alpha, list) and len(self.alpha) != 1:
-                raise rule_error(
-                    "a continuous outcome is binarised at its alpha-quantile, so Berk-Jones "
-                    "takes one level here, not a grid",
-                    "alpha",
-                    hint="give one alpha, e.g. alpha: 0.3",
-                )
+        continuous_bj = self.score == "berk_jones" and self.outcome_type == "continuous"
+        if continuous_bj and isinstance(self.alpha, list) and len(self.alpha) != 1:
+            raise rule_error(
+                "a continuous outcome is binarised at its alpha-quantile, so Berk-Jones "
+                "takes one level here, not a grid",
+                "alpha",
+                hint="give one alpha, e.g. alpha: 0.3",
+            )
         for key, needed, what in (
             ("variance_column", self.score == "gaussian", "score gaussian"),
             ("class_probabilities", self.outcome_type == "nominal", "outcome_type nominal"),
