@@ -31,7 +31,7 @@ attributes: [school, sex, ses, language]
 scans:
   - {{id: one-class, type: bias_scan, outcome: grade, outcome_type: nominal, positive: {label},
      class_probabilities: {{A: p_A, B: p_B, C: p_C}}, direction: {direction},
-     penalty: {penalty!r}, restarts: 100}}
+     penalty: {penalty}, restarts: 100}}
 significance: {{replicates: 0, seed: 0}}
 """
 
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
                     label=rec["class"],
                     csv=args.grades.resolve(),
                     direction=rec["direction"],
-                    penalty=rec["penalty"],
+                    penalty=f"{float(rec['penalty']):.6e}",  # YAML 1.1 needs the dot
                 )
             )
             scan = run_audit(spec, RunOptions(write=False)).report.scans[0]
