@@ -247,6 +247,8 @@ def extra_columns(spec: AuditSpec, roles: list[ScanRoles]) -> dict[str, str]:
                 columns.setdefault(column, f"scans[{i}].{field_path}")
         for column, field_path in scan_roles_.threshold_columns().items():
             columns.setdefault(column, field_path)
+    if spec.columns.weight is not None:
+        columns.setdefault(spec.columns.weight, "columns.weight")
     return columns
 
 
@@ -553,8 +555,12 @@ def _prepare(
     """
     spec_issues = spec_issues or []
     from fairscan.data.prepare import prepare_data
+    from fairscan.data.weights import apply_weights, drop_zero_weights
 
+    weight = spec.columns.weight
     try:
+        if weight is not None:
+            frame = drop_zero_weights(frame, weight)
         data = prepare_data(
             frame,
             roles=[*(request for r in roles for request in r.requests()), *extra_roles],
@@ -566,6 +572,8 @@ def _prepare(
             strip_whitespace=spec.data.strip_whitespace,
             aggregated=aggregated,
         )
+        if weight is not None:
+            data = apply_weights(data, weight)
     except (DataError, SpecError) as error:
         raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
     if spec_issues:
@@ -698,7 +706,18 @@ def run_scan(
     roles = prepared.roles[index]
     started = time.perf_counter()
     try:
-        data = prepared.data_for(SCAN_TYPES[scan.type].reads_weighted_rows(scan))
+        weighted_rows = SCAN_TYPES[scan.type].reads_weighted_rows(scan)
+        if prepared.spec.columns.weight is not None:
+            from fairscan.data.weights import check_weight_support
+
+            check_weight_support(
+                scan.type,
+                weighted_rows,
+                prepared.spec.significance.replicates,
+                prepared.data,
+                prepared.spec.columns.weight,
+            )
+        data = prepared.data_for(weighted_rows)
         bound = bind_roles(data, roles)
         ctx = ScanContext(
             data=data,

@@ -136,6 +136,17 @@ class ColumnsSpec(StrictModel):
             "How `threshold` is applied: ge = prediction >= threshold, gt = prediction > threshold."
         ),
     )
+    weight: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Sample weights: a non-negative numeric column with frequency-weight semantics (a "
+            "whole-number weight w counts the row w times, exactly as if it were repeated; 0 "
+            "drops it). fpr_scan, tpr_scan and the binary Bernoulli bias_scan use weighted "
+            "counts (any non-negative weights; null replicates need whole numbers); every "
+            "other scan type takes whole-number weights only (the rows repeated)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _recommendation_source(self) -> ColumnsSpec:
