@@ -201,7 +201,9 @@ def test_provenance_of_the_sample_spec_names_no_absolute_path() -> None:
 
     root = Path(__file__).resolve().parents[2]
     prepared = api.prepare_audit(root / "audits" / "sample.audit.yaml")
-    provenance = api._provenance(prepared, np.random.SeedSequence(0), 1, 0.0, 0.0)
+    provenance = api._provenance(
+        prepared, np.random.SeedSequence(0), 0, "significance.seed", 1, 0.0, 0.0
+    )
     assert provenance.data_path == "../sample_data/credit.csv"
 
 
