@@ -22,6 +22,16 @@ Runs in its own virtual environment (NOT the project venv)::
   so the overall FPR is passed. Its score is C log(q/alpha) + (N - C) log((1-q)/(1-alpha)) at
   q = C/N when q > alpha (else 0): the Bernoulli score with the constant expectation alpha.
 
+* ``nominal``: one chosen class of a three-class outcome (issue 25) on
+  ``sample_data/grades.csv`` (``--grades``; grades A/B/C with predicted probabilities p_A, p_B,
+  p_C; attributes ``school, sex, ses, language``): ``mode="nominal"``, ``favorable_value=<class>``
+  (``--classes``, default A B C), ``expectations`` = the DataFrame of the class probabilities
+  (columns named by class), ``scoring="Bernoulli"``, both directions. AIF360 then scans
+  1{grade = class} against that class's column. The found subgroup is re-scored exactly (per-row
+  probabilities, the oracle's bracket [1e-6, 1e6]) and its odds multiplier q reported, so a
+  score that AIF360's bracket [1e-3, 1e3] binds is recognisable. The fairscan side is
+  ``benchmarks/bench_nominal_class.py`` (``positive: <class>`` in a spec) reading this JSON.
+
 FPR-Scan inputs (methods.md §4.2): rows with ``two_year_recid == 0``; attributes
 ``sex, race, age_group, c_charge_degree, priors`` as strings; observations = ``high_risk``;
 expectations = constant overall FPR (mean of ``high_risk`` over those rows).
@@ -108,6 +118,68 @@ def poisson_rescore(data, observations, mean, subgroup, direction):
     return s * np.log(q) - e * (q - 1.0), int(mask.sum()), q
 
 
+GRADE_ATTRIBUTES = ["school", "sex", "ses", "language"]
+
+
+def run_nominal(args, env) -> list[dict]:
+    """``--scan nominal``: AIF360's one chosen class of a three-class outcome."""
+    df = pd.read_csv(args.grades, dtype=dict.fromkeys(GRADE_ATTRIBUTES, str))
+    data = df[GRADE_ATTRIBUTES].astype(str)
+    observations = df["grade"].astype(str)
+    labels = sorted(observations.unique().tolist())
+    expectations = pd.DataFrame({c: df[f"p_{c}"].astype(float) for c in labels})
+    results = []
+    for label in args.classes:
+        for direction in args.directions:
+            for pen in args.penalties:
+                times, out = timed(
+                    args.repeats,
+                    data=data,
+                    observations=observations,
+                    expectations=expectations,
+                    favorable_value=label,
+                    overpredicted=direction == "negative",
+                    scoring="Bernoulli",
+                    num_iters=args.num_iters,
+                    penalty=pen,
+                    mode="nominal",
+                )
+                raw, score = out
+                raw = {k: sorted(v) for k, v in raw.items()}
+                subgroup = normalise(data, raw)
+                mask = np.ones(len(data), dtype=bool)
+                for attr, vals in subgroup.items():
+                    mask &= data[attr].isin(list(vals)).to_numpy()
+                obs = (observations.to_numpy() == label).astype(float)[mask]
+                exp = expectations[label].to_numpy(dtype=float)[mask]
+                F, q = (None, None)
+                if score_records is not None:
+                    F, q = score_records(obs, exp, direction)
+                complexity = sum(len(v) for v in subgroup.values())
+                results.append(
+                    {
+                        "scan": "nominal",
+                        "class": label,
+                        "direction": direction,
+                        "penalty": pen,
+                        "num_iters": args.num_iters,
+                        "times_s": times,
+                        "best_s": min(times),
+                        "median_s": statistics.median(times),
+                        "aif360_subgroup": raw,
+                        "subgroup": subgroup,
+                        "aif360_score": float(score),
+                        "complexity": complexity,
+                        "n": int(mask.sum()),
+                        "exact_F": None if F is None else float(F),
+                        "exact_J": None if F is None else float(F) - pen * complexity,
+                        "q": None if q is None else float(q),
+                    }
+                )
+                show(results[-1])
+    return results
+
+
 def normalise(data, raw_subgroup):
     # methods.md §1.2: an attribute with every present value selected is unconstrained
     return {k: v for k, v in raw_subgroup.items() if set(v) != set(data[k].unique().tolist())}
@@ -141,6 +213,9 @@ def run_scores(args, env) -> int:
     results = []
     for scan in args.scan:
         if scan == "fpr":
+            continue
+        if scan == "nominal":
+            results += run_nominal(args, env)
             continue
         for pen in args.penalties:
             if scan == "poisson":
@@ -243,13 +318,17 @@ def main(argv=None) -> int:
     ap.add_argument("--num-iters", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--scan", nargs="+", choices=["fpr", "poisson", "berk_jones"], default=["fpr"])
+    ap.add_argument(
+        "--scan", nargs="+", choices=["fpr", "poisson", "berk_jones", "nominal"], default=["fpr"]
+    )
     ap.add_argument("--alpha", type=float, default=0.3, help="Berk-Jones alpha")
+    ap.add_argument("--grades", type=Path, default=REPO_ROOT / "sample_data" / "grades.csv")
+    ap.add_argument("--classes", nargs="+", default=["A", "B", "C"], help="nominal: classes")
     ap.add_argument(
         "--directions", nargs="+", choices=["positive", "negative"], default=["positive"]
     )
     args = ap.parse_args(argv)
-    if not args.csv.is_file():
+    if not args.csv.is_file() and args.scan != ["nominal"]:
         print(
             f"{args.csv} not found; run `python scripts/prepare_compas.py` first", file=sys.stderr
         )

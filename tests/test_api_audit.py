@@ -155,7 +155,10 @@ def test_a_spec_file_gives_its_settings_and_keywords_override_them(
     assert overridden.provenance.spec_sha256 != cli["provenance"]["spec_sha256"]
     # None: the field's default
     defaulted = fairscan.audit(credit, spec=spec, description=None, gate=None)
-    assert defaulted.provenance.parameters["gate"] == {"fail_on": "significant"}
+    assert defaulted.provenance.parameters["gate"] == {
+        "fail_on": "significant",
+        "correction": "none",
+    }
 
 
 def test_polars_pandas_pyarrow_and_path_inputs_agree(

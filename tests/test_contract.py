@@ -176,3 +176,66 @@ def test_a_report_compared_with_itself_changes_nothing(audited: Any) -> None:
     assert comparison.new_significant == 0
     assert comparison.counts["resolved"] == 0
     assert comparison.counts["persisting"] == outcome.report.verdict.significant_findings
+
+
+# --- sample weights (columns.weight): integer weights equal the row-replicated table ---------
+
+# Weighted counts in the search and in the null draws (per unit of weight): the aggregate scans.
+# The others repeat each row w times (frequency weights), so every figure, p-values included,
+# equals the replicated table's for the same seed.
+WEIGHTED_COUNTS = {"fpr_scan", "tpr_scan", "bias_scan"}
+
+
+def _close(a: Any, b: Any, path: str = "") -> None:
+    """Equal reports, floats to 1e-9 relative (weighted sums are summed in another order)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), path
+    else:
+        assert a == b, path
+
+
+@pytest.fixture(scope="module")
+def weighted_tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    import numpy as np
+    import polars as pl
+
+    frame = pl.read_csv(SAMPLE).head(2500)
+    w = np.random.default_rng(7).choice([0, 1, 1, 2, 3], size=frame.height)
+    tmp = tmp_path_factory.mktemp("weights")
+    weighted = tmp / "weighted.csv"
+    frame.with_columns(pl.Series("w", w)).write_csv(weighted)
+    replicated = tmp / "replicated.csv"
+    frame[np.repeat(np.arange(frame.height), w)].write_csv(replicated)
+    return weighted, replicated
+
+
+@pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
+def test_integer_weights_equal_the_replicated_table(
+    tmp_path: Path, weighted_tables: tuple[Path, Path], scan_type: str
+) -> None:
+    weighted, replicated = weighted_tables
+    reports = []
+    for data, weight in ((weighted, "w"), (replicated, None)):
+        spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text())
+        spec["data"]["path"] = str(data)
+        if weight is not None:
+            spec["columns"]["weight"] = weight
+        path = tmp_path / f"{scan_type}-{data.stem}.audit.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        reports.append(run_audit(path, RunOptions(write=False)).report)
+    got, want = (json.loads(r.model_dump_json()) for r in reports)
+    assert got["scans"][0]["status"] != "error", got["scans"][0]["error"]
+    for r in (got, want):
+        r["scans"][0].pop("timing")
+    _close(want["scans"], got["scans"])
+    _close(want["verdict"], got["verdict"])
+    assert got["attributes"] == want["attributes"]
+    assert got["provenance"]["rows_after_filter"] == want["provenance"]["rows_after_filter"]

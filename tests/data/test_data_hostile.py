@@ -202,7 +202,9 @@ def test_provenance_of_the_sample_spec_names_no_absolute_path() -> None:
 
     root = Path(__file__).resolve().parents[2]
     prepared = prepare_audit(root / "audits" / "sample.audit.yaml")
-    provenance = _provenance(prepared, np.random.SeedSequence(0), 1, 0.0, 0.0)
+    provenance = _provenance(
+        prepared, np.random.SeedSequence(0), 0, "significance.seed", 1, 0.0, 0.0
+    )
     assert provenance.data_path == "../sample_data/credit.csv"
 
 

@@ -171,3 +171,81 @@ def test_flagging_controls_fdr_on_disjoint_groups():
     # vs 0.120 with it), a missing tolerance ~0.5
     assert 0.075 <= res["null_p_below_alpha"] <= 0.115, res
     assert res["power"][0] >= 0.5
+
+
+# --- Boolean certificates (Algorithm 7, §5.5): family-wise error at the least favourable null ---
+
+BOOL_SIZES = (30, 40, 60, 80, 120, 160, 240, 320, 480, 640)  # shares ~0.5% ... 11%
+BOOL_THETA, BOOL_TOL = 0.4, 0.05
+
+
+def boolean_fwer_trial(rng: np.random.Generator, *, side: str, estimated: bool, B: int, alpha):
+    """Disjoint groups whose true gap sits exactly on the null boundary (eps = tol for
+    ``above`` and ``below``; alternately +tol / -tol for ``both``), binary L. With
+    ``estimated`` the target is the mean of a separate reference group (rate theta) that is not
+    audited; otherwise theta is known. Returns whether any group was (falsely) certified."""
+    import scipy.sparse as sp
+
+    g = len(BOOL_SIZES)
+    sign = {"above": np.ones(g), "below": np.ones(g), "both": (-1.0) ** np.arange(g)}[side]
+    rate = BOOL_THETA + sign * BOOL_TOL
+    sizes = list(BOOL_SIZES) + ([2000] if estimated else [])
+    rates = list(rate) + ([BOOL_THETA] if estimated else [])
+    atom = np.repeat(np.arange(len(sizes)), sizes)
+    L = (rng.random(len(atom)) < np.asarray(rates)[atom]).astype(float)
+    M = sp.vstack([sp.identity(g, format="csr"), sp.csr_matrix((1, g))]) if estimated else None
+    kw = {"reference": atom == g} if estimated else {"theta": BOOL_THETA}
+    prob = ab.AuditProblem(
+        L,
+        np.ones(len(atom), bool),
+        atom,
+        M if M is not None else sp.identity(g, format="csr"),
+        **kw,
+    )
+    out = ab.certify(
+        prob,
+        B=B,
+        alpha=alpha,
+        seed=np.random.SeedSequence(int(rng.integers(2**63))),
+        p_star=0.01,
+        tolerance=BOOL_TOL,
+    )
+    return bool(ab.bounds(out, "boolean", side, BOOL_TOL).certified.any())
+
+
+def boolean_fwer_simulation(trials: int, B: int = 200, alpha: float = 0.1, seed=11):
+    """{(side, target): (FWER, Monte-Carlo SE)} at the least favourable null."""
+    rng = np.random.default_rng(seed)
+    res = {}
+    for side in ("above", "below", "both"):
+        for estimated in (False, True):
+            hits = sum(
+                boolean_fwer_trial(rng, side=side, estimated=estimated, B=B, alpha=alpha)
+                for _ in range(trials)
+            )
+            f = hits / trials
+            res[(side, "estimated" if estimated else "known")] = (
+                f,
+                math.sqrt(f * (1 - f) / trials),
+            )
+    return res
+
+
+def _check_boolean_fwer(trials: int, B: int, alpha: float, seed: int, lower: float) -> None:
+    se0 = math.sqrt(alpha * (1 - alpha) / trials)
+    for key, (fwer, _se) in boolean_fwer_simulation(trials, B=B, alpha=alpha, seed=seed).items():
+        # valid: at most alpha up to Monte-Carlo error. One-sided, every group on the boundary:
+        # the level is nearly exhausted. Two-sided (intersection-union) it is conservative: a
+        # group on one boundary must also clear the other, which small groups cannot.
+        assert fwer <= alpha + 3 * se0, (key, fwer)
+        if key[0] != "both":
+            assert fwer >= lower, (key, fwer)
+
+
+def test_boolean_certificates_control_fwer_fast():
+    _check_boolean_fwer(trials=60, B=100, alpha=0.1, seed=5, lower=0.0)
+
+
+@pytest.mark.slow
+def test_boolean_certificates_control_fwer():
+    _check_boolean_fwer(trials=400, B=300, alpha=0.1, seed=2026, lower=0.03)

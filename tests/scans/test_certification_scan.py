@@ -401,7 +401,7 @@ def test_spec_boolean_certificates(tmp_path, side, tol, certified):
     hits = {name[-1] for name, g in groups.items() if g["certified"]}
     assert hits == {certified}
     P = 1 / 3
-    s = P**1.5 * d["rec"].std()
+    s = P**0.5 * d["rec"].std()  # Algorithm 7 studentises with max(P_n, p*)^{1/2} (§5.5)
     for name, gap in _direct_gaps(d).items():
         g = groups[name]
         assert g["gap"] == pytest.approx(gap, abs=1e-12)

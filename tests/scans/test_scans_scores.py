@@ -321,6 +321,51 @@ def test_bias_scan_berk_jones_without_prediction(tmp_path, table):
     assert scan.findings[0].statistic.value == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("direction", "alpha"), [("negative", 0.5), ("positive", 0.5), ("positive", 0.3)]
+)
+def test_berk_jones_on_a_continuous_outcome_binarised_at_the_alpha_quantile(
+    tmp_path, table, direction, alpha
+):
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: bj, type: bias_scan, outcome: cost, outcome_type: continuous, score: berk_jones, "
+        f"alpha: {alpha}, direction: {direction}, penalty: 0.25, restarts: 30}}",
+        replicates=9,
+    )
+    cost = table["cost"].to_numpy()
+    ordered = np.sort(cost)  # the alpha-quantile by linear interpolation, by hand
+    h = (len(cost) - 1) * alpha
+    cut = ordered[int(np.floor(h))] + (h - np.floor(h)) * (
+        ordered[int(np.ceil(h))] - ordered[int(np.floor(h))]
+    )
+    above = (cost > cut).astype(float)
+    want = brute_force_scan(_codes(table), above, alpha, direction, 0.25).J
+    assert scan.status != "error", scan.error
+    assert scan.findings[0].statistic.value == pytest.approx(want, rel=1e-9)
+    assert f"{cut:.6g}" in scan.parameters["binarised"]
+    assert "alpha = " in scan.parameters["binarised"] and "AIF360" in scan.parameters["binarised"]
+    assert scan.findings[0].effect.metric == f"rate of cost > {cut:.6g}"
+    assert len(scan.null_distribution.scores) == 9
+    # AIF360's rule: the share above the alpha-quantile is 1 - alpha overall; at alpha 0.3 the
+    # whole population already exceeds the level (direction positive), which the scan says
+    assert any("whole population" in w for w in scan.warnings) is (alpha == 0.3)
+
+
+def test_berk_jones_continuous_takes_one_level(tmp_path, table):
+    from fairscan.errors import SpecError
+
+    with pytest.raises(SpecError) as info:
+        _run(
+            tmp_path,
+            table,
+            "{id: bj, type: bias_scan, outcome: cost, outcome_type: continuous, "
+            "score: berk_jones, alpha: [0.1, 0.3]}",
+        )
+    assert "one level here, not a grid" in str(info.value)
+
+
 # --------------------------------------------------------------------------------------------
 # Nominal
 # --------------------------------------------------------------------------------------------
@@ -388,6 +433,65 @@ def test_nominal_probability_outside_the_unit_interval_is_a_data_error(tmp_path,
         _run(tmp_path, table.with_columns((pl.col("p_A") * 3).alias("p_A")), NOMINAL)
     assert "probabilities in [0, 1]" in str(info.value)
     assert "scans[0].class_probabilities.A" in str(info.value)
+
+
+# one chosen class (positive: <class>), one-vs-rest: AIF360's mode='nominal', favorable_value
+
+
+@pytest.mark.parametrize(
+    ("label", "direction", "source"),
+    [
+        ("A", "positive", "class_probabilities"),
+        ("B", "negative", "class_probabilities"),
+        ("C", "positive", "prediction"),
+        ("B", "positive", "base rate"),
+    ],
+)
+def test_one_chosen_class_matches_brute_force(tmp_path, table, label, direction, source):
+    given = {
+        "class_probabilities": "class_probabilities: {A: p_A, B: p_B, C: p_C}, ",
+        "prediction": f"prediction: p_{label}, ",
+        "base rate": "",
+    }[source]
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, "
+        f"positive: {label}, {given}direction: {direction}, penalty: 0.5, restarts: 30}}",
+        replicates=9,
+    )
+    grade = table["grade"].to_numpy()
+    expected = (
+        float(np.mean(grade == label)) if source == "base rate" else table[f"p_{label}"].to_numpy()
+    )
+    want = brute_force_scan(_codes(table), (grade == label).astype(float), expected, direction, 0.5)
+    finding = scan.findings[0]
+    assert finding.statistic.value == pytest.approx(want.J, rel=1e-9)
+    names = "abc"
+    assert finding.subgroup == {
+        names[int(k[1:])]: sorted(f"{names[int(k[1:])]}{v}" for v in vals)
+        for k, vals in want.subgroup.items()
+    }
+    assert finding.effect.metric == f"rate of grade = {label}"
+    assert scan.parameters["class"] == label and scan.detail["class"] == label
+    assert "classes" not in scan.detail  # one class: no correction over classes
+    assert len(scan.null_distribution.scores) == 9
+
+
+def test_one_chosen_class_errors(tmp_path, table):
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, positive: D}",
+    )
+    assert scan.status == "error" and "positive class 'D' does not occur" in scan.error
+    scan = _run(
+        tmp_path,
+        table,
+        "{id: m, type: bias_scan, outcome: grade, outcome_type: nominal, positive: C, "
+        "class_probabilities: {A: p_A, B: p_B}}",
+    )
+    assert scan.status == "error" and "no column for the positive class 'C'" in scan.error
 
 
 def _scores(scan: ScanResult) -> list[Any]:

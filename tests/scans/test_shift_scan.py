@@ -165,3 +165,74 @@ def test_sample_tilt(tmp_path: Path, sample: Path) -> None:
     missing = {"name": "bad", "sample": str(tmp_path / "missing.csv")}
     bad = _run(tmp_path, sample, **BASE, tilts=[missing]).scans[0]
     assert bad.status == "error" and "tilts[0].sample" in (bad.error or "")
+
+
+# --- the worst case: the direction attaining the bound vs the closest valid tilt (issue 25) ---
+
+
+def test_worst_case_direction_is_reported_as_such_with_a_valid_tilt(
+    tmp_path: Path, sample: Path
+) -> None:
+    report = _run(tmp_path, sample, **BASE, side="lower", exact_max_rows=1000, rank=100)
+    detail = ShiftResult.model_validate(report.scans[0].detail)
+    worst = detail.worst_case
+    assert worst is not None
+    # here the eigen-direction weighs 11% of the rows negatively (density ratio down to -0.22)
+    assert not worst.is_distribution
+    assert worst.negative_share > 0 and worst.min_ratio is not None and worst.min_ratio < 0
+    assert "is not a distribution" in worst.description
+    valid = worst.valid_tilt
+    assert valid is not None and valid.centers > 0 and 0 <= valid.distance <= 1
+    assert valid.lower is not None and valid.upper is None  # side lower
+    assert valid.metric_under_tilt == pytest.approx(detail.theta + valid.estimate)
+    # the simultaneous bound of a tilt: estimate - t* ||h||^2 / mean(h)^2 (a named tilt's rule)
+    assert valid.lower < valid.estimate
+    assert "closest valid non-negative tilt" in worst.description
+    # never a negative density drawn as a population
+    assert worst.profile is not None
+    assert all(r is None or r >= 0 for r in worst.profile.ratio)
+    html = render(report, "html", render_hooks())
+    assert "Closest valid (non-negative) tilt" in html
+
+
+def test_nonnegative_projection_is_the_rkhs_nearest_nonnegative_expansion() -> None:
+    from scipy.optimize import nnls
+
+    from fairscan.engine import rkhs
+
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(25, 2))
+    beta = rng.normal(size=25)
+    a, _ = rkhs.nonnegative_projection(Z, beta, 1.0)
+    assert (a >= 0).all()
+    K = rkhs.gaussian_kernel(Z, Z, 1.0)
+    w, V = np.linalg.eigh(K)
+    R = (V * np.sqrt(np.maximum(w, 0))).T  # R'R = K
+    best, _ = nnls(R, R @ beta)  # independent: argmin_{a>=0} ||R (a - beta)||
+    objective = lambda x: float((x - beta) @ K @ (x - beta))  # noqa: E731
+    assert objective(a) <= objective(best) * (1 + 1e-3) + 1e-9
+    assert objective(a) <= objective(np.maximum(beta, 0))  # no worse than clipping
+
+
+def test_valid_tilt_bound_is_the_named_tilt_rule() -> None:
+    from fairscan.engine import rkhs
+    from fairscan.scans.shift.runner import _valid_tilt
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 1))
+    Lc = rng.normal(size=300)
+    Lc -= Lc.mean()
+    coef = rng.normal(size=300) * (X[:, 0] > 0)
+    spec = ShiftSpec.model_validate(
+        {"id": "s", "type": "shift", "metric": "fpr", "features": ["x"], "side": "both"}
+    )
+    valid, h = _valid_tilt(spec, X, X, coef, Lc, 0.01, 0.3)
+    assert valid is not None and h is not None and (h >= 0).all()
+    a, _ = rkhs.nonnegative_projection(X, coef, spec.kernel.bandwidth)
+    K = rkhs.gaussian_kernel(X, X, spec.kernel.bandwidth)
+    hv = K @ a
+    est = float(Lc @ hv / hv.sum())
+    width = float(a @ K @ a) / hv.mean() ** 2
+    assert valid.estimate == pytest.approx(est, rel=1e-6)
+    assert valid.lower == pytest.approx(est - 0.01 * width, rel=1e-6)
+    assert valid.upper == pytest.approx(est + 0.01 * width, rel=1e-6)

@@ -10,7 +10,10 @@ a group absent from a resample contribute 0 instead of 0/0. Theorem 4 needs a co
 VC dimension, bounded ``L`` and ``L - theta`` non-constant on some non-empty group. Unscaled
 (Algorithm 1, ``s = 1``), the bound behaves like ``eps_hat - C / sqrt(|G| P_n(G)^3)``: far too wide
 for small groups, which is why the rescaled version (``s(G) = max(P_n(G), p*)^{3/2} * sd``, a
-Wald-like width for groups above ``p*``) is the default.
+Wald-like width for groups above ``p*``) is the default. The Boolean process of Algorithm 7 has no
+extra ``P_n(G)`` factor (its sd is of order ``P_n(G)^{1/2} / sqrt(n)``), so it is studentised with
+exponent 1/2 (methods.md §5.5 erratum; fairaudit's ``student='prob_bool'``): with 3/2 the smallest
+groups dominate the maximum and nothing can be certified.
 
 Data layout (vectorised, no per-group Python loop): rows are mapped to *atoms*, the distinct
 group-membership patterns, with an ``atoms x groups`` sparse 0/1 matrix. A bootstrap resample is a
@@ -145,14 +148,21 @@ def moments(problem: AuditProblem) -> Moments:
     )
 
 
-def scale(m: Moments, p_star: float | None, w0: float) -> np.ndarray:
-    """s_hat(G) of Algorithm 2 (eq. 9); ``p_star=None`` means Algorithm 1 (s = 1).
+BOUND_EXPONENT = 1.5  # eq. (9): the bound process carries an extra P_n(G)
+BOOLEAN_EXPONENT = 0.5  # Algorithm 7 (§5.5): the Boolean process does not
 
-    ``w0 = inf`` is the explicit limit ``max(P_n, p*)^{3/2} sd(L)``.
+
+def scale(
+    m: Moments, p_star: float | None, w0: float, exponent: float = BOUND_EXPONENT
+) -> np.ndarray:
+    """s_hat(G) of Algorithm 2 (eq. 9) or 7 (``exponent=BOOLEAN_EXPONENT``); ``p_star=None``
+    means Algorithm 1/3 (s = 1).
+
+    ``w0 = inf`` is the explicit limit ``max(P_n, p*)^{exponent} sd(L)``.
     """
     if p_star is None:
         return np.where(m.count > 0, 1.0, np.nan)
-    base = np.maximum(m.share, p_star) ** 1.5
+    base = np.maximum(m.share, p_star) ** exponent
     sd = math.sqrt(max(m.var_L, 0.0))
     if math.isinf(w0):
         mix = np.full_like(m.share, sd)
@@ -294,7 +304,8 @@ def critical_value(stats: np.ndarray, alpha: float) -> float:
 @dataclass
 class CertifyOutput:
     moments: Moments
-    scale: np.ndarray  # s_hat(G)
+    scale: np.ndarray  # s_hat(G) of the bounds (exponent 3/2)
+    scale_boolean: np.ndarray  # s_hat(G) of the Boolean certificates (exponent 1/2)
     valid: np.ndarray  # groups entering the maxima
     # per-resample maxima: lower, upper, abs (bounds); above, below (Boolean at +eps0),
     # both_upper (null eps >= eps0) / both_lower (null eps <= -eps0)
@@ -325,17 +336,20 @@ def certify(
     intervals (§5.4) and Boolean certificates (Algorithms 3, 7, all three null forms of §5.5)."""
     m = moments(problem)
     s = scale(m, p_star, w0)
+    s_bool = scale(m, p_star, w0, BOOLEAN_EXPONENT)
     valid = (m.count >= max(min_size, 1)) & np.isfinite(s) & (s > 0)
     info = BootstrapInfo(B=B)
     degenerate = m.var_L <= 0.0
     keys = ("lower", "upper", "abs", "above", "below", "both_upper", "both_lower")
     if degenerate or not valid.any():
         stats = {k: np.zeros(B) for k in keys}
-        return CertifyOutput(m, s, valid, stats, dict.fromkeys(keys, 0.0), info, degenerate)
+        t0 = dict.fromkeys(keys, 0.0)
+        return CertifyOutput(m, s, s_bool, valid, stats, t0, info, degenerate)
     n = m.n
     eps = np.where(valid, m.eps, 0.0)
     share = m.share
     s_safe = np.where(valid, s, 1.0)
+    sb_safe = np.where(valid, s_bool, 1.0)
     base_lin = m.sum_L - m.count * m.theta  # sum_{G}(L - theta_hat)
     chunks: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     for res in iter_resamples(problem, B, seed, info):
@@ -348,15 +362,15 @@ def certify(
         chunks["abs"].append(_masked_max(np.abs(Zs), valid))
         d0 = (lin - base_lin) / n  # numerator without the tolerance terms
         dC = (C - m.count) / n
-        num_plus = (d0 - tolerance * dC) / s_safe  # numerator at +eps0
-        num_minus = (d0 + tolerance * dC) / s_safe  # numerator at -eps0
+        num_plus = (d0 - tolerance * dC) / sb_safe  # numerator at +eps0
+        num_minus = (d0 + tolerance * dC) / sb_safe  # numerator at -eps0
         chunks["above"].append(_masked_max(num_plus, valid))
         chunks["below"].append(_masked_max(-num_plus, valid))
         chunks["both_upper"].append(_masked_max(-num_plus, valid))
         chunks["both_lower"].append(_masked_max(num_minus, valid))
     stats = {k: np.concatenate(v) for k, v in chunks.items()}
     t = {k: critical_value(v, alpha) for k, v in stats.items()}
-    return CertifyOutput(m, s, valid, stats, t, info, degenerate)
+    return CertifyOutput(m, s, s_bool, valid, stats, t, info, degenerate)
 
 
 @dataclass
@@ -405,6 +419,7 @@ def bounds(out: CertifyOutput, bound: str, side: str, tolerance: float) -> Bound
             else:
                 certified = v & (lower > -tolerance) & (upper < tolerance)
         elif bound == "boolean":
+            s = out.scale_boolean if not out.degenerate else s
             if side == "above":  # null eps <= tol
                 lower = np.where(v, m.eps - out.t["above"] * s / P, np.nan)
                 certified = v & (m.eps >= tolerance + out.t["above"] * s / P)

@@ -96,3 +96,28 @@ def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSeque
     """Each scan's stream is keyed by its id, so adding or reordering scans changes nothing else."""
     key = int.from_bytes(hashlib.sha256(scan_id.encode()).digest()[:4], "little")
     return child_seed(root, key)
+
+
+SEED_DERIVATION = (
+    "derived: the first 8 bytes, big-endian, of SHA-256 over 'fairscan-seed-v1', the spec's "
+    "SHA-256 and the data's SHA-256 (hex, NUL-separated), shifted right by one bit"
+)
+
+
+def derived_seed(spec_sha256: str, data_sha256: str) -> int:
+    """The default seed of a run without ``significance.seed``: a function of the spec file and
+    the data only, so the same spec on the same data gives the same report (SEED_DERIVATION)."""
+    text = "\0".join(("fairscan-seed-v1", spec_sha256, data_sha256)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 1
+
+
+def resolve_seed(
+    given: int | str | None, spec_sha256: str, data_sha256: str
+) -> tuple[int | None, str]:
+    """(seed of the root SeedSequence, how it was chosen) for ``significance.seed``: a number
+    as given; omitted: derived from the hashes; ``random``: None (fresh entropy)."""
+    if given == "random":
+        return None, "random: fresh entropy (significance.seed: random)"
+    if given is None:
+        return derived_seed(spec_sha256, data_sha256), SEED_DERIVATION
+    return int(given), "significance.seed"

@@ -540,6 +540,8 @@ def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         parts += [f"<li>{escape(w)}</li>" for w in report.data_warnings]
         parts.append("</ul></section>")
     seed = prov.seed if prov.seed is not None else f"none (entropy {prov.seed_entropy})"
+    if prov.seed_origin not in (None, "significance.seed"):
+        seed = f"{seed} ({prov.seed_origin})"
     parts.append(
         '<section class="box"><h2>Provenance</h2>'
         + html_table(

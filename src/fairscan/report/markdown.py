@@ -208,7 +208,8 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         f"- spec `{prov.spec_path}` (sha256 `{prov.spec_sha256[:16]}…`)",
         f"- data `{prov.data_path}` (sha256 `{prov.data_sha256[:16]}…`): {prov.data_rows} rows, "
         f"{prov.rows_after_filter} after filter" + (f" `{prov.filter}`" if prov.filter else ""),
-        f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}",
+        f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}"
+        + (f" ({prov.seed_origin})" if prov.seed_origin not in (None, "significance.seed") else ""),
         "",
     ]
     return "\n".join(lines)

@@ -161,6 +161,17 @@ class ScanResult(ReportModel):
     )
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
+    p_value: float | None = Field(
+        default=None,
+        description=(
+            "The scan's own p-value under gate.correction (its smallest finding p-value, "
+            "adjusted within the scan where it adjusts); null with correction none."
+        ),
+    )
+    corrected_p_value: float | None = Field(
+        default=None,
+        description="`p_value` corrected across the spec's scans (gate.correction).",
+    )
 
     def significant_count(self) -> int:
         """Significant findings of this scan."""
@@ -188,6 +199,13 @@ class Provenance(ReportModel):
     rows_after_filter: int
     filter: str | None
     seed: int | None
+    seed_origin: str | None = Field(
+        default=None,
+        description=(
+            "How the seed was chosen: `significance.seed` (given), derived from the spec's and "
+            "the data's SHA-256 (the default; the rule is stated), or random (fresh entropy)."
+        ),
+    )
     seed_entropy: str = Field(
         description="Entropy of the root SeedSequence (decimal); replays an unseeded run."
     )

@@ -23,6 +23,7 @@ from fairscan.report.baseline import compare_reports
 from fairscan.report.models import AuditReport, Environment, Provenance, ScanResult, ScanTiming
 from fairscan.report.verdict import build_verdict, gate_verdict
 from fairscan.report.view import ReportView
+from fairscan.run.gate_correction import correct_scans
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
 from fairscan.run.reports import load_report, write_outcome
@@ -53,7 +54,12 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     baseline = load_report(options.baseline) if options.baseline is not None else None
     started_wall = time.time()
     started = time.perf_counter()
-    root = np.random.SeedSequence(spec.significance.seed)
+    from fairscan.engine.seeds import resolve_seed
+
+    seed, seed_origin = resolve_seed(
+        spec.significance.seed, prepared.loaded.sha256, prepared.data_sha256
+    )
+    root = np.random.SeedSequence(seed)
     workers = spec.significance.workers or default_workers()
     count = len(spec.scans)
     # one connection to a Dask cluster for the whole run (none without replicates)
@@ -73,12 +79,19 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             )
             for i in range(count)
         ]
+    results = correct_scans(results, spec.gate.correction, spec.significance.alpha)
     report: AuditReport = AuditReport(
         name=spec.name,
         description=spec.description,
         verdict=build_verdict(results),
         provenance=_provenance(
-            prepared, root, workers, started_wall, time.perf_counter() - started
+            prepared,
+            root,
+            seed,
+            seed_origin,
+            workers,
+            started_wall,
+            time.perf_counter() - started,
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},
@@ -132,7 +145,18 @@ def run_scan(
     roles = prepared.roles[index]
     started = time.perf_counter()
     try:
-        data = prepared.data_for(SCAN_TYPES[scan.type].reads_weighted_rows(scan))
+        weighted_rows = SCAN_TYPES[scan.type].reads_weighted_rows(scan)
+        if prepared.spec.columns.weight is not None:
+            from fairscan.data.weights import check_weight_support
+
+            check_weight_support(
+                scan.type,
+                weighted_rows,
+                prepared.spec.significance.replicates,
+                prepared.data,
+                prepared.spec.columns.weight,
+            )
+        data = prepared.data_for(weighted_rows)
         bound = bind_roles(data, roles)
         ctx = ScanContext(
             data=data,
@@ -192,6 +216,8 @@ def _in_scan(error: ScanError, index: int) -> ScanError:
 def _provenance(
     prepared: PreparedAudit,
     root: np.random.SeedSequence,
+    seed: int | None,
+    seed_origin: str,
     workers: int,
     started_wall: float,
     elapsed: float,
@@ -206,7 +232,8 @@ def _provenance(
         data_rows=prepared.data.n_rows_raw,
         rows_after_filter=prepared.data.n_data_rows,
         filter=spec.data.filter,
-        seed=spec.significance.seed,
+        seed=seed,
+        seed_origin=seed_origin,
         seed_entropy=str(root.entropy),
         utc_time=_utc(started_wall),
         finished_utc_time=_utc(time.time()),

@@ -357,8 +357,12 @@ def _prepare(
     """
     spec_issues = spec_issues or []
     from fairscan.data.prepare import prepare_data
+    from fairscan.data.weights import apply_weights, drop_zero_weights
 
+    weight = spec.columns.weight
     try:
+        if weight is not None:
+            frame = drop_zero_weights(frame, weight)
         data = prepare_data(
             frame,
             roles=[*(request for r in roles for request in r.requests()), *extra_roles],
@@ -370,6 +374,8 @@ def _prepare(
             strip_whitespace=spec.data.strip_whitespace,
             aggregated=aggregated,
         )
+        if weight is not None:
+            data = apply_weights(data, weight)
     except (DataError, SpecError) as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     if spec_issues:

@@ -101,6 +101,8 @@ def extra_columns(spec: AuditSpec, roles: list[ScanRoles]) -> dict[str, str]:
                 columns.setdefault(column, f"scans[{i}].{field_path}")
         for column, field_path in scan_roles_.threshold_columns().items():
             columns.setdefault(column, field_path)
+    if spec.columns.weight is not None:
+        columns.setdefault(spec.columns.weight, "columns.weight")
     return columns
 
 

@@ -66,7 +66,8 @@ class ScanSpecBase(StrictModel):
     positive: Scalar | None = Field(
         default=None,
         description="The positive label of this scan's outcome column (default: columns.positive, "
-        "else 1/true).",
+        "else 1/true). bias_scan with outcome_type nominal: the one class scanned one-vs-rest "
+        "(against its class_probabilities column or `prediction`).",
     )
     prediction: str | None = Field(
         default=None,

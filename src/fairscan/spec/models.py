@@ -185,6 +185,17 @@ class ColumnsSpec(StrictModel):
             "How `threshold` is applied: ge = prediction >= threshold, gt = prediction > threshold."
         ),
     )
+    weight: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Sample weights: a non-negative numeric column with frequency-weight semantics (a "
+            "whole-number weight w counts the row w times, exactly as if it were repeated; 0 "
+            "drops it). fpr_scan, tpr_scan and the binary Bernoulli bias_scan use weighted "
+            "counts (any non-negative weights; null replicates need whole numbers); every "
+            "other scan type takes whole-number weights only (the rows repeated)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _recommendation_source(self) -> ColumnsSpec:
@@ -244,13 +255,34 @@ class SignificanceSpec(StrictModel):
         default=0.05,
         description="Significance level.",
     )
-    seed: int | None = Field(
-        ge=constraints.SEED.ge,
+    seed: Annotated[int, Field(ge=constraints.SEED.ge)] | Literal["random"] | None = Field(
         default=None,
         description=(
-            "Seed for every random choice; omit for fresh entropy (recorded in the report)."
+            "Seed for every random choice. Omitted: derived from the SHA-256 of the spec file "
+            "and of the data, so the same spec on the same data gives the same report; "
+            "`random`: fresh entropy each run (recorded in the report)."
         ),
     )
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed_number_or_random(cls, value: object) -> object:
+        """One clear message for a bad seed (not one per member of the union)."""
+        if value is None or value == "random":
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value >= 0:
+                return value
+            raise rule_error(
+                f"must be >= 0, got the number {value}",
+                hint="give a whole number >= 0, `random`, or omit it (derived from the hashes)",
+            )
+        shown = truncate(repr(value))
+        raise rule_error(
+            f"expected a whole number >= 0 or `random`, got {shown}",
+            hint="omit it for a seed derived from the spec's and the data's SHA-256",
+        )
+
     workers: int | None = Field(
         ge=constraints.WORKERS.ge,
         le=constraints.WORKERS.le,
@@ -310,6 +342,18 @@ class GateSpec(StrictModel):
             "When a run without errors exits 1: significant = any significant finding; "
             "new_significant = a significant finding labelled new against --baseline "
             "(without a baseline every finding is new); never = findings never fail the run."
+        ),
+    )
+    correction: Literal["none", "holm", "bonferroni", "bh"] = Field(
+        default="none",
+        description=(
+            "Error control across the scans of the spec: each scan's p-value (its smallest "
+            "finding p-value, multiplicity-adjusted within the scan where the scan adjusts) is "
+            "corrected over the scans that have one (Holm or Bonferroni: family-wise error; bh: "
+            "false discovery rate); a scan whose corrected p-value exceeds significance.alpha "
+            "has no significant finding. Reported as each scan's `corrected_p_value` next to "
+            "its `p_value`. Scans without p-values (certify, shift) are not corrected. none = "
+            "each scan gates at alpha on its own."
         ),
     )
 

@@ -4,6 +4,11 @@ Class k's scan observes 1{y = k} against the predicted probability of k (a colum
 ``class_probabilities``, or the class's base rate). The statistic is the best score over the
 classes; every null replicate draws one class per row from its class probabilities (jointly for
 all classes) and takes the same maximum, so the p-value is corrected for the number of classes.
+
+With ``positive: <class>`` one chosen class is scanned one-vs-rest (AIF360's ``mode='nominal',
+favorable_value=<class>``): the binary Bernoulli scan of 1{y = class} against that class's
+probability column (its class_probabilities entry or `prediction`; default its base rate), with
+binary null replicates and no correction over classes.
 """
 
 from __future__ import annotations
@@ -146,7 +151,95 @@ def _null(
     return summarize(observed, scores, ctx.alpha)
 
 
+def _chosen_class(spec: BiasScanSpec, ctx: ScanContext) -> tuple[str, np.ndarray, str]:
+    """(the positive class, its probability per row, where it came from); a clear error when the
+    class does not occur or has no probability column."""
+    outcome = np.asarray(ctx.outcome, dtype=object)
+    name = ctx.role_names.get("outcome", "outcome")
+    label = str(spec.positive).lower() if isinstance(spec.positive, bool) else str(spec.positive)
+    present = sorted(set(outcome.tolist()))
+    if label not in present:
+        raise ScanError(
+            f"positive class {label!r} does not occur in outcome {name!r}; its classes are: "
+            + ", ".join(repr(p) for p in present[:10]),
+            field="positive",
+            hint="set positive to one of the outcome's classes (check spelling and data.filter)",
+        )
+    if ctx.roles.prediction is not None:
+        return (
+            label,
+            ctx.prediction.astype(np.float64),
+            ctx.role_names.get("prediction", "prediction"),
+        )
+    if ctx.roles.classes:
+        if label not in ctx.roles.classes:
+            raise ScanError(
+                f"class_probabilities has no column for the positive class {label!r}",
+                field="class_probabilities",
+                hint=f"add {label}: <its probability column>, or give it as `prediction`",
+            )
+        return (
+            label,
+            np.asarray(ctx.roles.classes[label], dtype=np.float64),
+            ctx.role_names.get(f"class {label}", label),
+        )
+    return (
+        label,
+        np.full(outcome.shape[0], float(np.mean(outcome == label))),
+        f"the base rate of {label}",
+    )
+
+
+def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    """One chosen class, one-vs-rest: the binary Bernoulli Bias Scan of 1{y = class}."""
+    from fairscan.scans.mdss_runner import run_mdss
+
+    label, expected, column = _chosen_class(spec, ctx)
+    outcome = ctx.role_names.get("outcome", "outcome")
+    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"Class {label}: the {round(best.size)} rows with {who} have {outcome} = {label} in "
+            f"{percent(observed_rate)} of cases but a mean predicted probability ({column}) of "
+            f"{percent(expected_rate)}: class {label} is {verdict} there (odds multiplier "
+            f"q = {best.q:.2f}; the chosen class, one-vs-rest)."
+        )
+
+    inputs = MdssInputs(
+        rows=np.ones(ctx.data.n_rows, dtype=bool),
+        observed=(np.asarray(ctx.outcome, dtype=object) == label).astype(np.float64),
+        expected=expected,
+        direction=direction_code(spec.direction),
+        population=f"all rows ({outcome} = {label} vs the rest)",
+        observed_label=f"{outcome} = {label}",
+        metric=f"rate of {outcome} = {label}",
+        reference="expected",
+        reference_name=f"mean predicted probability of {label} ({column}) in the subgroup",
+        describe=describe,
+        summarise_expectations=True,
+    )
+    parameters: dict[str, object] = {
+        "score": spec.score,
+        "outcome_type": "nominal",
+        "class": label,
+        "mode": "one class vs the rest (positive)",
+        "class_probability": column,
+    }
+    result = run_mdss(spec, ctx, inputs, parameters)
+    result.detail["class"] = label
+    return result
+
+
 def run_nominal_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    if spec.positive is not None:
+        return run_one_class_scan(spec, ctx)
     started = time.perf_counter()
     model = class_model(spec, ctx)
     inputs = [_class_inputs(spec, ctx, model, k) for k in range(len(model.labels))]

@@ -26,6 +26,24 @@ if TYPE_CHECKING:
 
 
 def run_scored_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
+    if spec.score == "berk_jones" and spec.outcome_type == "continuous":
+        inputs, binarised = continuous_berk_jones_inputs(spec, ctx)
+        result = run_mdss(
+            spec,
+            ctx,
+            inputs,
+            {"score": spec.score, "outcome_type": "continuous", "binarised": binarised},
+        )
+        rate = float(inputs.observed.mean()) if inputs.observed.size else 0.0
+        (alpha,) = spec.alpha_grid()
+        if (rate > alpha) if spec.direction == "positive" else (rate < alpha):
+            side = "above" if spec.direction == "positive" else "below"
+            result.warnings.append(
+                f"{binarised}, {side} alpha = {alpha:g} for the whole population: AIF360's rule "
+                f"compares the share above the alpha-quantile (1 - alpha overall) with alpha, "
+                "so away from alpha = 0.5 the whole population is the finding in this direction"
+            )
+        return result
     expectation, expectation_note = expectations(spec, ctx)
     build = _BUILDERS[spec.score]
     inputs = build(spec, ctx, expectation)
@@ -97,6 +115,52 @@ def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
         score=berk_jones(grid),
         score_name="berk_jones",
     )
+
+
+def continuous_berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext) -> tuple[MdssInputs, str]:
+    """A continuous outcome binarised as AIF360 does for Berk-Jones: 1{y > Q(alpha)}, Q the
+    alpha-quantile of the outcome (linear interpolation, pandas' and numpy's default), scored
+    against the level alpha; the null draws the indicator at its overall rate (autostrat)."""
+    from dataclasses import replace
+
+    (alpha,) = spec.alpha_grid()
+    y = np.asarray(ctx.outcome, dtype=np.float64)
+    cut = float(np.quantile(y, alpha)) if y.size else 0.0
+    indicator = (y > cut).astype(np.float64)
+    rate = float(indicator.mean()) if y.size else 0.0
+    outcome = ctx.role_names.get("outcome", "outcome")
+    event = f"{outcome} > {cut:.6g}"
+    side = "above" if spec.direction == "positive" else "below"
+    rule = (
+        f"1{{{outcome} > {cut:.6g}}}: the outcome above its alpha = {alpha:g} quantile "
+        f"({cut:.6g}, linear interpolation), as AIF360 binarises a continuous outcome for "
+        f"Berk-Jones; overall rate {rate:.4g}"
+    )
+
+    def describe(
+        who: str,
+        best: SubgroupScore,
+        observed_rate: float | None,
+        expected_rate: float | None,
+        outside_rate: float | None,
+    ) -> str:
+        return (
+            f"The {round(best.size)} rows with {who} have {event} (the outcome's {alpha:g}-"
+            f"quantile) in {percent(observed_rate)} of cases, {side} the Berk-Jones level "
+            f"alpha = {alpha:g} (q = {best.q:.2f}; outside the subgroup: "
+            f"{percent(outside_rate)})."
+        )
+
+    base = berk_jones_inputs(spec, ctx, np.full(y.shape[0], rate))
+    inputs = replace(
+        base,
+        observed=indicator,
+        population=f"all rows ({outcome} binarised at its {alpha:g}-quantile, Berk-Jones score)",
+        observed_label=event,
+        metric=f"rate of {event}",
+        describe=describe,
+    )
+    return inputs, rule
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ BiasScore = Literal["bernoulli", "berk_jones", "gaussian", "poisson"]
 SCORES_FOR: dict[str, tuple[str, ...]] = {
     "binary": ("bernoulli", "berk_jones"),
     "nominal": ("bernoulli",),
-    "continuous": ("gaussian",),
+    "continuous": ("gaussian", "berk_jones"),
     "count": ("poisson",),
     "ordinal": ("poisson",),
 }
@@ -60,14 +60,16 @@ class BiasScanSpec(MdssScanSpecBase):
             "What the outcome column holds: binary (0/1, the default), continuous (any real "
             "number; score gaussian), count (non-negative integers; score poisson), ordinal "
             "(ordered codes 0, 1, 2, ... or the labels of `levels`; score poisson on the codes), "
-            "nominal (class labels; one scan per class against class_probabilities)."
+            "nominal (class labels; one scan per class against class_probabilities, or with "
+            "`positive: <class>` that class alone, one-vs-rest)."
         ),
     )
     score: BiasScore = Field(
         default="bernoulli",
         description=(
             "bernoulli (binary and nominal outcomes, the default), berk_jones (binary: the "
-            "outcome rate against the level `alpha`), gaussian (continuous: mean shift of the "
+            "outcome rate against the level `alpha`; continuous: binarised as AIF360 does, "
+            "1{outcome > its alpha-quantile}, against alpha), gaussian (continuous: mean shift of the "
             "residuals outcome - prediction), poisson (count, ordinal: rate multiplier of the "
             "expected counts)."
         ),
@@ -110,20 +112,40 @@ class BiasScanSpec(MdssScanSpecBase):
                 hint=f"use score: {allowed[0]}, or set outcome_type to what the outcome holds",
             )
         score_rule_errors(self.score, self.alpha)
+        continuous_bj = self.score == "berk_jones" and self.outcome_type == "continuous"
+        if continuous_bj and isinstance(self.alpha, list) and len(self.alpha) != 1:
+            raise rule_error(
+                "a continuous outcome is binarised at its alpha-quantile, so Berk-Jones "
+                "takes one level here, not a grid",
+                "alpha",
+                hint="give one alpha, e.g. alpha: 0.3",
+            )
         for key, needed, what in (
             ("variance_column", self.score == "gaussian", "score gaussian"),
             ("class_probabilities", self.outcome_type == "nominal", "outcome_type nominal"),
             ("levels", self.outcome_type == "ordinal", "outcome_type ordinal"),
-            ("positive", self.outcome_type == "binary", "outcome_type binary"),
+            (
+                "positive",
+                self.outcome_type in ("binary", "nominal"),
+                "outcome_type binary or nominal",
+            ),
         ):
             if getattr(self, key) is not None and not needed:
                 raise rule_error(f"`{key}` is only used with {what}", key)
         if self.outcome_type == "nominal" and self.prediction is not None:
-            raise rule_error(
-                "a nominal outcome has one predicted probability per class, not one prediction",
-                "prediction",
-                hint="name the columns in class_probabilities: {A: p_A, B: p_B, ...}",
-            )
+            if self.positive is None:
+                raise rule_error(
+                    "a nominal outcome has one predicted probability per class, not one prediction",
+                    "prediction",
+                    hint="name the columns in class_probabilities: {A: p_A, B: p_B, ...}, or "
+                    "scan one class with `positive: <class>` and its probability as prediction",
+                )
+            if self.class_probabilities is not None:
+                raise rule_error(
+                    "give the chosen class's probability once: `prediction` or its entry in "
+                    "class_probabilities",
+                    "prediction",
+                )
         if self.levels is not None and len(set(map(str, self.levels))) != len(self.levels):
             raise rule_error("`levels` repeats a label", "levels")
         return self
@@ -139,7 +161,8 @@ def needs(spec: BiasScanSpec) -> tuple[Role, ...]:
     or, when no prediction is given, the outcome's overall mean (AIF360's default); nominal
     outcomes read their class probability columns instead."""
     if spec.outcome_type == "nominal":
-        return ("outcome",)
+        # one chosen class (positive) may read its probability from `prediction`
+        return ("outcome", "expectation") if spec.prediction is not None else ("outcome",)
     return ("outcome", "expectation")
 
 

@@ -256,7 +256,7 @@ def _run_certify(
     return EngineOutput(
         moments=m,
         info=out.info,
-        scale=out.scale,
+        scale=out.scale_boolean if spec.bound == "boolean" else out.scale,
         lower=br.lower,
         upper=br.upper,
         hit=br.certified,

@@ -53,14 +53,51 @@ class TiltProfile(DetailModel):
     ratio: list[float | None]
 
 
+class ValidTilt(DetailModel):
+    """The non-negative tilt closest to the worst-case direction, with its own estimate and
+    simultaneous bound (the bound holds for every tilt of the unit ball at once)."""
+
+    estimate: float | None = Field(description="eps_hat(h) of the valid tilt.")
+    metric_under_tilt: float | None = Field(description="theta_hat + eps_hat(h).")
+    lower: float | None = Field(description="Simultaneous lower bound (sides lower/both).")
+    upper: float | None = Field(description="Simultaneous upper bound (sides upper/both).")
+    norm2: float = Field(description="||h||^2 = a' K_zz a.")
+    effective_sample_size: float = Field(description="(sum h)^2 / sum h^2.")
+    centers: int = Field(description="Kernel centers with a positive coefficient.")
+    distance: float = Field(
+        description="RKHS distance to the direction relative to the direction's norm."
+    )
+    projection: str = Field(description="How the non-negative coefficients were found.")
+
+
 class WorstCase(DetailModel):
     description: str
     eigenvalue: float = Field(description="Extreme eigenvalue of the median replicate.")
     replicate: int
     estimate: float | None = Field(description="eps_hat of the direction's positive part.")
     effective_sample_size: float
-    ranges: list[FeatureRange]
-    profile: TiltProfile | None
+    ranges: list[FeatureRange] = Field(
+        description="Where the valid tilt puts its weight (the direction's positive part when "
+        "there is none)."
+    )
+    profile: TiltProfile | None = Field(
+        description="Density ratio of the valid tilt over the first feature (never negative)."
+    )
+    is_distribution: bool = Field(
+        default=True,
+        description="The direction attaining the bound is itself a non-negative reweighting.",
+    )
+    negative_share: float = Field(
+        default=0.0, description="Share of the rows where the direction is negative."
+    )
+    min_ratio: float | None = Field(
+        default=None, description="Lowest density ratio h / mean(h) of the direction."
+    )
+    valid_tilt: ValidTilt | None = Field(
+        default=None,
+        description="The closest valid non-negative tilt, its estimate and bound; null when "
+        "the direction has no non-negative part.",
+    )
 
 
 class ShiftResult(DetailModel):

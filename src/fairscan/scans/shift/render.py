@@ -103,13 +103,13 @@ def _profile_svg(p: TiltProfile) -> str:
     ]
     svg = (
         f'<svg class="plot" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{escape("worst-case tilt over " + p.feature)}">'
+        f'role="img" aria-label="{escape("closest valid tilt over " + p.feature)}">'
         + "".join(body)
         + "</svg>"
     )
     caption = (
-        f"Worst-case tilt over {p.feature}: mean h per bin relative to its overall mean "
-        "(1 = the unshifted population)."
+        f"Closest valid (non-negative) tilt to the worst-case direction, over {p.feature}: "
+        "mean h per bin relative to its overall mean (1 = the unshifted population)."
     )
     return figure(svg, caption, "shift")
 

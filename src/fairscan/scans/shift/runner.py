@@ -32,6 +32,7 @@ from fairscan.scans.shift.models import (
     ShiftResult,
     TiltProfile,
     TiltResult,
+    ValidTilt,
     WorstCase,
 )
 from fairscan.scans.shift.spec import CenterTilt, SampleTilt, ShiftSpec
@@ -99,22 +100,97 @@ def _target_text(spec: ShiftSpec, metric: MetricInputs) -> str:
     return f"known value {float(spec.target):g}"
 
 
+def _profile(spec: ShiftSpec, Xraw: np.ndarray, h: np.ndarray) -> TiltProfile | None:
+    """Mean h per bin of the first feature over mean h (h >= 0: a density ratio)."""
+    x = Xraw[:, 0]
+    lo_x, hi_x = (float(v) for v in np.quantile(x, [0.01, 0.99]))
+    edges = np.linspace(lo_x, hi_x, PROFILE_BINS + 1)
+    if not (edges[-1] > edges[0] and h.mean() > 0):
+        return None
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, PROFILE_BINS - 1)
+    sums = np.bincount(which, weights=h, minlength=PROFILE_BINS)
+    counts = np.bincount(which, minlength=PROFILE_BINS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = sums / counts / h.mean()
+    return TiltProfile(
+        feature=spec.features[0],
+        x=[float(v) for v in (edges[:-1] + edges[1:]) / 2],
+        ratio=[finite_or_none(float(r)) for r in ratio],
+    )
+
+
+def _valid_tilt(
+    spec: ShiftSpec,
+    X: np.ndarray,
+    centers: np.ndarray,
+    coef: np.ndarray,
+    Lc: np.ndarray,
+    t_star: float,
+    theta: float,
+) -> tuple[ValidTilt | None, np.ndarray | None]:
+    """The non-negative tilt nearest the direction (RKHS norm), bounded like a named tilt."""
+    bw = spec.kernel.bandwidth
+    a, iterations = rkhs.nonnegative_projection(centers, coef, bw)
+    if not (a > 0).any():
+        return None, None
+    h = rkhs.kernel_apply(X, centers, a, bw)
+    norm2 = rkhs.tilt_norm2(centers, a, bw)
+    if not h.mean() > 0:
+        return None, None
+    tb = rkhs.tilt_bound(h, Lc, norm2, t_star, t_star)
+    diff = a - coef
+    beta_norm2 = rkhs.tilt_norm2(centers, coef, bw)
+    distance = float(np.sqrt(max(rkhs.tilt_norm2(centers, diff, bw), 0.0) / beta_norm2))
+    return (
+        ValidTilt(
+            estimate=finite_or_none(tb.estimate),
+            metric_under_tilt=finite_or_none(theta + tb.estimate),
+            lower=finite_or_none(tb.lower) if spec.side in ("lower", "both") else None,
+            upper=finite_or_none(tb.upper) if spec.side in ("upper", "both") else None,
+            norm2=norm2,
+            effective_sample_size=tb.effective_sample_size,
+            centers=int((a > 0).sum()),
+            distance=distance,
+            projection=(
+                "non-negative kernel coefficients closest to the direction's in the RKHS norm "
+                f"(projected gradient, {iterations} iterations)"
+            ),
+        ),
+        h,
+    )
+
+
 def _describe_worst(
     spec: ShiftSpec,
     Xraw: np.ndarray,
-    h: np.ndarray,
-    Lc: np.ndarray,
-    eigenvalue: float,
-    replicate: int,
+    X: np.ndarray,
+    worst: rkhs.WorstCase,
+    boot: rkhs.ShiftBootstrap,
 ) -> WorstCase:
-    if h.sum() < 0:
-        h = -h
+    """The direction attaining the bound (an eigen-direction over the whole unit ball, which may
+    weigh rows negatively: then it is not a population) and the closest valid tilt."""
+    bw = spec.kernel.bandwidth
+    Lc = boot.L
+    coef = worst.coef
+    h = rkhs.kernel_apply(X, worst.centers, coef, bw)
+    if h.sum() < 0:  # an eigenvector's sign is arbitrary: the side with more mass
+        h, coef = -h, -coef
+    scale = float(np.abs(h).max()) if h.size else 0.0
+    negative = h < -1e-12 * scale
+    is_distribution = not negative.any()
+    min_ratio = finite_or_none(float(h.min() / h.mean())) if h.mean() > 0 else None
     hp = np.maximum(h, 0.0)
+    est = float((hp * Lc).sum() / hp.sum()) if hp.sum() > 0 else None
+    ess = float(hp.sum() ** 2 / (hp * hp).sum()) if hp.sum() > 0 else 0.0
+    valid, hv = (None, None)
+    if hp.sum() > 0:
+        valid, hv = _valid_tilt(spec, X, worst.centers, coef, Lc, boot.t_star, boot.theta)
+    weights = hv if hv is not None else hp
     ranges = []
     parts = []
     for k, f in enumerate(spec.features):
         x = Xraw[:, k]
-        lo, med, hi = rkhs.weighted_quantiles(x, hp, LEVELS)
+        lo, med, hi = rkhs.weighted_quantiles(x, weights, LEVELS)
         dlo, dmed, dhi = np.quantile(x, LEVELS)
         ranges.append(
             FeatureRange(
@@ -128,35 +204,46 @@ def _describe_worst(
             )
         )
         parts.append(f"{f} {lo:.4g} to {hi:.4g} (all rows: {dlo:.4g} to {dhi:.4g})")
-    est = float((hp * Lc).sum() / hp.sum()) if hp.sum() > 0 else None
-    ess = float(hp.sum() ** 2 / (hp * hp).sum()) if hp.sum() > 0 else 0.0
-    description = (
-        "The least favourable direction of the median bootstrap replicate puts 80% of its "
-        "weight (10th to 90th percentile) at " + "; ".join(parts) + "."
-    )
-    x = Xraw[:, 0]
-    lo_x, hi_x = (float(v) for v in np.quantile(x, [0.01, 0.99]))
-    edges = np.linspace(lo_x, hi_x, PROFILE_BINS + 1)
-    profile = None
-    if edges[-1] > edges[0] and h.mean() != 0:
-        which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, PROFILE_BINS - 1)
-        sums = np.bincount(which, weights=h, minlength=PROFILE_BINS)
-        counts = np.bincount(which, minlength=PROFILE_BINS)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = sums / counts / h.mean()
-        profile = TiltProfile(
-            feature=spec.features[0],
-            x=[float(v) for v in (edges[:-1] + edges[1:]) / 2],
-            ratio=[finite_or_none(float(r)) for r in ratio],
+    if is_distribution:
+        head = (
+            "The direction that attains the bound (the extreme eigen-direction of the median "
+            "bootstrap replicate) is a non-negative reweighting."
         )
+    else:
+        head = (
+            "The direction that attains the bound (the extreme eigen-direction of the median "
+            "bootstrap replicate) is not a distribution: it weighs "
+            f"{100 * float(negative.mean()):.0f}% of the rows negatively (density ratio down to "
+            f"{min_ratio:.3g}), so it describes no population."
+        )
+    if valid is not None:
+        bound = ", ".join(
+            f"{name} bound {value:+.4g}"
+            for name, value in (("lower", valid.lower), ("upper", valid.upper))
+            if value is not None
+        )
+        tail = (
+            " The closest valid non-negative tilt puts 80% of its weight (10th to 90th "
+            "percentile) at " + "; ".join(parts) + ": the metric's gap under "
+            f"it is {valid.estimate:+.4g} ({bound}; effective sample size "
+            f"{valid.effective_sample_size:.0f})."
+            if valid.estimate is not None
+            else ""
+        )
+    else:
+        tail = " It has no non-negative part, so no valid tilt is close to it."
     return WorstCase(
-        description=description,
-        eigenvalue=eigenvalue,
-        replicate=replicate,
+        description=head + tail,
+        eigenvalue=worst.eigenvalue,
+        replicate=worst.replicate,
         estimate=est,
         effective_sample_size=ess,
         ranges=ranges,
-        profile=profile,
+        profile=_profile(spec, Xraw, hv) if hv is not None else None,
+        is_distribution=is_distribution,
+        negative_share=float(negative.mean()) if h.size else 0.0,
+        min_ratio=min_ratio,
+        valid_tilt=valid,
     )
 
 
@@ -320,8 +407,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         )
     worst = None
     if boot.worst is not None:
-        h = rkhs.kernel_apply(X, boot.worst.centers, boot.worst.coef, bw)
-        worst = _describe_worst(spec, Xraw, h, boot.L, boot.worst.eigenvalue, boot.worst.replicate)
+        worst = _describe_worst(spec, Xraw, X, boot.worst, boot)
     tilts = []
     for j, tilt in enumerate(spec.tilts):
         if isinstance(tilt, CenterTilt):

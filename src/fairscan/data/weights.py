@@ -1,0 +1,112 @@
+"""Sample weights (``columns.weight``, issue 25): frequency-weight semantics.
+
+A whole-number weight ``w`` counts a row ``w`` times, exactly as if the row were repeated; 0 drops
+it. The weights become :attr:`PreparedData.row_weight`, the per-row multiplicity streamed datasets
+already use (multiplied into it when the data is aggregated), so the aggregate scans (fpr_scan,
+tpr_scan, the binary Bernoulli bias_scan) score weighted counts and draw their null replicates per
+unit of weight, and the scans that work on rows get the rows repeated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import polars as pl
+
+from fairscan.data.table import PreparedData
+from fairscan.errors import DataError
+
+FIELD = "columns.weight"
+
+
+def drop_zero_weights(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """The rows of weight 0 removed before encoding (a row of weight 0 is absent: its values
+    must not appear as attribute labels); other values are checked after the filter."""
+    if column not in frame.columns or not frame.schema[column].is_numeric():
+        return frame
+    values = frame[column]
+    if values.len() and bool((values.fill_null(1) == 0).all()):
+        raise DataError(
+            f"weight column {column!r} is 0 on every row: nothing would be audited",
+            field=FIELD,
+            column=column,
+            hint="point columns.weight at the sample weights (non-negative, not all 0)",
+        )
+    return frame.filter(~(pl.col(column) == 0).fill_null(False))
+
+
+def apply_weights(data: PreparedData, column: str) -> PreparedData:
+    """``data`` with ``row_weight`` times the weights; a clear error for weights that are not
+    numbers, missing, negative or infinite."""
+    values = data.extra.get(column)
+    if values is None or values.dtype == object:
+        raise DataError(
+            f"weight column {column!r} must hold numbers",
+            field=FIELD,
+            column=column,
+            hint="point columns.weight at a numeric column of non-negative weights",
+        )
+    w = np.asarray(values, dtype=np.float64)
+    for bad, what in (
+        (np.isnan(w), "missing (null or NaN)"),
+        (np.isinf(w), "infinite"),
+        (w < 0, "negative"),
+    ):
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"weight column {column!r} has {int(bad.sum())} {what} value(s) after the "
+                f"filter (e.g. row {first + 1}: {float(w[first]):g}); weights must be "
+                "non-negative numbers",
+                field=FIELD,
+                column=column,
+                hint="fix or drop those rows (data.filter), or give them weight 0",
+            )
+    if not w.sum() > 0:
+        raise DataError(
+            f"weight column {column!r} sums to 0 after the filter: nothing would be audited",
+            field=FIELD,
+            column=column,
+        )
+    whole = bool(np.all(w == np.round(w)))
+    if data.row_weight is not None:
+        w = w * data.row_weight
+    row_weight = w.astype(np.int64) if whole else w
+    return replace(data, row_weight=row_weight)
+
+
+def whole_numbers(data: PreparedData) -> bool:
+    """The row weights are whole numbers (frequency weights: rows can be repeated)."""
+    w = data.row_weight
+    return w is None or w.dtype.kind in "iu" or bool(np.all(w == np.round(w)))
+
+
+def check_weight_support(
+    scan_type: str, reads_weighted_rows: bool, replicates: int, data: PreparedData, column: str
+) -> None:
+    """A :class:`ScanError` (never a silent unweighted run) where a scan cannot honour the
+    weights: non-whole weights on a scan that works on rows, or in null replicates, which are
+    drawn per unit of weight."""
+    from fairscan.errors import ScanError
+
+    if whole_numbers(data):
+        return
+    if not reads_weighted_rows:
+        raise ScanError(
+            f"{scan_type} honours columns.weight as frequency weights only (whole numbers: each "
+            f"row counted w times), but {column!r} holds fractional weights",
+            field=FIELD,
+            column=column,
+            hint="round or scale the weights to whole numbers, or audit this scan without "
+            "columns.weight (fpr_scan, tpr_scan and the binary bias_scan take any weights)",
+        )
+    if replicates > 0:
+        raise ScanError(
+            f"the null replicates of {scan_type} are drawn per unit of weight, which needs "
+            f"whole-number weights; {column!r} holds fractional weights",
+            field=FIELD,
+            column=column,
+            hint="use whole-number (frequency) weights, or significance.replicates: 0 for "
+            "weighted scores without a p-value",
+        )
