@@ -34,7 +34,12 @@ significance: {{replicates: 49, seed: 0}}
 output: {{dir: reports, formats: [json]}}
 """
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+# slow: each builds the kernels and installs into a fresh venv (about a quarter of the suite's
+# time); `make test-slow` runs them, CI in a step of its own
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout"),
+    pytest.mark.slow,
+]
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
