@@ -2,35 +2,29 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# `make demo` installs fairscan with its runtime dependencies only (RUNTIME); `make test`, `lint`
-# and `docs` add the test and docs extras (DEV) to the same venv.
-RUNTIME := $(VENV)/.runtime-stamp
+# `make demo` installs fairscan with its runtime dependencies only (KERNELS: the editable install,
+# which compiles the Cython engine kernels in place through setup.py; again when their sources
+# change); `make test`, `lint` and `docs` add the test and docs extras (DEV) to the same venv.
+KERNELS := $(VENV)/.kernels-stamp
 DEV     := $(VENV)/.dev-stamp
-# the compiled engine kernels (Cython, built by `pip install -e .` through setup.py)
-KERNELS       := $(VENV)/.kernels-stamp
-KERNEL_SOURCES := setup.py $(wildcard src/fairscan/engine/*.pyx)
+KERNEL_SOURCES := pyproject.toml setup.py $(wildcard src/fairscan/engine/*.pyx)
 
 .PHONY: setup demo test test-slow test-all lint format schemas docs sample-data compas adult bench wheel clean
 
-$(RUNTIME): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+$(KERNELS): $(KERNEL_SOURCES)
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
-	@touch $(RUNTIME) $(KERNELS)
+	@touch $(KERNELS)
 
-# the extras on top of the runtime install: the kernels are not rebuilt (scripts/extras.py lists
-# the extras' requirements from pyproject.toml)
-$(DEV): $(RUNTIME) pyproject.toml
+# the extras on top of the runtime install, without rebuilding the kernels (scripts/extras.py
+# lists the extras' requirements from pyproject.toml)
+$(DEV): $(KERNELS)
 	$(BIN)/python scripts/extras.py test docs > $(VENV)/extras.txt
 	$(BIN)/python -m pip install --quiet -r $(VENV)/extras.txt
 	@touch $(DEV)
 
-# Rebuild the kernels when their sources change (the editable install compiles them in place).
-$(KERNELS): $(RUNTIME) $(KERNEL_SOURCES)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
-	@touch $(KERNELS)
-
-setup: $(KERNELS) $(DEV)
+setup: $(DEV)
 
 # The sample data is committed; regenerate it only when missing (the script is deterministic).
 sample_data/credit.csv: | $(KERNELS)
@@ -47,17 +41,17 @@ demo: $(KERNELS) sample_data/credit.csv
 
 # `make test` runs the suite without the `slow` tests (statistical simulations, packaging builds:
 # `make test-slow`; CI runs both). Each stays under 5 minutes on 2 cores.
-test: $(KERNELS) $(DEV)
+test: $(DEV)
 	$(BIN)/python -m pytest -m "not slow"
 
-test-slow: $(KERNELS) $(DEV)
+test-slow: $(DEV)
 	$(BIN)/python -m pytest -m slow
 
-test-all: $(KERNELS) $(DEV)
+test-all: $(DEV)
 	$(BIN)/python -m pytest
 
 # ruff (style), import-linter (package layers, pyproject's [tool.importlinter]) and mypy (types)
-lint: $(KERNELS) $(DEV)
+lint: $(DEV)
 	$(BIN)/ruff check src tests scripts benchmarks setup.py
 	$(BIN)/ruff format --check src tests scripts benchmarks setup.py
 	$(BIN)/lint-imports
@@ -67,7 +61,7 @@ format: $(DEV)
 	$(BIN)/ruff format src tests scripts benchmarks setup.py
 	$(BIN)/ruff check --fix src tests scripts benchmarks setup.py
 
-schemas: $(KERNELS) $(DEV)
+schemas: $(DEV)
 	$(BIN)/python -m fairscan.schemas schemas
 
 # The documentation site: generate the reference pages (scan types from `audit explain`, the spec
@@ -75,20 +69,20 @@ schemas: $(KERNELS) $(DEV)
 # checks they are current), then build site/ with every warning an error. CI passes
 # DOCS_FLAGS=--check: a stale generated page fails instead of being rewritten.
 DOCS_FLAGS ?=
-docs: $(KERNELS) $(DEV)
+docs: $(DEV)
 	$(BIN)/python scripts/build_docs.py $(DOCS_FLAGS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # COMPAS table derived from ../shared/data (never committed): build/compas.csv
-compas: $(KERNELS) $(DEV)
+compas: $(DEV)
 	$(BIN)/python scripts/prepare_compas.py
 
 # Adult search/validation splits with xgboost scores, one CSV with a split column: build/adult_subroc.csv
-adult: $(KERNELS) $(DEV)
+adult: $(DEV)
 	$(BIN)/python scripts/prepare_adult.py
 
 # Benchmarks are run by hand (never by the test suite); results are committed as Markdown.
-bench: $(KERNELS) $(DEV) compas adult
+bench: $(DEV) compas adult
 	$(BIN)/python benchmarks/bench_mdss.py --write benchmarks/RESULTS.md
 	$(BIN)/python benchmarks/bench_subroc.py
 	$(BIN)/python benchmarks/bench_ijdi.py
