@@ -35,8 +35,6 @@ from fairscan.errors import ExitCode, FairscanError
 from fairscan.interrupts import interrupt_of
 
 if TYPE_CHECKING:
-    from typer.core import TyperCommand
-
     from fairscan.progress import Progress
     from fairscan.report.models import AuditReport
 
@@ -66,7 +64,7 @@ _METAVARS = {
 }
 
 
-def plain_help(command: TyperCommand | TyperGroup) -> None:
+def plain_help(command: Any) -> None:
     """Help without type hints or cut sentences: every option that takes a value shows a
     metavar (DIR, N, ...), and the command list shows each command's whole first paragraph."""
     command.context_class = _HelpContext
@@ -119,7 +117,7 @@ class _HelpContext(typer.Context):
 class _HelpGroup(TyperGroup):
     context_class = _HelpContext
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:  # click's types: typer's copy or click's
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             plain_help(command)
