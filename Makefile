@@ -9,7 +9,7 @@ KERNELS := $(VENV)/.kernels-stamp
 DEV     := $(VENV)/.dev-stamp
 KERNEL_SOURCES := pyproject.toml setup.py $(wildcard src/fairscan/engine/*.pyx)
 
-.PHONY: setup demo test test-slow test-all lint format schemas docs sample-data compas adult bench wheel clean
+.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs sample-data compas adult bench wheel clean
 
 $(KERNELS): $(KERNEL_SOURCES)
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ test-slow: $(DEV)
 
 test-all: $(DEV)
 	$(BIN)/python -m pytest
+
+# the fast suite and the demo with the lowest versions of the runtime dependencies that
+# pyproject.toml declares (uv --resolution lowest-direct, in .venv-lowest)
+test-lowest: $(DEV)
+	$(BIN)/python -m pip install --quiet uv
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/check_lowest_versions.sh .venv-lowest
 
 # ruff (style), import-linter (package layers, pyproject's [tool.importlinter]) and mypy (types)
 lint: $(DEV)
