@@ -59,7 +59,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
 
 
 def _workers(parent: int) -> list[int]:
-    """The multiprocessing children of ``parent``: pool workers and the resource tracker."""
+    """The worker children of ``parent``: loky's workers and resource trackers."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -71,7 +71,7 @@ def _workers(parent: int) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"multiprocessing" in cmdline:
+        if b"loky" in cmdline or b"multiprocessing" in cmdline:
             found.append(int(entry))
     return found
 
@@ -100,7 +100,7 @@ def _wait_for_workers(
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
         found = _workers(process.pid)
-        if sum(1 for pid in found if b"spawn_main" in _cmdline(pid)) >= count:
+        if sum(1 for pid in found if b"popen_loky" in _cmdline(pid)) >= count:
             return found
         time.sleep(0.05)
     process.kill()
