@@ -82,7 +82,9 @@ class RunOptions:
     seed: int | None = None
     replicates: int | None = None
     workers: int | None = None
-    executor: str | None = None  # overrides significance.executor: local or dask://HOST:PORT
+    # overrides significance.executor: local, dask://HOST:PORT, tls://HOST:PORT, or a connected
+    # distributed.Client (fairscan.audit(executor=client); left open after the run)
+    executor: Any = None
     write: bool = True
     progress: Progress = field(default_factory=NullProgress)
     baseline: Path | None = None  # a previous JSON report to label findings against
@@ -260,7 +262,7 @@ def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
     if options.workers is not None:
         updates["workers"] = options.workers
     if options.executor is not None:
-        updates["executor"] = options.executor
+        updates["executor"] = _executor_name(options.executor)
     if updates:
         significance = type(significance).model_validate({**significance.model_dump(), **updates})
         spec = spec.model_copy(update={"significance": significance})
@@ -810,6 +812,15 @@ def _provenance(
     )
 
 
+def _executor_name(executor: Any) -> str:
+    """significance.executor for an override: the text itself, or a Client's address."""
+    if isinstance(executor, str):
+        return executor
+    from fairscan.engine.executors import client_name
+
+    return client_name(executor)
+
+
 def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> AuditOutcome:
     """Run every scan of a prepared audit and (optionally) write the reports."""
     from fairscan.engine.executors import open_executor
@@ -827,8 +838,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     workers = spec.significance.workers or default_workers()
     count = len(spec.scans)
     # one connection to a Dask cluster for the whole run (none without replicates)
+    # a Client object (fairscan.audit(executor=client)) cannot live in the spec: it goes as it is
+    client = options.executor if not isinstance(options.executor, str | None) else None
     with open_executor(
-        spec.significance.executor, connect=spec.significance.replicates > 0
+        client if client is not None else spec.significance.executor,
+        connect=spec.significance.replicates > 0,
     ) as executor:
         results = [
             # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
