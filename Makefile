@@ -17,10 +17,10 @@ $(KERNELS): $(KERNEL_SOURCES)
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $(KERNELS)
 
-# the extras on top of the runtime install, without rebuilding the kernels (scripts/extras.py
+# the test, docs and release extras on top of the runtime install, without rebuilding the kernels (scripts/extras.py
 # lists the extras' requirements from pyproject.toml)
 $(DEV): $(KERNELS)
-	$(BIN)/python scripts/extras.py test docs > $(VENV)/extras.txt
+	$(BIN)/python scripts/extras.py test docs release > $(VENV)/extras.txt
 	$(BIN)/python -m pip install --quiet -r $(VENV)/extras.txt
 	@touch $(DEV)
 
@@ -95,6 +95,12 @@ bench: $(DEV) compas adult
 	$(BIN)/python benchmarks/bench_cbs.py
 	$(BIN)/python benchmarks/bench_certification.py
 	$(BIN)/python benchmarks/bench_startup.py
+
+# A manylinux2014 (glibc 2.17) wheel for Linux, built here with zig's C compiler (the `release`
+# extra, from PyPI, installed with the test extras) and checked with auditwheel:
+# dist/fairscan-*-manylinux*.whl
+wheel: $(DEV)
+	PYTHON=$(CURDIR)/$(BIN)/python scripts/build_wheel.sh dist
 
 clean:
 	rm -rf $(VENV) build reports site .pytest_cache .ruff_cache .hypothesis
