@@ -56,12 +56,14 @@ test-lowest: $(DEV)
 	$(BIN)/python -m pip install --quiet uv
 	PATH=$(CURDIR)/$(BIN):$$PATH scripts/check_lowest_versions.sh .venv-lowest
 
-# ruff (style), import-linter (package layers, pyproject's [tool.importlinter]) and mypy (types)
+# ruff (style), import-linter (package layers, pyproject's [tool.importlinter]), mypy (types) and
+# the release workflow, which cannot run here, against GitHub's workflow schema
 lint: $(DEV)
 	$(BIN)/ruff check src tests scripts benchmarks setup.py
 	$(BIN)/ruff format --check src tests scripts benchmarks setup.py
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 format: $(DEV)
 	$(BIN)/ruff format src tests scripts benchmarks setup.py
