@@ -3,8 +3,9 @@
 :func:`fairscan.engine.randomization.run_replicates` runs replicate 0 in-process, then hands the
 rest to an executor:
 
-* :data:`LOCAL` runs them here, serially or in a spawned process pool
-  (:mod:`fairscan.engine.workers`) when that pays off;
+* :data:`LOCAL` runs them here, serially or in worker processes (:mod:`fairscan.engine.workers`,
+  loky) when that pays off; it lives in :mod:`fairscan.engine.randomization`, which imports
+  this module only for its types (no import circle);
 * :class:`DaskExecutor` sends the job once to every worker of a Dask distributed cluster, then
   submits chunks of replicate indices and gathers the scores in replicate order.
 
@@ -22,18 +23,17 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from fairscan import __version__
+from fairscan.engine.randomization import LOCAL, LOCAL_EXECUTOR
 from fairscan.errors import ScanError
 
 if TYPE_CHECKING:
     from fairscan.engine.randomization import ReplicateJob
 
-LOCAL = "local"
 # dask://HOST:PORT (TCP) or tls://HOST:PORT (TLS, with the certificates of dask's configuration:
 # distributed.comm.tls.*): a host name, an IPv4 address or a bracketed IPv6 address, and a port
 EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
@@ -92,28 +92,6 @@ class Executor(Protocol):
     ) -> None:
         """Fill ``scores[1:]`` with ``job(r)``; ``per_replicate`` is replicate 0's time."""
         ...
-
-
-@dataclass(frozen=True)
-class LocalExecutor:
-    """This machine: serially, or in ``workers`` spawned processes when they pay off."""
-
-    name: str = LOCAL
-
-    def run_rest(
-        self,
-        job: ReplicateJob,
-        scores: np.ndarray,
-        per_replicate: float,
-        workers: int,
-        on_progress: Callable[[int], None] | None,
-    ) -> None:
-        from fairscan.engine.randomization import run_local
-
-        run_local(job, scores, per_replicate, workers, on_progress)
-
-
-LOCAL_EXECUTOR = LocalExecutor()
 
 
 def _run_chunk(job: ReplicateJob, start: int, stop: int) -> np.ndarray:

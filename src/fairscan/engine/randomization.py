@@ -17,15 +17,17 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from fairscan.engine.cells import Cells
-from fairscan.engine.executors import LOCAL_EXECUTOR, Executor
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
 from fairscan.interrupts import interrupt_of
+
+if TYPE_CHECKING:
+    from fairscan.engine.executors import Executor
 
 # null scores within this relative distance of the observed score count as ties
 TIE_TOLERANCE = 1e-9
@@ -143,6 +145,29 @@ class NominalReplicate:
         return best
 
 
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class LocalExecutor:
+    """This machine: serially, or in ``workers`` worker processes when they pay off."""
+
+    name: str = LOCAL
+
+    def run_rest(
+        self,
+        job: ReplicateJob,
+        scores: np.ndarray,
+        per_replicate: float,
+        workers: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        run_local(job, scores, per_replicate, workers, on_progress)
+
+
+LOCAL_EXECUTOR = LocalExecutor()
+
+
 def replicate_score(
     cells: Cells, settings: NullSettings, seed: np.random.SeedSequence, index: int
 ) -> float:
@@ -200,8 +225,8 @@ def run_local(
     workers: int,
     on_progress: Callable[[int], None] | None,
 ) -> None:
-    """Replicates 1..R-1 on this machine: serially, or in ``workers`` spawned processes when
-    that pays off (``per_replicate``: replicate 0's time)."""
+    """Replicates 1..R-1 on this machine: serially, or in ``workers`` worker processes (loky)
+    when that pays off (``per_replicate``: replicate 0's time)."""
     replicates = len(scores)
     serial_estimate = per_replicate * (replicates - 1)
     # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
@@ -218,7 +243,7 @@ def run_local(
     n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
     n_chunks = min(replicates - 1, n_chunks)
     bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
-    # the process pool (multiprocessing, threads, signals) loads only when it pays off
+    # the worker processes (joblib's loky, signals) load only when they pay off
     from fairscan.engine.workers import run_chunks
 
     run_chunks(job, scores, bounds, workers, on_progress)
