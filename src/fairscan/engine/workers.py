@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import re
 import signal
 import threading
 import time
@@ -161,8 +162,8 @@ def _result(future: Future[tuple[int, np.ndarray]]) -> tuple[int, np.ndarray]:
 
 def _lost_workers(exc: BrokenProcessPool, done: int, total: int, workers: int) -> ScanError:
     """A worker killed from outside (the OOM killer, `kill`): what was lost, and what to do."""
-    why = str(exc).split("The exit codes of the workers are", 1)
-    codes = f" (exit codes {why[1].strip().rstrip('.')})" if len(why) > 1 else ""
+    found = re.search(r"exit codes of the workers are (\{[^}]*\})", str(exc))
+    codes = f" (exit codes {found.group(1)})" if found else ""
     return ScanError(
         f"a worker process of the null replicates ended unexpectedly{codes}: {total - done} "
         f"of {total} replicates were lost, the scan has no p-value",
