@@ -203,3 +203,23 @@ def test_interrupt_wrapped_in_system_error_surfaces_as_keyboard_interrupt() -> N
     error.__context__ = KeyboardInterrupt()
     assert isinstance(interrupt_of(error), KeyboardInterrupt)
     assert interrupt_of(ValueError()) is None
+
+
+def test_a_worker_killed_from_outside_exits_2_saying_what_was_lost(tmp_path: Path) -> None:
+    """The out-of-memory killer's SIGKILL to one worker: the scan errors (exit 2) with what was
+    lost and what to do; never an internal error, a traceback or a parent left waiting."""
+    process = _start(tmp_path, workers=2)
+    workers = _wait_for_workers(process, 2)
+    time.sleep(1.0)  # into the replicate chunks
+    worker = next(pid for pid in workers if b"popen_loky" in _cmdline(pid))
+    os.kill(worker, signal.SIGKILL)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the parent hung after a worker was killed")
+    assert process.returncode == 2, stderr
+    assert "worker process of the null replicates ended unexpectedly" in stderr, stderr
+    assert "replicates were lost" in stderr and "--workers 1" in stderr, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
