@@ -1,26 +1,30 @@
-# fairscan developer tasks. `make demo` and `make test` work on a fresh machine (Python >= 3.11).
+# fairscan developer tasks. `make demo` and `make test` work on a fresh machine (Python >= 3.10).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
-# the compiled engine kernels (Cython, built by `pip install -e .` through setup.py)
-KERNELS       := $(VENV)/.kernels-stamp
-KERNEL_SOURCES := setup.py $(wildcard src/fairscan/engine/*.pyx src/fairscan/engine/*.pxd)
+# `make demo` installs fairscan with its runtime dependencies only (KERNELS: the editable install,
+# which compiles the Cython engine kernels in place through setup.py; again when their sources
+# change); `make test`, `lint` and `docs` add the test and docs extras (DEV) to the same venv.
+KERNELS := $(VENV)/.kernels-stamp
+DEV     := $(VENV)/.dev-stamp
+KERNEL_SOURCES := pyproject.toml setup.py $(wildcard src/fairscan/engine/*.pyx src/fairscan/engine/*.pxd)
 
-.PHONY: setup demo test test-fast lint format schemas docs sample-data compas adult bench clean
+.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs sample-data compas adult bench wheel clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+$(KERNELS): $(KERNEL_SOURCES)
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
-	@touch $(STAMP) $(KERNELS)
-
-# Rebuild the kernels when their sources change (the editable install compiles them in place).
-$(KERNELS): $(STAMP) $(KERNEL_SOURCES)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet -e .
 	@touch $(KERNELS)
 
-setup: $(KERNELS)
+# the test, docs and release extras on top of the runtime install, without rebuilding the kernels (scripts/extras.py
+# lists the extras' requirements from pyproject.toml)
+$(DEV): $(KERNELS)
+	$(BIN)/python scripts/extras.py test docs release > $(VENV)/extras.txt
+	$(BIN)/python -m pip install --quiet -r $(VENV)/extras.txt
+	@touch $(DEV)
+
+setup: $(DEV)
 
 # The sample data is committed; regenerate it only when missing (the script is deterministic).
 sample_data/credit.csv: | $(KERNELS)
@@ -35,24 +39,37 @@ demo: $(KERNELS) sample_data/credit.csv
 	$(BIN)/audit run audits/sample.audit.yaml --out reports || [ $$? -eq 1 ]
 	@echo "Reports: reports/sample-credit.md and reports/sample-credit.json"
 
-test: $(KERNELS)
-	$(BIN)/python -m pytest
-
-test-fast: $(KERNELS)
+# `make test` runs the suite without the `slow` tests (statistical simulations, packaging builds:
+# `make test-slow`; CI runs both). Each stays under 5 minutes on 2 cores.
+test: $(DEV)
 	$(BIN)/python -m pytest -m "not slow"
 
-# ruff (style), import-linter (package layers, pyproject's [tool.importlinter]) and mypy (types)
-lint: $(KERNELS)
+test-slow: $(DEV)
+	$(BIN)/python -m pytest -m slow
+
+test-all: $(DEV)
+	$(BIN)/python -m pytest
+
+# the fast suite and the demo with the lowest versions of the runtime dependencies that
+# pyproject.toml declares (uv --resolution lowest-direct, in .venv-lowest)
+test-lowest: $(DEV)
+	$(BIN)/python -m pip install --quiet uv
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/check_lowest_versions.sh .venv-lowest
+
+# ruff (style), import-linter (package layers, pyproject's [tool.importlinter]), mypy (types) and
+# the release workflow, which cannot run here, against GitHub's workflow schema
+lint: $(DEV)
 	$(BIN)/ruff check src tests scripts benchmarks setup.py
 	$(BIN)/ruff format --check src tests scripts benchmarks setup.py
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-format: $(STAMP)
+format: $(DEV)
 	$(BIN)/ruff format src tests scripts benchmarks setup.py
 	$(BIN)/ruff check --fix src tests scripts benchmarks setup.py
 
-schemas: $(KERNELS)
+schemas: $(DEV)
 	$(BIN)/python -m fairscan.schemas schemas
 
 # The documentation site: generate the reference pages (scan types from `audit explain`, the spec
@@ -60,26 +77,32 @@ schemas: $(KERNELS)
 # checks they are current), then build site/ with every warning an error. CI passes
 # DOCS_FLAGS=--check: a stale generated page fails instead of being rewritten.
 DOCS_FLAGS ?=
-docs: $(KERNELS)
+docs: $(DEV)
 	$(BIN)/python scripts/build_docs.py $(DOCS_FLAGS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # COMPAS table derived from ../shared/data (never committed): build/compas.csv
-compas: $(KERNELS)
+compas: $(DEV)
 	$(BIN)/python scripts/prepare_compas.py
 
 # Adult search/validation splits with xgboost scores, one CSV with a split column: build/adult_subroc.csv
-adult: $(KERNELS)
+adult: $(DEV)
 	$(BIN)/python scripts/prepare_adult.py
 
 # Benchmarks are run by hand (never by the test suite); results are committed as Markdown.
-bench: $(KERNELS) compas adult
+bench: $(DEV) compas adult
 	$(BIN)/python benchmarks/bench_mdss.py --write benchmarks/RESULTS.md
 	$(BIN)/python benchmarks/bench_subroc.py
 	$(BIN)/python benchmarks/bench_ijdi.py
 	$(BIN)/python benchmarks/bench_cbs.py
 	$(BIN)/python benchmarks/bench_certification.py
 	$(BIN)/python benchmarks/bench_startup.py
+
+# A manylinux2014 (glibc 2.17) wheel for Linux, built here with zig's C compiler (the `release`
+# extra, from PyPI, installed with the test extras) and checked with auditwheel:
+# dist/fairscan-*-manylinux*.whl
+wheel: $(DEV)
+	PYTHON=$(CURDIR)/$(BIN)/python scripts/build_wheel.sh dist
 
 clean:
 	rm -rf $(VENV) build reports site .pytest_cache .ruff_cache .hypothesis

@@ -9,7 +9,10 @@ need no download beyond the build requirements of ``pip install .``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -34,11 +37,18 @@ significance: {{replicates: 49, seed: 0}}
 output: {{dir: reports, formats: [json]}}
 """
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout")
+# slow: each builds the kernels and installs into a fresh venv (about a quarter of the suite's
+# time); `make test-slow` runs them, CI in a step of its own
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout"),
+    pytest.mark.slow,
+]
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+def _run(
+    cmd: list[str], cwd: Path, timeout: float = 600, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **(env_extra or {})}
     env.pop("PYTHONPATH", None)
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -119,4 +129,44 @@ def test_python_m_build_makes_an_sdist_with_sources_and_a_wheel_with_kernels(
     python = _fresh_venv(venv)
     done = _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], tmp_path)
     assert done.returncode == 0, done.stderr
+    _audit_runs(venv, tmp_path)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"),
+    reason="manylinux wheels are built for Linux x86_64 and aarch64",
+)
+@pytest.mark.skipif(
+    importlib.util.find_spec("ziglang") is None, reason="needs the release extra (ziglang)"
+)
+def test_manylinux_wheel_installs_without_a_compiler_and_audits(tmp_path: Path) -> None:
+    """`make wheel`'s script: a manylinux2014 wheel (auditwheel agrees), which pip installs
+    into a fresh venv whose PATH has no C compiler, and whose `audit` runs."""
+    dist = tmp_path / "dist"
+    done = _run(
+        ["bash", str(ROOT / "scripts" / "build_wheel.sh"), str(dist)],
+        ROOT,
+        timeout=900,
+        env_extra={"PYTHON": sys.executable},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = dist.glob("fairscan-*.whl")
+    machine = platform.machine()
+    assert f"manylinux2014_{machine}" in wheel.name and f"manylinux_2_17_{machine}" in wheel.name
+    assert f'consistent with the following platform tag: "manylinux_2_17_{machine}"' in " ".join(
+        done.stdout.split()
+    )
+    with zipfile.ZipFile(wheel) as archive:
+        compiled = [n for n in archive.namelist() if n.endswith(".so")]
+    assert len(compiled) == 3, compiled
+    venv = tmp_path / "venv"
+    python = _fresh_venv(venv)
+    bare = {"PATH": str(venv / "bin")}  # no cc, gcc, clang or zig reachable
+    assert not any(shutil.which(cc, path=bare["PATH"]) for cc in ("cc", "gcc", "clang", "zig"))
+    done = _run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+        tmp_path,
+        env_extra=bare,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
     _audit_runs(venv, tmp_path)

@@ -50,6 +50,7 @@ def audit(
     spec: str | os.PathLike[str] | None = None,
     model: Any = None,
     features: Sequence[str] | None = None,
+    executor: Any = None,
     **fields: Any,
 ) -> AuditReport:
     """Audit ``data`` and return the report (nothing is written unless you call ``.write``).
@@ -68,6 +69,10 @@ def audit(
     ``spec``: a ``*.audit.yaml`` whose settings are used (``extends`` and ``defaults`` applied);
     keyword fields override them (mappings merge, lists and scalars replace, as ``extends``
     does). Problems in the file are reported at its lines, as ``audit validate`` does.
+
+    ``executor``: where null replicates run, overriding ``significance.executor``: ``"local"``,
+    ``"dask://HOST:PORT"``, ``"tls://HOST:PORT"``, or a connected ``distributed.Client`` (a
+    notebook's, dask-gateway's, Coiled's), which is used as it is and left open.
 
     ``model`` and ``features``: the prediction is ``model.predict_proba(data[features])[:, 1]``
     (the probability of ``model.classes_[1]``), added as the column named by ``prediction=``
@@ -108,7 +113,7 @@ def audit(
             where = loaded.path if loaded is not None else ARGUMENTS
             run_loaded = api.resolved_spec(spec_model, where)
         prepared = api.prepare_lazy(run_loaded, streamed[0], spec=spec_model, located=located)
-        return api.run_prepared(prepared, api.RunOptions(write=False)).report
+        return api.run_prepared(prepared, api.RunOptions(write=False, executor=executor)).report
     frame, data_path, data_sha256, label = _table(data, loaded)
     if model is not None and features is not None and prediction_column is not None:
         from fairscan.data.load import frame_sha256
@@ -131,7 +136,7 @@ def audit(
         data_sha256=data_sha256,
         located=located,
     )
-    return api.run_prepared(prepared, api.RunOptions(write=False)).report
+    return api.run_prepared(prepared, api.RunOptions(write=False, executor=executor)).report
 
 
 # --- keyword arguments -> spec --------------------------------------------------------------

@@ -181,3 +181,23 @@ def test_paths_that_look_like_markup_are_printed_verbatim(cli: Invoke, tmp_path:
     spec.write_text(spec_text(data="not-there.csv"))
     assert f"ok {spec} (spec only)" in cli("validate", spec, "--no-data", code=0).stderr
     assert f"data error: {spec}:4:" in cli("validate", spec, code=2).stderr
+
+
+def test_help_wraps_between_words_only_and_restores_textwrap() -> None:
+    import textwrap
+
+    from fairscan.cli import _whole_words
+
+    text = "aaaa bbbbb race=African-American"
+    assert textwrap.fill(text, 25).splitlines()[-1] == "American"  # the standard behaviour
+    with _whole_words():
+        assert textwrap.fill(text, 25).splitlines() == ["aaaa bbbbb", "race=African-American"]
+    assert textwrap.TextWrapper().break_on_hyphens
+
+
+def test_the_cli_uses_no_private_module_of_typer_or_click() -> None:
+    # typer 0.12-0.25 have no `typer._click`: importing it crashed `audit` there (issue 23)
+    import fairscan.cli as cli
+
+    source = Path(cli.__file__).read_text(encoding="utf-8")
+    assert "typer._" not in source and "click._" not in source

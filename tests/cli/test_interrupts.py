@@ -59,7 +59,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
 
 
 def _workers(parent: int) -> list[int]:
-    """The multiprocessing children of ``parent``: pool workers and the resource tracker."""
+    """The worker children of ``parent``: loky's workers and resource trackers."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -71,7 +71,7 @@ def _workers(parent: int) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"multiprocessing" in cmdline:
+        if b"loky" in cmdline or b"multiprocessing" in cmdline:
             found.append(int(entry))
     return found
 
@@ -100,7 +100,7 @@ def _wait_for_workers(
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
         found = _workers(process.pid)
-        if sum(1 for pid in found if b"spawn_main" in _cmdline(pid)) >= count:
+        if sum(1 for pid in found if b"popen_loky" in _cmdline(pid)) >= count:
             return found
         time.sleep(0.05)
     process.kill()
@@ -203,3 +203,23 @@ def test_interrupt_wrapped_in_system_error_surfaces_as_keyboard_interrupt() -> N
     error.__context__ = KeyboardInterrupt()
     assert isinstance(interrupt_of(error), KeyboardInterrupt)
     assert interrupt_of(ValueError()) is None
+
+
+def test_a_worker_killed_from_outside_exits_2_saying_what_was_lost(tmp_path: Path) -> None:
+    """The out-of-memory killer's SIGKILL to one worker: the scan errors (exit 2) with what was
+    lost and what to do; never an internal error, a traceback or a parent left waiting."""
+    process = _start(tmp_path, workers=2)
+    workers = _wait_for_workers(process, 2)
+    time.sleep(1.0)  # into the replicate chunks
+    worker = next(pid for pid in workers if b"popen_loky" in _cmdline(pid))
+    os.kill(worker, signal.SIGKILL)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the parent hung after a worker was killed")
+    assert process.returncode == 2, stderr
+    assert "worker process of the null replicates ended unexpectedly" in stderr, stderr
+    assert "replicates were lost" in stderr and "--workers 1" in stderr, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr

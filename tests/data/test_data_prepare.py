@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 import numpy as np
@@ -501,41 +500,6 @@ def test_never_raises_anything_but_fairscan_errors_on_junk() -> None:
         "columns.recommendation",
     }
     assert any((i.field or "").startswith("attributes[") for i in issues)
-
-
-# --------------------------------------------------------------------------------------------
-# Speed
-# --------------------------------------------------------------------------------------------
-
-
-def test_one_million_rows_eight_attributes_is_fast() -> None:
-    rng = np.random.default_rng(0)
-    n = 1_000_000
-    frame = pl.DataFrame(
-        {
-            "y": rng.integers(0, 2, n),
-            "p": rng.random(n),
-            "rec": rng.integers(0, 2, n),
-            "race": rng.choice(["A", "B", "C", "D", "E"], n),
-            "sex": rng.choice(["F", "M"], n),
-            "age": rng.integers(18, 90, n),
-            "priors": rng.integers(0, 20, n),
-            "income": rng.lognormal(10, 1, n),
-            "member": rng.random(n) < 0.5,
-            "region": pl.Series(rng.choice(["n", "s", "e", "w"], n)).cast(pl.Categorical),
-            "kids": rng.integers(0, 4, n).astype(float),
-        }
-    ).with_columns(pl.when(pl.col("p") < 0.01).then(None).otherwise(pl.col("race")).alias("race"))
-    start = time.perf_counter()
-    data = run(
-        frame,
-        attributes=["race", "sex", "age", "priors", "income", "member", "region", "kids"],
-        discretize={"age": DiscretizeSpec(quantiles=5), "income": DiscretizeSpec(edges=[1e4])},
-        filter="age >= 18 AND sex IN ('F', 'M')",
-    )
-    elapsed = time.perf_counter() - start
-    assert data.codes.shape == (n, 8)
-    assert elapsed < 3.0, f"prepare_data took {elapsed:.2f}s for 1M rows"
 
 
 def test_discretize_field_for_names_with_spaces() -> None:

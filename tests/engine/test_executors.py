@@ -12,6 +12,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -154,6 +155,7 @@ def test_local_and_no_replicates_never_connect():
         ("dask://127.0.0.1:8786", ("127.0.0.1", 8786)),
         ("dask://scheduler.example.org:8786", ("scheduler.example.org", 8786)),
         ("dask://[::1]:8786", ("[::1]", 8786)),
+        ("tls://scheduler.example.org:8786", ("scheduler.example.org", 8786)),
     ],
 )
 def test_executor_addresses(text, parsed):
@@ -162,7 +164,17 @@ def test_executor_addresses(text, parsed):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "Local", "dask", "dask://host", "tcp://host:8786", "dask://host:0", "dask://host:70000"],
+    [
+        "",
+        "Local",
+        "dask",
+        "dask://host",
+        "tcp://host:8786",
+        "dask://host:0",
+        "dask://host:70000",
+        "tls://host:0",
+        "tls://host",
+    ],
 )
 def test_malformed_executors_are_refused(text):
     with pytest.raises(ValueError, match="dask://HOST:PORT"):
@@ -177,3 +189,45 @@ def test_the_spec_accepts_the_same_addresses():
 
     assert SPEC_PATTERN == EXECUTOR_PATTERN
     assert re.match(SPEC_PATTERN, "dask://h:1")
+
+
+def test_an_existing_client_is_used_as_it_is_and_left_open(dask_address):
+    """A notebook's Client: bit-identical scores, the scheduler's address in the provenance,
+    and the Client still open afterwards (it is the caller's)."""
+    cells = _cells(2)
+    settings = NullSettings(direction=1, penalty=0.5, restarts=5)
+    seed = np.random.SeedSequence(11)
+    local = null_scores(cells, settings, seed, 40, workers=1)
+    address = dask_address.replace("dask://", "tcp://")
+    with distributed.Client(address, set_as_default=False) as client:
+        with open_executor(client) as executor:
+            assert isinstance(executor, DaskExecutor)
+            assert executor.name == dask_address
+            remote = null_scores(cells, settings, seed, 40, workers=1, executor=executor)
+        assert np.array_equal(local, remote)
+        assert client.status == "running"
+
+
+def test_an_object_that_is_no_client_is_refused():
+    with pytest.raises(ScanError, match="not an executor: int"), open_executor(3):
+        pass
+
+
+def test_fairscan_audit_takes_a_client(dask_address, tmp_path):
+    import fairscan
+
+    credit = Path(__file__).resolve().parents[2] / "sample_data" / "credit.csv"
+    fields = {
+        "outcome": "default",
+        "prediction": "score",
+        "recommendation": "high_risk",
+        "attributes": ["sex", "ethnicity", "age_group"],
+        "scans": [{"id": "fpr", "type": "fpr_scan", "penalty": 1, "restarts": 10}],
+        "significance": {"replicates": 19, "seed": 3},
+    }
+    here = fairscan.audit(credit, **fields)
+    with distributed.Client(dask_address.replace("dask://", "tcp://"), set_as_default=False) as c:
+        there = fairscan.audit(credit, executor=c, **fields)
+        assert c.status == "running"
+    assert there.provenance.executor == dask_address
+    assert there.scans[0].findings[0].p_value == here.scans[0].findings[0].p_value

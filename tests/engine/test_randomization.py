@@ -41,10 +41,13 @@ def test_results_are_bit_identical_regardless_of_worker_count(monkeypatch):
     cells = _problem(0).cells()
     settings = NullSettings(direction=1, penalty=0.5, restarts=5)
     seed = np.random.SeedSequence(123)
-    one = null_scores(cells, settings, seed, 16, workers=1)
-    two = null_scores(cells, settings, seed, 16, workers=2)
+    one = null_scores(cells, settings, seed, 40, workers=1)
+    two = null_scores(cells, settings, seed, 40, workers=2)
     assert np.array_equal(one, two)
-    again = null_scores(cells, settings, seed, 16, workers=1)
+    # more workers than cores (loky's executor is resized, not restarted, between the calls)
+    sixteen = null_scores(cells, settings, seed, 40, workers=16)
+    assert np.array_equal(one, sixteen)
+    again = null_scores(cells, settings, seed, 40, workers=1)
     assert np.array_equal(one, again)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -27,19 +26,15 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 CASES = sorted(CORPUS.glob("*.audit.yaml"))
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_SPEC = ROOT / "audits" / "sample.audit.yaml"
-SECONDS = 5.0  # per case: generous for a slow CI machine; a hang would be minutes
 
 
 def audit(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run ``audit ARGS`` in-process; (exit code, stderr + stdout)."""
-    start = time.perf_counter()
     result = CliRunner().invoke(app, [str(a) for a in args], env=env)
-    elapsed = time.perf_counter() - start
     output = result.stderr + result.stdout
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{result.exception!r}\n{output}"
     )
-    assert elapsed < SECONDS, f"took {elapsed:.1f} s"
     return result.exit_code, output
 
 

@@ -119,18 +119,17 @@ def test_many_unknown_keys_are_reported_in_linear_time() -> None:
     def seconds(n: int) -> float:
         keys = "".join(f"  k{i}: 1\n" for i in range(n))
         text = HEAD + "  - {id: f, type: fpr_scan}\nsignificance:\n" + keys
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: another process on the machine does not count
         issues = issues_of(text)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         assert len(issues) == n
         assert issues[-1].message == f"unknown key 'k{n - 1}'"
         return elapsed
 
     seconds(200)  # warm-up
     small, large = seconds(1_000), seconds(10_000)
-    # quadratic work would make 10x the keys cost ~100x; allow generous noise
+    # quadratic work would make 10x the keys cost ~100x; a ratio of CPU times, no absolute limit
     assert large < max(30 * small, 1.0), (small, large)
-    assert large < 10.0
 
 
 # -- echoed values are truncated -------------------------------------------------------------
@@ -232,11 +231,9 @@ BOMB = "version: 1\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".
 
 
 def test_billion_laughs_is_rejected_quickly() -> None:
-    import time
-
-    start = time.perf_counter()
+    # the expansion is refused after 100,000 values instead of building 9**9 of them; how fast
+    # that is belongs to a benchmark (a wall-clock limit here fails on a busy machine)
     issue = only_issue(BOMB)
-    assert time.perf_counter() - start < 2.0
     assert "expand this value to more than 100,000 values" in issue.message
     assert issue.line is not None and issue.hint and "alias" in issue.hint
 

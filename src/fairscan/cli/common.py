@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import inspect
 import os
 import signal
 import sys
+import textwrap
 import traceback
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer import _click as click  # typer 0.29 carries its own copy of click
 from typer.core import TyperGroup
 
 from fairscan.errors import FairscanError
@@ -54,7 +55,7 @@ _METAVARS = {
 }
 
 
-def plain_help(command: click.Command) -> None:
+def plain_help(command: Any) -> None:
     """Help without type hints or cut sentences: every option that takes a value shows a
     metavar (DIR, N, ...), and the command list shows each command's whole first paragraph."""
     command.context_class = _HelpContext
@@ -72,27 +73,33 @@ def plain_help(command: click.Command) -> None:
             setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010
 
 
+# the position of `break_on_hyphens` among textwrap.TextWrapper's positional defaults
+_HYPHENS = list(inspect.signature(textwrap.TextWrapper).parameters).index("break_on_hyphens")
+
+
 @contextlib.contextmanager
 def _whole_words() -> Iterator[None]:
     """While help is formatted, click wraps lines between words only, never at a hyphen
-    ("race=African-" / "American")."""
-    import typer._click._textwrap as textwrap_module
+    ("race=African-" / "American").
 
-    original = textwrap_module.TextWrapper
-
-    class NoHyphenBreaks(original):  # type: ignore[valid-type, misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs["break_on_hyphens"] = False
-            super().__init__(*args, **kwargs)
-
-    textwrap_module.TextWrapper = NoHyphenBreaks  # type: ignore[misc]
+    click's wrapper (typer >= 0.26 carries its own copy of click) is a subclass of the standard
+    library's ``textwrap.TextWrapper`` that never passes ``break_on_hyphens``, so the standard
+    default is switched for the duration; no private module of typer or click is touched.
+    """
+    init = textwrap.TextWrapper.__init__
+    original = init.__defaults__
+    assert original is not None
+    first = init.__code__.co_argcount - len(original)  # index of the first defaulted argument
+    init.__defaults__ = tuple(
+        False if first + i == _HYPHENS + 1 else value for i, value in enumerate(original)
+    )
     try:
         yield
     finally:
-        textwrap_module.TextWrapper = original  # type: ignore[misc]
+        init.__defaults__ = original
 
 
-class _HelpContext(click.Context):
+class _HelpContext(typer.Context):
     def get_help(self) -> str:
         with _whole_words():
             return super().get_help()
@@ -101,7 +108,7 @@ class _HelpContext(click.Context):
 class _HelpGroup(TyperGroup):
     context_class = _HelpContext
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:  # click's types: typer's copy or click's
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             plain_help(command)

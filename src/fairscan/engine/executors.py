@@ -3,8 +3,9 @@
 :func:`fairscan.engine.randomization.run_replicates` runs replicate 0 in-process, then hands the
 rest to an executor:
 
-* :data:`LOCAL` runs them here, serially or in a spawned process pool
-  (:mod:`fairscan.engine.workers`) when that pays off;
+* :data:`LOCAL` runs them here, serially or in worker processes (:mod:`fairscan.engine.workers`,
+  loky) when that pays off; it lives in :mod:`fairscan.engine.randomization`, which imports
+  this module only for its types (no import circle);
 * :class:`DaskExecutor` sends the job once to every worker of a Dask distributed cluster, then
   submits chunks of replicate indices and gathers the scores in replicate order.
 
@@ -22,25 +23,22 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from fairscan import __version__
+from fairscan.engine.jobs import LOCAL, Executor, ReplicateJob
+from fairscan.engine.randomization import LOCAL_EXECUTOR
 from fairscan.errors import ScanError
 
-if TYPE_CHECKING:
-    from fairscan.engine.randomization import ReplicateJob
-
-LOCAL = "local"
-# dask://HOST:PORT: a host name, an IPv4 address or a bracketed IPv6 address, and a port
-EXECUTOR_PATTERN = (
-    r"^(local|dask://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
-)
+# dask://HOST:PORT (TCP) or tls://HOST:PORT (TLS, with the certificates of dask's configuration:
+# distributed.comm.tls.*): a host name, an IPv4 address or a bracketed IPv6 address, and a port
+EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
 EXECUTOR_HELP = (
-    "write `local` (this machine, the default) or `dask://HOST:PORT`, the address of a Dask "
-    "scheduler, e.g. dask://scheduler.example.org:8786"
+    "write `local` (this machine, the default), `dask://HOST:PORT`, the address of a Dask "
+    "scheduler, e.g. dask://scheduler.example.org:8786, or `tls://HOST:PORT` for a scheduler "
+    "that speaks TLS (certificates from dask's configuration, distributed.comm.tls)"
 )
 # How long to wait for the Dask scheduler to answer when connecting.
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -54,57 +52,24 @@ POLL_SECONDS = 0.05
 
 
 def parse_executor(text: str) -> tuple[str, int] | None:
-    """``None`` for ``local``, else the (host, port) of ``dask://HOST:PORT``; ValueError when
-    ``text`` is neither."""
+    """``None`` for ``local``, else the (host, port) of ``dask://HOST:PORT`` or
+    ``tls://HOST:PORT``; ValueError when ``text`` is none of them."""
     match = re.match(EXECUTOR_PATTERN, text)
-    port = int(match.group(4)) if match and match.group(4) else None
+    port = int(match.group(5)) if match and match.group(5) else None
     if match is None or (port is not None and not 1 <= port <= 65535):
         raise ValueError(f"not an executor: {text!r}; {EXECUTOR_HELP}")
     if match.group(1) == LOCAL:
         return None
-    return match.group(2), int(match.group(4))
+    return match.group(3), int(match.group(5))
 
 
-class Executor(Protocol):
-    """Runs replicates 1..R-1 of a job, once replicate 0 has run here."""
-
-    @property
-    def name(self) -> str:
-        """``local`` or the ``dask://HOST:PORT`` address (the report's provenance)."""
-        ...
-
-    def run_rest(
-        self,
-        job: ReplicateJob,
-        scores: np.ndarray,
-        per_replicate: float,
-        workers: int,
-        on_progress: Callable[[int], None] | None,
-    ) -> None:
-        """Fill ``scores[1:]`` with ``job(r)``; ``per_replicate`` is replicate 0's time."""
-        ...
-
-
-@dataclass(frozen=True)
-class LocalExecutor:
-    """This machine: serially, or in ``workers`` spawned processes when they pay off."""
-
-    name: str = LOCAL
-
-    def run_rest(
-        self,
-        job: ReplicateJob,
-        scores: np.ndarray,
-        per_replicate: float,
-        workers: int,
-        on_progress: Callable[[int], None] | None,
-    ) -> None:
-        from fairscan.engine.randomization import run_local
-
-        run_local(job, scores, per_replicate, workers, on_progress)
-
-
-LOCAL_EXECUTOR = LocalExecutor()
+def client_name(client: Any) -> str:
+    """The executor name of a ``distributed.Client`` (the report's provenance): its scheduler's
+    address as ``dask://HOST:PORT`` (TCP) or ``tls://HOST:PORT``."""
+    address = str(getattr(getattr(client, "scheduler", None), "address", "") or "")
+    if address.startswith("tcp://"):
+        return "dask://" + address.removeprefix("tcp://")
+    return address if address.startswith("tls://") else "dask://client"
 
 
 def _run_chunk(job: ReplicateJob, start: int, stop: int) -> np.ndarray:
@@ -119,9 +84,10 @@ class DaskExecutor:
     parallelism.
     """
 
-    def __init__(self, name: str, client: Any) -> None:
+    def __init__(self, name: str, client: Any, *, owned: bool = True) -> None:
         self.name = name
         self._client = client
+        self._owned = owned  # False: the caller's Client (a notebook's), left open
 
     def threads(self) -> int:
         return max(1, sum(self._client.nthreads().values()))
@@ -188,6 +154,8 @@ class DaskExecutor:
             raise
 
     def close(self) -> None:
+        if not self._owned:
+            return
         with contextlib.suppress(Exception):
             self._client.close(timeout=2)
 
@@ -200,7 +168,8 @@ def _connect(name: str, host: str, port: int, timeout: float) -> DaskExecutor:
             f"the executor {name} needs the `distributed` package, which is not installed",
             hint="pip install 'fairscan[dask]' (or run here: executor: local, --executor local)",
         ) from exc
-    address = f"tcp://{host}:{port}"
+    protocol = "tls" if name.startswith("tls://") else "tcp"
+    address = f"{protocol}://{host}:{port}"
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
@@ -226,10 +195,21 @@ def _connect(name: str, host: str, port: int, timeout: float) -> DaskExecutor:
 
 @contextlib.contextmanager
 def open_executor(
-    text: str = LOCAL, *, timeout: float | None = None, connect: bool = True
+    text: str | Any = LOCAL, *, timeout: float | None = None, connect: bool = True
 ) -> Iterator[Executor]:
-    """The executor ``text`` names (``local`` or ``dask://HOST:PORT``), connected while the
-    block runs; ``connect=False`` (no replicate will run) never contacts a cluster."""
+    """The executor ``text`` names (``local``, ``dask://HOST:PORT`` or ``tls://HOST:PORT``),
+    connected while the block runs; ``connect=False`` (no replicate will run) never contacts a
+    cluster. ``text`` may also be a connected ``distributed.Client`` (a notebook's, dask-gateway's,
+    Coiled's): it is used as it is and left open."""
+    if not isinstance(text, str):
+        if not (hasattr(text, "submit") and hasattr(text, "scatter")):
+            raise ScanError(
+                f"not an executor: {type(text).__name__}",
+                field="significance.executor",
+                hint=f"pass a distributed.Client, or {EXECUTOR_HELP}",
+            )
+        yield DaskExecutor(client_name(text), text, owned=False)
+        return
     try:
         address = parse_executor(text)
     except ValueError as exc:

@@ -17,12 +17,11 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 
 from fairscan.engine.cells import Cells
-from fairscan.engine.executors import LOCAL_EXECUTOR, Executor
+from fairscan.engine.jobs import LOCAL, Executor, ReplicateJob
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
 from fairscan.engine.seeds import replicate_rng, replicate_search_seed
@@ -58,12 +57,6 @@ class NullResult:
     @property
     def significant(self) -> bool:
         return self.p_value <= self.alpha
-
-
-class ReplicateJob(Protocol):
-    """A picklable callable: replicate index -> the null statistic of that replicate."""
-
-    def __call__(self, index: int) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -134,6 +127,26 @@ class NominalReplicate:
         return best
 
 
+@dataclass(frozen=True)
+class LocalExecutor:
+    """This machine: serially, or in ``workers`` worker processes when they pay off."""
+
+    name: str = LOCAL
+
+    def run_rest(
+        self,
+        job: ReplicateJob,
+        scores: np.ndarray,
+        per_replicate: float,
+        workers: int,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        run_local(job, scores, per_replicate, workers, on_progress)
+
+
+LOCAL_EXECUTOR = LocalExecutor()
+
+
 def replicate_score(
     cells: Cells, settings: NullSettings, seed: np.random.SeedSequence, index: int
 ) -> float:
@@ -191,8 +204,8 @@ def run_local(
     workers: int,
     on_progress: Callable[[int], None] | None,
 ) -> None:
-    """Replicates 1..R-1 on this machine: serially, or in ``workers`` spawned processes when
-    that pays off (``per_replicate``: replicate 0's time)."""
+    """Replicates 1..R-1 on this machine: serially, or in ``workers`` worker processes (loky)
+    when that pays off (``per_replicate``: replicate 0's time)."""
     replicates = len(scores)
     serial_estimate = per_replicate * (replicates - 1)
     # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
@@ -209,7 +222,7 @@ def run_local(
     n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
     n_chunks = min(replicates - 1, n_chunks)
     bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
-    # the process pool (multiprocessing, threads, signals) loads only when it pays off
+    # the worker processes (joblib's loky, signals) load only when they pay off
     from fairscan.engine.workers import run_chunks
 
     run_chunks(job, scores, bounds, workers, on_progress)

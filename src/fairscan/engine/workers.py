@@ -1,59 +1,56 @@
-"""Worker processes for null replicates: a spawned process pool that dies with its parent.
+"""Worker processes for null replicates: joblib's loky reusable executor.
 
-Loaded by :func:`fairscan.engine.randomization.run_replicates` only when worker processes pay
-off, so that runs without them never import multiprocessing. Replicates are addressed by index,
+Loaded by :func:`fairscan.engine.randomization.run_local` only when worker processes pay off, so
+that runs without them never import joblib or multiprocessing. Replicates are addressed by index,
 so results do not depend on the number of workers or on which worker ran what.
+
+Why loky rather than ``multiprocessing``'s spawn pool: a loky worker is a fresh interpreter that
+never re-imports the parent's ``__main__`` (the job travels by value, through cloudpickle), so a
+plain script that calls ``fairscan.audit()`` without ``if __name__ == "__main__":`` runs its top
+level once, not once per worker; the executor is reused across the scans of a run (warm workers,
+started once) and ends its idle workers after ``IDLE_SECONDS``; a worker killed from outside
+breaks the executor with an error instead of leaving the parent waiting on it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import ctypes
 import itertools
-import multiprocessing
 import os
+import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from joblib.externals.loky import get_reusable_executor
+from joblib.externals.loky.process_executor import BrokenProcessPool, TerminatedWorkerError
+
+from fairscan.errors import ScanError
 
 if TYPE_CHECKING:
-    from fairscan.engine.randomization import ReplicateJob
+    from fairscan.engine.jobs import ReplicateJob
 
-# How often a worker checks that its parent is still alive (it exits when the parent is gone).
+# How often a worker checks that its parent is still alive (it exits when the parent is gone,
+# even when the parent was SIGKILLed and had no chance to shut the executor down).
 PARENT_POLL_SECONDS = 0.5
-PR_SET_PDEATHSIG = 1
 # The parent waits for chunks in slices this long, so that it notices Ctrl-C promptly.
 WAIT_POLL_SECONDS = 0.1
+# Idle workers stay this long for the next scan of the run, then exit (and at the latest when
+# the process exits: `_shutdown_at_exit`).
+IDLE_SECONDS = 10
+_AT_EXIT: list[Any] = []
 
 
-# Worker-process state, set once per process by the pool initializer.
-_WORKER: dict[str, ReplicateJob] = {}
-
-
-def _init_worker(job: ReplicateJob, parent_pid: int) -> None:
+def _init_worker(parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it (exit 130), so the
-    # workers must not die printing tracebacks of their own: the parent terminates them.
+    # workers must not die printing tracebacks of their own: the parent kills them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(parent_pid)
-    _WORKER["job"] = job
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """End this worker when its parent dies, even by SIGKILL (no chance to shut the pool down):
-    the kernel's parent-death signal on Linux, and a thread polling the parent's pid anywhere."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the signal was set up
+    if os.getppid() != parent_pid:  # the parent died before this worker was ready
         os._exit(1)
 
     def watch() -> None:
@@ -65,22 +62,92 @@ def _exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="fairscan-parent-watch", daemon=True).start()
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Tear a pool down now: drop the queued chunks and kill the workers without waiting for
-    the running ones (an interrupt must stop the run within a second or two)."""
-    processes: list[multiprocessing.process.BaseProcess] = []
-    for _ in range(10):  # the submitter thread may be adding a worker meanwhile
-        with contextlib.suppress(RuntimeError):
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            break
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            process.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + 1.0
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AssertionError):
-            process.join(timeout=max(0.0, deadline - time.monotonic()))
+def _run_chunk(job: ReplicateJob, start: int, stop: int) -> tuple[int, np.ndarray]:
+    return start, np.array([job(r) for r in range(start, stop)], dtype=np.float64)
+
+
+@contextlib.contextmanager
+def _workers_start_ignoring_ctrl_c() -> Iterator[None]:
+    """While workers are started: SIGINT ignored (a disposition a child keeps across exec, so a
+    worker ignores Ctrl-C from its first instruction, not only once its initializer has run: a
+    terminal's Ctrl-C reaches the whole process group, and a worker still importing would die
+    with a traceback of its own) and blocked here, so that a Ctrl-C meanwhile is not lost: on
+    Linux a blocked signal stays pending even while ignored, and is handled once unblocked.
+
+    Only the main thread may change a handler; elsewhere (a notebook's thread) the workers are
+    started as they are and ignore SIGINT from their initializer on."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+
+
+def _submit_all(
+    job: ReplicateJob, bounds: np.ndarray, workers: int
+) -> tuple[Any, list[Future[tuple[int, np.ndarray]]]]:
+    """Get the executor (loky starts its workers on the first submit, without waiting for them
+    to import anything) and submit the chunks."""
+    with _workers_start_ignoring_ctrl_c():
+        executor = get_reusable_executor(
+            max_workers=workers,
+            timeout=IDLE_SECONDS,
+            initializer=_init_worker,
+            initargs=(os.getpid(),),
+        )
+        if not _AT_EXIT:
+            atexit.register(_shutdown_at_exit)
+        _AT_EXIT[:] = [executor]
+        try:
+            futures = [
+                executor.submit(_run_chunk, job, int(a), int(b))
+                for a, b in itertools.pairwise(bounds)
+            ]
+        except BaseException:
+            _kill(executor)
+            raise
+    return executor, futures
+
+
+def _shutdown_at_exit() -> None:
+    """Registered after multiprocessing's own exit handler, so it runs first: idle workers are
+    told to stop before that handler joins them (the CLI runs the exit handlers itself and
+    skips the interpreter's teardown, where loky would otherwise do this)."""
+    for executor in _AT_EXIT:
+        with contextlib.suppress(Exception):
+            executor.shutdown(wait=True, kill_workers=True)
+
+
+def _kill(executor: Any) -> None:
+    """Stop the workers now, without waiting for their running chunks (an interrupt must stop
+    the run within a second or two); the next run starts a new executor."""
+    _quiet_manager_thread()
+    with contextlib.suppress(Exception):
+        executor.shutdown(wait=False, kill_workers=True)
+
+
+def _quiet_manager_thread() -> None:
+    """loky's manager thread can trip over a work item that the kill removed meanwhile (a
+    KeyError in ``add_call_item_to_queue``) and print that thread's traceback; the run is being
+    stopped on purpose, so such an error of that thread is not shown."""
+    if getattr(threading.excepthook, "_fairscan_quiet", False):
+        return
+    shown = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.thread is not None and args.thread.name == "ExecutorManagerThread":
+            return
+        shown(args)
+
+    hook._fairscan_quiet = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 def _result(future: Future[tuple[int, np.ndarray]]) -> tuple[int, np.ndarray]:
@@ -93,67 +160,17 @@ def _result(future: Future[tuple[int, np.ndarray]]) -> tuple[int, np.ndarray]:
             continue
 
 
-class _Submitter:
-    """Submits the chunks, and so starts the workers, from a thread of its own that holds
-    SIGINT and SIGTERM blocked: the workers inherit the block, so a Ctrl-C to the process group
-    cannot kill one half-started (with a traceback of its own), while the main thread, which
-    handles the signals, never waits on a worker's start-up (the spawn pipe blocks until the
-    child has imported its modules: about half a second per worker). The thread lives as long
-    as the pool: the workers' parent-death signal fires when the thread that started them ends.
-    """
-
-    def __init__(self, pool: ProcessPoolExecutor, bounds: np.ndarray) -> None:
-        self._pool = pool
-        self._bounds = bounds
-        self._submitted: list[Future[tuple[int, np.ndarray]]] = []
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._released = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fairscan-pool", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        with _signals_blocked():
-            try:
-                for a, b in itertools.pairwise(self._bounds):
-                    if self._released.is_set():
-                        break
-                    self._submitted.append(self._pool.submit(_run_chunk, int(a), int(b)))
-            except BaseException as exc:  # the pool was torn down meanwhile, or is broken
-                self._error = exc
-            finally:
-                self._ready.set()
-            self._released.wait()
-
-    def futures(self) -> list[Future[tuple[int, np.ndarray]]]:
-        while not self._ready.wait(WAIT_POLL_SECONDS):
-            pass
-        if self._error is not None:
-            raise self._error
-        return self._submitted
-
-    def release(self) -> None:
-        self._released.set()
-        self._thread.join(timeout=1.0)
-
-
-@contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back from this thread (and the processes it starts) meanwhile."""
-    mask = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _run_chunk(start: int, stop: int) -> tuple[int, np.ndarray]:
-    job = _WORKER["job"]
-    return start, np.array([job(r) for r in range(start, stop)], dtype=np.float64)
+def _lost_workers(exc: BrokenProcessPool, done: int, total: int, workers: int) -> ScanError:
+    """A worker killed from outside (the OOM killer, `kill`): what was lost, and what to do."""
+    found = re.search(r"exit codes of the workers are (\{[^}]*\})", str(exc))
+    codes = f" (exit codes {found.group(1)})" if found else ""
+    return ScanError(
+        f"a worker process of the null replicates ended unexpectedly{codes}: {total - done} "
+        f"of {total} replicates were lost, the scan has no p-value",
+        hint="if the machine ran out of memory, run with fewer workers (--workers "
+        f"{max(1, workers // 2)}, significance.workers) or on a Dask cluster "
+        "(--executor dask://HOST:PORT); otherwise rerun: seeded results are identical",
+    )
 
 
 def run_chunks(
@@ -164,28 +181,22 @@ def run_chunks(
     on_progress: Callable[[int], None] | None,
 ) -> None:
     """Fill ``scores[a:b]`` with ``job(r)`` for each chunk [a, b) of ``bounds``, in ``workers``
-    spawned processes; an interrupt or a failing replicate stops every worker at once."""
-    # "spawn": the parent may hold polars/OpenMP threads, which fork would copy in a bad state.
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(job, os.getpid()),
-    )
-    submitter = _Submitter(pool, bounds)
+    worker processes; an interrupt or a failing replicate stops every worker at once, a worker
+    killed from outside is a :class:`~fairscan.errors.ScanError` saying what was lost."""
+    executor, futures = _submit_all(job, bounds, workers)
+    done = 0
     try:
-        for future in submitter.futures():
+        for future in futures:
             start, chunk = _result(future)
             scores[start : start + len(chunk)] = chunk
+            done += len(chunk)
             if on_progress is not None:
                 on_progress(len(chunk))
+    except (TerminatedWorkerError, BrokenProcessPool) as exc:
+        _kill(executor)
+        raise _lost_workers(exc, done, int(bounds[-1] - bounds[0]), workers) from None
     except BaseException:
         # Ctrl-C, SIGTERM or a failing replicate: stop the workers now, not after their chunks
-        _stop_pool(pool)
-        submitter.release()
-        _stop_pool(pool)  # a worker the submitter was still starting
+        # (loky cancels the queued ones itself; cancelling them here races its manager thread)
+        _kill(executor)
         raise
-    pool.shutdown(wait=True)
-    submitter.release()
-    pool.shutdown(wait=True)

@@ -23,7 +23,6 @@ from fairscan.report.baseline import compare_reports
 from fairscan.report.models import AuditReport, Environment, Provenance, ScanResult, ScanTiming
 from fairscan.report.verdict import build_verdict, gate_verdict
 from fairscan.report.view import ReportView
-from fairscan.run.gate_correction import correct_scans
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
 from fairscan.run.reports import load_report, write_outcome
@@ -32,7 +31,7 @@ from fairscan.scans import SCAN_TYPES, ScanContext, render_hooks
 from fairscan.scans.roles import bind_roles, threshold_warnings
 
 if TYPE_CHECKING:
-    from fairscan.engine.executors import Executor
+    from fairscan.engine.jobs import Executor
 
 
 def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:
@@ -63,8 +62,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     workers = spec.significance.workers or default_workers()
     count = len(spec.scans)
     # one connection to a Dask cluster for the whole run (none without replicates)
+    # a Client object (fairscan.audit(executor=client)) cannot live in the spec: it goes as it is
+    client = options.executor if not isinstance(options.executor, str | None) else None
     with open_executor(
-        spec.significance.executor, connect=spec.significance.replicates > 0
+        client if client is not None else spec.significance.executor,
+        connect=spec.significance.replicates > 0,
     ) as executor:
         results = [
             # the observer sees "scan 2 of 3: <task>" (its interface is unchanged)
@@ -79,6 +81,8 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             )
             for i in range(count)
         ]
+    from fairscan.run.gate_correction import correct_scans  # loads the engine: a run only
+
     results = correct_scans(results, spec.gate.correction, spec.significance.alpha)
     report: AuditReport = AuditReport(
         name=spec.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fairscan.progress import NullProgress, Progress
 from fairscan.report.models import AuditReport
@@ -19,7 +20,9 @@ class RunOptions:
     seed: int | None = None
     replicates: int | None = None
     workers: int | None = None
-    executor: str | None = None  # overrides significance.executor: local or dask://HOST:PORT
+    # overrides significance.executor: local, dask://HOST:PORT, tls://HOST:PORT, or a connected
+    # distributed.Client (fairscan.audit(executor=client); left open after the run)
+    executor: Any = None
     write: bool = True
     progress: Progress = field(default_factory=NullProgress)
     baseline: Path | None = None  # a previous JSON report to label findings against

@@ -43,6 +43,15 @@ def load_spec_from_text(text: str, filename: str = "<spec>") -> LoadedSpec:
     return spec_load.load_spec_from_text(text, AUDIT_SPEC, filename)
 
 
+def _executor_name(executor: Any) -> str:
+    """significance.executor for an override: the text itself, or a Client's address."""
+    if isinstance(executor, str):
+        return executor
+    from fairscan.engine.executors import client_name
+
+    return client_name(executor)
+
+
 def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
     significance = spec.significance
     updates: dict[str, int | str] = {}
@@ -53,7 +62,7 @@ def apply_overrides(spec: AuditSpec, options: RunOptions) -> AuditSpec:
     if options.workers is not None:
         updates["workers"] = options.workers
     if options.executor is not None:
-        updates["executor"] = options.executor
+        updates["executor"] = _executor_name(options.executor)
     if updates:
         significance = type(significance).model_validate({**significance.model_dump(), **updates})
         spec = spec.model_copy(update={"significance": significance})

@@ -32,7 +32,7 @@ from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
-    from fairscan.engine.executors import Executor
+    from fairscan.engine.jobs import Executor
     from fairscan.report.models import Finding, ScanResult
 
 # outcome: the binary outcome (or the scan's `outcome_type`); probability: the prediction used

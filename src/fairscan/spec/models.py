@@ -24,11 +24,9 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 MAX_NAME_BYTES = 255  # one file or directory name (most file systems)
 MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
 
-# significance.executor: `local` or dask://HOST:PORT (host name, IPv4 or [IPv6]); the same
-# pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
-EXECUTOR_PATTERN = (
-    r"^(local|dask://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
-)
+# significance.executor: `local`, dask://HOST:PORT or tls://HOST:PORT (host name, IPv4 or [IPv6]);
+# the same pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
+EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
 
 
 def _literal_password(url: str) -> bool:
@@ -296,11 +294,13 @@ class SignificanceSpec(StrictModel):
         default="local",
         description=(
             "Where null replicates and permutations run: `local` (this machine, in `workers` "
-            "processes) or `dask://HOST:PORT`, a Dask scheduler whose workers have the same "
-            "fairscan installed (`fairscan[dask]`). Results do not depend on it. SubROC, "
-            "certify, flag and shift scans always run here."
+            "processes), `dask://HOST:PORT`, a Dask scheduler whose workers have the same "
+            "fairscan installed (`fairscan[dask]`), or `tls://HOST:PORT`, one that speaks TLS "
+            "(certificates from dask's configuration, `distributed.comm.tls`). From Python, "
+            "`fairscan.audit(..., executor=client)` takes a connected `distributed.Client`. "
+            "Results do not depend on it. SubROC, certify, flag and shift scans always run here."
         ),
-        examples=["local", "dask://scheduler.example.org:8786"],
+        examples=["local", "dask://scheduler.example.org:8786", "tls://scheduler.example.org:8786"],
         json_schema_extra={"pattern": EXECUTOR_PATTERN},
     )
 
@@ -308,11 +308,12 @@ class SignificanceSpec(StrictModel):
     @classmethod
     def _executor_address(cls, value: str) -> str:
         match = re.match(EXECUTOR_PATTERN, value)
-        if match is None or (match.group(4) is not None and not 1 <= int(match.group(4)) <= 65535):
+        if match is None or (match.group(5) is not None and not 1 <= int(match.group(5)) <= 65535):
             raise rule_error(
                 f"not an executor: {truncate(repr(value))}",
-                hint="write `local` (this machine, the default) or `dask://HOST:PORT`, the "
-                "address of a Dask scheduler, e.g. dask://scheduler.example.org:8786",
+                hint="write `local` (this machine, the default), `dask://HOST:PORT`, the "
+                "address of a Dask scheduler, e.g. dask://scheduler.example.org:8786, or "
+                "`tls://HOST:PORT` for a scheduler that speaks TLS",
             )
         return value
 
