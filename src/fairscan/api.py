@@ -275,6 +275,7 @@ def prepare_audit(
     ``extra_roles``: role columns to load besides those the scans need (``audit power``).
     """
     from fairscan.data.load import file_sha256, read_table
+    from fairscan.data.netio import watched
 
     options = options or RunOptions()
     loaded = load_spec(Path(spec_path))
@@ -297,8 +298,9 @@ def prepare_audit(
     if source is not None:
         return _prepare_streamed(loaded, spec, roles, source, extra_roles, spec_issues, options)
     try:
-        frame = read_table(data_path)
-        sha = file_sha256(data_path)
+        # in a watched thread: Ctrl-C ends a long read at once
+        frame = watched(lambda: read_table(data_path), remote=False)
+        sha = watched(lambda: file_sha256(data_path), remote=False)
     except DataError as error:
         raise _locate(loaded, _with_spec_issues(error, spec_issues)) from error
     return _prepare(
@@ -372,15 +374,22 @@ def _prepare_streamed(
     """Stream a dataset or lazy table: a uniform sample of its rows (``data.sample``), or its
     distinct rows with their counts (the aggregate scans run on those; the others get them
     as rows)."""
+    from fairscan.data.netio import watched
     from fairscan.data.sources import DatasetSource
 
     spec_issues = spec_issues or []
     progress = (options or RunOptions()).progress
     try:
-        frame, aggregation, sample_note = _read_streamed(
-            spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+        # in a watched thread: interruptible, and a stalled remote read times out
+        frame, aggregation, sample_note = watched(
+            lambda: _read_streamed(
+                spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+            ),
+            remote=isinstance(source, DatasetSource) and source.remote,
         )
-        sha = source.fingerprint() if isinstance(source, DatasetSource) else None
+        sha = (
+            watched(source.fingerprint, remote=False) if isinstance(source, DatasetSource) else None
+        )
     except (DataError, SpecError) as error:
         raise _locate(loaded, _with_spec_issues(error, spec_issues), located) from error
     finally:

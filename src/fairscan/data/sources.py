@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob as globbing
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,8 @@ from pathlib import Path
 import polars as pl
 
 from fairscan.data.load import FILE_FORMATS, first_line
-from fairscan.errors import DataError
+from fairscan.data.netio import probe_url
+from fairscan.errors import DataError, truncate
 
 FIELD = "data.path"
 
@@ -48,6 +50,8 @@ class DatasetSource:
     def scan(self) -> pl.LazyFrame:
         """The lazy frame of the whole dataset (nothing is read yet)."""
         target: str | list[str] = self.location
+        if self.remote:
+            probe_url(self.location)  # a server that does not answer is named now
         if self.files:
             target = [str(f) for f in self.files]
         try:
@@ -152,8 +156,61 @@ def _url_source(text: str) -> DatasetSource:
     return DatasetSource(location=text, format=_format_of(path_part, text), files=(), remote=True)
 
 
+# file systems whose "files" are kernel state, not data: reading them can block for ever
+# (/proc/kmsg, /dev/zero) or never end, and walking them recurses through every process
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+        "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs",
+        "binfmt_misc", "autofs", "efivarfs", "rpc_pipefs", "nsfs",
+    }
+)  # fmt: skip
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of this machine, longest mount point first."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
+            rows = [line.split()[1:3] for line in fh if len(line.split()) >= 3]
+    except OSError:
+        return []
+    return sorted(((m.replace("\\040", " "), t) for m, t in rows), key=lambda r: -len(r[0]))
+
+
+def pseudo_filesystem(path: str) -> str | None:
+    """The type of the pseudo file system (``proc``, ``sysfs`` ...) ``path`` lies on, if any."""
+    absolute = str(Path(path).absolute())
+    for mount, fstype in _mounts():
+        if absolute == mount or absolute.startswith(mount.rstrip("/") + "/"):
+            return fstype if fstype in PSEUDO_FILESYSTEMS else None
+    return None
+
+
+def _refuse_pseudo(where: str, path: str) -> None:
+    fstype = pseudo_filesystem(path)
+    if fstype is not None:
+        raise DataError(
+            f"data.path {truncate(where)!r} lies on the {fstype} pseudo file system, which "
+            "holds no data files",
+            field=FIELD,
+            hint="point data.path at regular data files (CSV, Parquet, ...)",
+        )
+
+
+def _glob_root(pattern: str) -> str:
+    """The folder a glob pattern starts from (its parts before the first wildcard)."""
+    parts = Path(pattern).parts
+    fixed = list(itertools.takewhile(lambda p: not any(c in p for c in _GLOB_CHARS), parts))
+    return str(Path(*fixed)) if fixed else "."
+
+
 def _local_files(pattern: str) -> list[Path]:
-    return sorted(Path(p) for p in globbing.glob(pattern, recursive=True) if Path(p).is_file())
+    _refuse_pseudo(pattern, _glob_root(pattern))
+    return sorted(
+        Path(p)
+        for p in globbing.glob(pattern, recursive=True)
+        if Path(p).is_file() and pseudo_filesystem(p) is None
+    )
 
 
 def _directory_files(folder: Path) -> list[Path]:
@@ -182,6 +239,7 @@ def dataset_source(text: str, resolved: Path) -> DatasetSource | None:
             )
         return DatasetSource(str(resolved), _single_format(files, text), tuple(files))
     if resolved.is_dir():
+        _refuse_pseudo(text, str(resolved))
         files = _directory_files(resolved)
         if not files:
             raise DataError(
