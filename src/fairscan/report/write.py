@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from fairscan.report.atomic_write import write_all
 from fairscan.report.hooks import HookMap, resolve_hooks
 from fairscan.report.models import AuditReport
 
@@ -79,17 +80,17 @@ def check_formats(formats: Sequence[str]) -> None:
 def write_reports(
     report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap | None = None
 ) -> list[Path]:
-    """Write each file format to ``out_dir/<name><extension>`` atomically; the paths written.
+    """Write each file format to ``out_dir/<name><extension>``, all of them or none (the previous
+    set stays intact on failure); the paths written.
 
     ``hooks`` default to the registered scan types' (:func:`fairscan.report.hooks.default_hooks`).
     """
     check_formats(formats)
     hooks = resolve_hooks(hooks)
-    written = []
-    for fmt in formats:
-        if fmt in NOT_FILES:
-            continue
-        path = out_dir / f"{report.name}{EXTENSIONS[fmt]}"
-        atomic_write_text(path, render(report, fmt, hooks))
-        written.append(path)
-    return written
+    # rendered first, then written all together or not at all (report/atomic_write.py)
+    texts = {
+        out_dir / f"{report.name}{EXTENSIONS[fmt]}": render(report, fmt, hooks)
+        for fmt in formats
+        if fmt not in NOT_FILES
+    }
+    return write_all(texts)
