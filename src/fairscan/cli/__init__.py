@@ -224,8 +224,10 @@ def print_error(error: FairscanError) -> None:
     label = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(
         error.kind, "error"
     )
+    from fairscan.report.sink_escape import console_text
+
     for issue in error.issues:
-        err.print(f"[bold red]{label}[/]: {escape(issue.render())}", soft_wrap=True)
+        err.print(f"[bold red]{label}[/]: {escape(console_text(issue.render()))}", soft_wrap=True)
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:
@@ -336,9 +338,13 @@ def print_warnings(report: AuditReport) -> None:
             scans = seen.setdefault(_short(text), [])
             if result.id not in scans:
                 scans.append(result.id)
+    from fairscan.report.sink_escape import console_text
+
     for text, scans in seen.items():
         where = f" ({', '.join(scans)})" if scans else ""
-        err.print(f"[yellow]warning[/]{escape(where)}: {escape(text)}", soft_wrap=True)
+        err.print(
+            f"[yellow]warning[/]{escape(where)}: {escape(console_text(text))}", soft_wrap=True
+        )
 
 
 def print_summary(
@@ -347,6 +353,7 @@ def print_summary(
     """The console summary of one audit (``audit run`` per spec, ``audit scan``): the table
     and the significant findings (unless ``quiet``), scan errors, the verdict line."""
     from fairscan.report.console import findings_text, summary_lines, summary_table, verdict_text
+    from fairscan.report.sink_escape import console_text
 
     if not quiet:
         if err.is_terminal:
@@ -364,7 +371,8 @@ def print_summary(
         print_warnings(report)
     for result in report.scans:
         if result.error:  # the other scans' results are kept; say why this one failed
-            err.print(f"scan error: {result.id}: {result.error}", markup=False, soft_wrap=True)
+            text = console_text(f"scan error: {result.id}: {result.error}")
+            err.print(text, markup=False, soft_wrap=True)
     if "github" in formats:
         append_step_summary(report)
     err.print(verdict_text(report, written), soft_wrap=True)

@@ -59,17 +59,26 @@ def _keep(path: Path) -> Path | None:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done (main thread, POSIX); elsewhere no-op."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "pthread_sigmask"
-    ):
+    """SIGINT and SIGTERM that arrive during the block are handled once it is done (by the
+    handlers in place before it). Python handlers, not a signal mask: a process-directed
+    signal may land on any thread, and Python runs its handler in the main thread anyway.
+    Outside the main thread (where handlers cannot be set) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
+    previous = {signum: signal.signal(signum, hold) for signum in _HELD_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        if held:
+            signal.raise_signal(held[0])  # now handled as it would have been
 
 
 def write_all(texts: Mapping[Path, str]) -> list[Path]:

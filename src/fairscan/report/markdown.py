@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.sink_escape import code_fence, markdown_document
 from fairscan.report.text import (
     fmt_p,
     fmt_value,
@@ -121,7 +122,8 @@ def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None
 def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
     lines = [f"## `{scan.id}` ({scan.type}): {STATUS_TEXT.get(scan.status, scan.status)}", ""]
     if scan.error:
-        return [*lines, "```", scan.error, "```", ""]
+        fence = code_fence(scan.error)
+        return [*lines, fence, scan.error, fence, ""]
     if scan.population is not None:
         pop = scan.population
         # a rate (binary outcomes); scans of means (continuous, counts) leave it None
@@ -205,4 +207,5 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}",
         "",
     ]
-    return "\n".join(lines)
+    # data values and names may hold HTML: disarmed for every renderer (report/sink_escape.py)
+    return markdown_document("\n".join(lines))
