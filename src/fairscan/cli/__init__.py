@@ -236,6 +236,11 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     # breaks the worker pool.
     if interrupt_of(exc) is not None or _SIGNALS:
         raise interrupted()
+    from fairscan.memory_budget import resource_failure
+
+    if (memory := resource_failure(exc)) is not None:  # not a bug: the limit and the way out
+        err.print(f"[bold red]error[/]: {escape(memory)}", soft_wrap=True)
+        return int(ExitCode.ERROR)
     # The exception text is printed without markup: a message such as "bad [/x]" must not
     # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
@@ -431,6 +436,7 @@ def main() -> None:
     # tests/cli/test_startup_imports.py); the shift scan, which multiplies dense kernel
     # matrices, raises the limit to the run's workers while it runs. Workers inherit it.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _fit_memory_limit()
     install_signal_handlers()
     try:
         app()
@@ -441,6 +447,17 @@ def main() -> None:
         if _SIGNALS:
             _exit_interrupted()
         _exit_now(_exit_status(done.code))
+
+
+def _fit_memory_limit() -> None:
+    """Under a low address-space limit: refuse at once, or keep the thread pools small."""
+    from fairscan.memory_budget import fit_thread_pools, startup_problem
+
+    problem = startup_problem()
+    if problem is not None:
+        err.print(f"[bold red]error[/]: {escape(problem)}", soft_wrap=True)
+        _exit_now(int(ExitCode.ERROR))
+    fit_thread_pools()
 
 
 def _exit_status(code: object) -> int:

@@ -161,7 +161,10 @@ def watched(read: Callable[[], T], *, remote: bool, what: str = "the data") -> T
             failure.append(exc)
 
     thread = threading.Thread(target=target, name="fairscan-read", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # no thread under a tight memory limit: read here, uninterruptibly
+        return read()
     limit = read_timeout()
     bytes_read = _ReadCounter()
     last_bytes = bytes_read()
