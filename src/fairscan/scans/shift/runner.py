@@ -268,6 +268,17 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         return _run_shift(spec, ctx)
 
 
+def _check_cost(spec: ShiftSpec, ctx: ScanContext, n: int, d: int, exact: bool) -> str | None:
+    """Refuse a scan beyond the memory budget; a warning when it will take over a minute."""
+    from fairscan.data.load import available_memory
+    from fairscan.scans.shift.cost import check_shift_cost, shift_cost
+
+    cost = shift_cost(n, d, spec.bootstrap, spec.rank, exact, ctx.workers)
+    return check_shift_cost(
+        cost, available_memory(), n=n, exact=exact, bootstrap=spec.bootstrap, rank=spec.rank
+    )
+
+
 def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     warnings: list[str] = []
@@ -300,6 +311,10 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     X = (Xraw - mu) / sd
     bw = spec.kernel.bandwidth
     exact = n <= spec.exact_max_rows
+    slow = _check_cost(spec, ctx, n, d, exact)
+    if slow is not None:
+        warnings.append(slow)
+        ctx.progress.start(f"shift {slow.split(';')[0]}", None)  # said before the work starts
     approx = None if exact else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, 1))
     boot = rkhs.shift_bootstrap(
         X,
