@@ -242,6 +242,17 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     if (memory := resource_failure(exc)) is not None:  # not a bug: the limit and the way out
         err.print(f"[bold red]error[/]: {escape(memory)}", soft_wrap=True)
         return int(ExitCode.ERROR)
+    if isinstance(exc, OSError) and exc.errno is not None:
+        # the environment, not a bug: a path too long, a folder that cannot be created ...
+        from fairscan.errors import truncate
+
+        where = f" {truncate(str(exc.filename), 120)!r}" if exc.filename else ""
+        err.print(
+            f"[bold red]error[/]: cannot use{escape(where)}: {escape(exc.strerror or str(exc))}\n"
+            "  help: check the paths given (--out, --save-spec, output.dir) and the disk",
+            soft_wrap=True,
+        )
+        return int(ExitCode.ERROR)
     # The exception text is printed without markup: a message such as "bad [/x]" must not
     # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
