@@ -14,6 +14,12 @@ shares; the commands live in :mod:`.run` (``run``, ``validate``), :mod:`.scan` (
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - the imports follow the start-up signal handlers on purpose
+# first of all: a signal while the libraries below load exits 130/143 without a traceback
+from fairscan.interrupts import exit_on_signal_during_start_up
+
+exit_on_signal_during_start_up()
+
 import _thread
 import contextlib
 import errno
@@ -515,4 +521,4 @@ def _exit_status(code: object) -> int:
 
 
 # The commands register themselves on `app` when imported (in `audit --help` order).
-from fairscan.cli import run, scan, tools  # noqa: E402, F401
+from fairscan.cli import run, scan, tools  # noqa: F401
