@@ -13,6 +13,7 @@ import glob as globbing
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,11 @@ _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _GLOB_CHARS = ("*", "?", "[")
 # the single-file extensions, and .pq (common for Parquet parts)
 _SCAN_FORMATS = {**FILE_FORMATS, ".pq": "parquet"}
+
+
+# Harmless schema drift between the parts of a dataset (a column stored as int32 in one file
+# and int64 in another, float32 and float64) is read as the wider type.
+_DRIFT = pl.ScanCastOptions(integer_cast="upcast", float_cast="upcast")
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,17 @@ class DatasetSource:
         try:
             if self.format == "parquet":
                 if self.files and not self.remote:
-                    return pl.scan_parquet(target, hive_partitioning=self._hive())
-                return pl.scan_parquet(target)
+                    widest = _widest_schema(self.files, pl.read_parquet_schema)
+                    return pl.scan_parquet(
+                        target,
+                        hive_partitioning=self._hive(),
+                        schema=widest,
+                        cast_options=_DRIFT,
+                    )
+                return pl.scan_parquet(target, cast_options=_DRIFT)
             if self.format == "ipc":
+                if len(self.files) > 1:
+                    return _ipc_parts(self.files)
                 return pl.scan_ipc(target)
             if self.format == "ndjson":
                 return pl.scan_ndjson(target)
@@ -90,6 +104,53 @@ class DatasetSource:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
         return digest.hexdigest()
+
+
+def _ipc_parts(files: tuple[Path, ...]) -> pl.LazyFrame:
+    """Arrow IPC parts read as one table, each column cast to the widest of its parts' integer
+    or float types (scan_ipc has no cast options; a wider drift is left to fail as before)."""
+    schemas = [pl.read_ipc_schema(f) for f in files]
+    target = _widest(schemas)
+    parts = []
+    for file, schema in zip(files, schemas, strict=True):
+        casts = {n: target[n] for n, d in schema.items() if d != target[n] and _wider(target[n], d)}
+        lazy = pl.scan_ipc(file)
+        parts.append(lazy.cast(casts) if casts else lazy)  # type: ignore[arg-type]
+    return pl.concat(parts, how="vertical")
+
+
+def _widest(schemas: list[dict[str, pl.DataType]]) -> dict[str, pl.DataType]:
+    """Each column's widest integer or float type over the parts (else its first type)."""
+    target: dict[str, pl.DataType] = {}
+    for schema in schemas:
+        for name, dtype in schema.items():
+            have = target.get(name)
+            if have is None or _wider(dtype, have):
+                target[name] = dtype
+    return target
+
+
+def _widest_schema(
+    files: tuple[Path, ...], read: Callable[[Path], dict[str, pl.DataType]]
+) -> pl.Schema | None:
+    """The widest schema of the parts; None (polars' own) when there is nothing to widen."""
+    if len(files) < 2:
+        return None
+    schemas = [dict(read(f)) for f in files]
+    target = _widest(schemas)
+    if all(schema == target for schema in schemas):
+        return None
+    return pl.Schema(target)
+
+
+def _wider(a: pl.DataType, b: pl.DataType) -> bool:
+    """``a`` holds every value of ``b`` and more: a wider signed integer or float."""
+    ints = [pl.Int8, pl.Int16, pl.Int32, pl.Int64]
+    floats = [pl.Float32, pl.Float64]
+    for family in (ints, floats):
+        if a in family and b in family:
+            return family.index(a) > family.index(b)  # type: ignore[arg-type]
+    return False
 
 
 def _scan_hint(source: DatasetSource) -> str:
