@@ -137,3 +137,15 @@ def test_round3_reports_given_to_diff_exit_2(tmp_path: Path, report: str) -> Non
     output = result.stderr + result.stdout
     assert result.exit_code == 2, output
     assert "internal error" not in output and "Traceback" not in output, output
+
+
+def test_a_long_filter_is_not_echoed_whole(tmp_path: Path) -> None:
+    spec = tmp_path / "fuzz3.audit.yaml"
+    text = SPEC.format(data=CREDIT.as_posix(), attributes="sex", scan=FPR)
+    long_filter = "sex == 'x' and " * 400 + "nocol > 1"
+    spec.write_text(text.replace("data: {", f'data: {{filter: "{long_filter}", ', 1))
+    result = CliRunner().invoke(app, ["validate", str(spec)])
+    output = result.stderr + result.stdout
+    assert result.exit_code == 2, output
+    assert "unknown column 'nocol'" in output and "…sex == 'x'" in output, output
+    assert len(output) < 1000, output
