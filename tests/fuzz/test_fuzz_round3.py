@@ -149,3 +149,23 @@ def test_a_long_filter_is_not_echoed_whole(tmp_path: Path) -> None:
     assert result.exit_code == 2, output
     assert "unknown column 'nocol'" in output and "…sex == 'x'" in output, output
     assert len(output) < 1000, output
+
+
+def test_ijdi_threshold_column_never_crossed_is_not_auditable(tmp_path: Path) -> None:
+    """Every row's threshold lies above its prediction: every row has the same recommendation,
+    so nothing can be found; the scan's status says so instead of a silent PASS."""
+    data = tmp_path / "thr.csv"
+    pl.read_csv(CREDIT).with_columns(pl.lit(2.0).alias("thr")).write_csv(data)
+    spec = tmp_path / "ijdi.audit.yaml"
+    scan = (
+        "{id: s, type: ijdi_scan, side: negatives, lambda: 0, base_rate: score, "
+        "threshold: thr, penalty: 1, restarts: 2}"
+    )
+    text = SPEC.format(data=data.as_posix(), attributes="sex, region", scan=scan)
+    spec.write_text(text.replace(", recommendation: high_risk", ""), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    output = result.stderr + result.stdout
+    assert "not auditable" in output, output
+    assert "same recommendation" in output, output
+    report = (tmp_path / "out" / "fuzz3.json").read_text(encoding="utf-8")
+    assert '"status": "not_auditable"' in report
