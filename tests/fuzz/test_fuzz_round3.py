@@ -169,3 +169,24 @@ def test_ijdi_threshold_column_never_crossed_is_not_auditable(tmp_path: Path) ->
     assert "same recommendation" in output, output
     report = (tmp_path / "out" / "fuzz3.json").read_text(encoding="utf-8")
     assert '"status": "not_auditable"' in report
+
+
+def test_a_poisson_expectation_of_1e300_is_a_scan_error(tmp_path: Path) -> None:
+    data = tmp_path / "counts.csv"
+    frame = pl.read_csv(CREDIT).with_columns(
+        pl.col("income").cast(pl.Int64).alias("n"),
+        pl.when(pl.col("applicant_id") < 4).then(1e300).otherwise(1000.0).alias("rate"),
+    )
+    frame.write_csv(data)
+    scan = (
+        "{id: s, type: bias_scan, outcome: n, prediction: rate, outcome_type: count, "
+        "score: poisson, direction: positive, penalty: 0.5, restarts: 2}"
+    )
+    spec = tmp_path / "pois.audit.yaml"
+    text = SPEC.format(data=data.as_posix(), attributes="sex, region", scan=scan)
+    spec.write_text(text.replace(", recommendation: high_risk", ""), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    output = result.stderr + result.stdout
+    assert result.exit_code == 2, output
+    assert "expected count 1e+300 (column 'rate') is too large" in output, output
+    assert "internal error" not in output
