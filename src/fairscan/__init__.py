@@ -46,12 +46,30 @@ _PUBLIC = {
 
 __all__ = ["__version__", *_PUBLIC]
 
+# the API's functions raise only fairscan errors (a foreign exception becomes the cause of one)
+_CALLS = frozenset(
+    {
+        "audit",
+        "load_spec",
+        "load_spec_from_text",
+        "prepare_audit",
+        "run_prepared",
+        "run_audit",
+        "load_report",
+        "diff_reports",
+    }
+)
+
 
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'fairscan' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
+    if name in _CALLS:
+        from fairscan.errors import fairscan_errors_only
+
+        value = fairscan_errors_only(value)
     globals()[name] = value
     return value
 

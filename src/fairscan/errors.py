@@ -16,7 +16,13 @@ says what to do. Only the CLI turns them into text and exit codes (the codes are
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 ECHO_LIMIT = 80  # characters of user input echoed in a message
 
@@ -108,3 +114,42 @@ class UsageError(FairscanError):
 
 class ScanError(FairscanError):
     kind = "scan"
+
+
+def as_fairscan_error(exc: Exception, where: str) -> FairscanError:
+    """A foreign exception raised inside the API call ``where`` as a fairscan error: running out
+    of memory with the way out; a ``TypeError``/``ValueError`` (arguments of the wrong kind) as
+    a :class:`UsageError`; anything else as an internal error (a bug) naming the original."""
+    from fairscan.memory_budget import resource_failure
+
+    memory = resource_failure(exc)
+    if memory is not None:
+        message, _, hint = memory.partition("\n  help: ")
+        return FairscanError(message, hint=hint or None)
+    text = truncate(f"{type(exc).__name__}: {exc}", 300)
+    if isinstance(exc, TypeError | ValueError):
+        return UsageError(f"{where}: {text}", hint="check the arguments' types and values")
+    return FairscanError(
+        f"internal error in {where}: {text}",
+        hint="this is a bug in fairscan; please report it (the original is the __cause__)",
+    )
+
+
+def fairscan_errors_only(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` raising only :class:`FairscanError` (interrupts pass through)."""
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except FairscanError:
+            raise
+        except Exception as exc:
+            from fairscan.interrupts import interrupt_of
+
+            interrupt = interrupt_of(exc)
+            if interrupt is not None:
+                raise interrupt from None
+            raise as_fairscan_error(exc, f"fairscan.{function.__name__}()") from exc
+
+    return call

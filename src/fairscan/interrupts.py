@@ -10,6 +10,8 @@ set") whose cause is the ``KeyboardInterrupt``; handlers that catch ``Exception`
 
 from __future__ import annotations
 
+import contextlib
+
 
 def interrupt_of(exc: BaseException) -> BaseException | None:
     """The ``KeyboardInterrupt`` that ``exc`` is or wraps (its cause/context chain), if any."""
@@ -21,3 +23,32 @@ def interrupt_of(exc: BaseException) -> BaseException | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def _exit_at_start_up(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM while the CLI's libraries load: nothing to clean up yet, so leave at
+    once with 130/143 (a ``KeyboardInterrupt`` raised inside an import prints a traceback, or
+    is swallowed by a library's import-time ``except`` and the run goes on)."""
+    import os
+
+    os.write(2, b"interrupted\n")
+    os._exit(128 + signum)
+
+
+def exit_on_signal_during_start_up() -> None:
+    """In the ``audit`` console script (not when the CLI is imported as a library, e.g. by
+    tests), SIGINT and SIGTERM end the process at once until ``main()`` installs the run's own
+    handlers."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not (script.startswith("audit") or script == "-m"):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, _exit_at_start_up)

@@ -186,7 +186,7 @@ def test_paths_that_look_like_markup_are_printed_verbatim(cli: Invoke, tmp_path:
 def test_help_wraps_between_words_only_and_restores_textwrap() -> None:
     import textwrap
 
-    from fairscan.cli import _whole_words
+    from fairscan.cli.common import _whole_words
 
     text = "aaaa bbbbb race=African-American"
     assert textwrap.fill(text, 25).splitlines()[-1] == "American"  # the standard behaviour

@@ -193,3 +193,40 @@ def test_ctrl_c_cancels_the_chunks_on_the_cluster(project: Project, dask_address
         while any(client.processing().values()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(client.processing().values())
+
+
+def _silent_service() -> tuple[socket.socket, int]:
+    """A TCP service that accepts connections and never says a word (not Dask)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    return listener, int(listener.getsockname()[1])
+
+
+def test_a_service_that_is_not_a_dask_scheduler_is_refused_before_work_is_sent() -> None:
+    from fairscan.engine.executors import open_executor
+    from fairscan.errors import ScanError
+
+    listener, port = _silent_service()
+    try:
+        with (
+            pytest.raises(ScanError, match="is not a Dask scheduler: it accepted the connection"),
+            open_executor(f"dask://127.0.0.1:{port}", timeout=1.0),
+        ):
+            pass
+    finally:
+        listener.close()
+
+
+def test_cluster_failures_are_executor_errors_not_bugs() -> None:
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+
+    from fairscan.engine.executors import _cluster_failure
+
+    assert "killed its workers" in (_cluster_failure(KilledWorker("task", "worker", 3)) or "")
+    assert "connection to the cluster was lost" in (_cluster_failure(CommClosedError("x")) or "")
+    missing = ModuleNotFoundError("No module named 'fairscan'", name="fairscan")
+    assert "cannot import fairscan" in (_cluster_failure(missing) or "")
+    assert _cluster_failure(ValueError("a bug")) is None
+    assert _cluster_failure(KeyboardInterrupt()) is None

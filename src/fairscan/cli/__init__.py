@@ -14,7 +14,14 @@ the entry point; the commands live in :mod:`.run` (``run``, ``validate``), :mod:
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - the imports follow the start-up signal handlers on purpose
+# first of all: a signal while the libraries below load exits 130/143 without a traceback
+from fairscan.interrupts import exit_on_signal_during_start_up
+
+exit_on_signal_during_start_up()
+
 import contextlib
+import errno
 import os
 import sys
 from typing import Annotated
@@ -121,16 +128,62 @@ def main() -> None:
     # tests/cli/test_startup_imports.py); the shift scan, which multiplies dense kernel
     # matrices, raises the limit to the run's workers while it runs. Workers inherit it.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _open_missing_streams()
+    _fit_memory_limit()
     install_signal_handlers()
     try:
         app()
     except KeyboardInterrupt:
         _exit_interrupted()
+    except (OSError, ValueError) as exc:
+        # stdout or stderr cannot be written (a closed pipe, a full disk): an environment
+        # error, exit 2, never 1 (which a CI gate reads as "significant finding")
+        if not _stream_failure(exc):
+            raise
+        _exit_now(int(ExitCode.ERROR))
     except SystemExit as done:
         # typer turns a KeyboardInterrupt escaping a command into a silent exit 130
         if _SIGNALS:
             _exit_interrupted()
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper" or type(sys.stderr).__name__ == (
+            "PacifyFlushWrapper"
+        ):
+            # click turned a write to a closed pipe (EPIPE) into exit 1: an environment error
+            _exit_now(int(ExitCode.ERROR))
         _exit_now(_exit_status(done.code))
+
+
+_STREAM_ERRNOS = frozenset(
+    {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EFBIG, errno.EDQUOT}
+)
+
+
+def _stream_failure(exc: BaseException) -> bool:
+    """``exc`` is a failed write to stdout or stderr."""
+    if isinstance(exc, OSError):
+        return exc.errno in _STREAM_ERRNOS
+    return isinstance(exc, ValueError) and "closed file" in str(exc)
+
+
+def _open_missing_streams() -> None:
+    """A process started with stdout or stderr closed (``2>&-``) writes them to /dev/null."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
+def _fit_memory_limit() -> None:
+    """Under a low address-space limit: refuse at once, or keep the thread pools small."""
+    from rich.markup import escape
+
+    from fairscan.memory_budget import fit_thread_pools, startup_problem
+
+    problem = startup_problem()
+    if problem is not None:
+        err.print(f"[bold red]error[/]: {escape(problem)}", soft_wrap=True)
+        _exit_now(int(ExitCode.ERROR))
+    fit_thread_pools()
 
 
 def _exit_status(code: object) -> int:

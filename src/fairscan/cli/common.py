@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 
 from fairscan.errors import FairscanError
 from fairscan.interrupts import interrupt_of
+from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, gate_line, interrupted_exit_code
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ def print_error(error: FairscanError) -> None:
         error.kind, "error"
     )
     for issue in error.issues:
-        err.print(f"[bold red]{label}[/]: {escape(issue.render())}", soft_wrap=True)
+        err.print(f"[bold red]{label}[/]: {escape(console_text(issue.render()))}", soft_wrap=True)
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:
@@ -232,6 +233,22 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     # breaks the worker pool.
     if interrupt_of(exc) is not None or _SIGNALS:
         raise interrupted()
+    from fairscan.memory_budget import resource_failure
+
+    if (memory := resource_failure(exc)) is not None:  # not a bug: the limit and the way out
+        err.print(f"[bold red]error[/]: {escape(memory)}", soft_wrap=True)
+        return int(ExitCode.ERROR)
+    if isinstance(exc, OSError) and exc.errno is not None:
+        # the environment, not a bug: a path too long, a folder that cannot be created ...
+        from fairscan.errors import truncate
+
+        where = f" {truncate(str(exc.filename), 120)!r}" if exc.filename else ""
+        err.print(
+            f"[bold red]error[/]: cannot use{escape(where)}: {escape(exc.strerror or str(exc))}\n"
+            "  help: check the paths given (--out, --save-spec, output.dir) and the disk",
+            soft_wrap=True,
+        )
+        return int(ExitCode.ERROR)
     # The exception text is printed without markup: a message such as "bad [/x]" must not
     # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
@@ -331,7 +348,9 @@ def print_warnings(report: AuditReport) -> None:
                 scans.append(result.id)
     for text, scans in seen.items():
         where = f" ({', '.join(scans)})" if scans else ""
-        err.print(f"[yellow]warning[/]{escape(where)}: {escape(text)}", soft_wrap=True)
+        err.print(
+            f"[yellow]warning[/]{escape(where)}: {escape(console_text(text))}", soft_wrap=True
+        )
 
 
 def print_summary(
@@ -357,7 +376,8 @@ def print_summary(
         print_warnings(report)
     for result in report.scans:
         if result.error:  # the other scans' results are kept; say why this one failed
-            err.print(f"scan error: {result.id}: {result.error}", markup=False, soft_wrap=True)
+            text = console_text(f"scan error: {result.id}: {result.error}")
+            err.print(text, markup=False, soft_wrap=True)
     deliver_sinks(report, formats)
     err.print(verdict_text(report, written), soft_wrap=True)
     if report.baseline is not None:

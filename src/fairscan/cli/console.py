@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fairscan.report.models import AuditReport
+from fairscan.report.sink_escape import console_text
 from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
 from fairscan.report.verdict import gate_passed_findings, verdict_word
 
@@ -45,7 +46,7 @@ def summary_table(report: AuditReport) -> Table:
         effect = top.effect
         table.add_row(
             *cells,
-            Text(top.label),
+            Text(console_text(top.label)),
             Text(str(top.size)),
             Text(f"{fmt_value(effect.inside)} / {fmt_value(effect.reference)}"),
             Text(f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"),
@@ -72,7 +73,7 @@ def summary_lines(report: AuditReport) -> list[str]:
                 f"; {statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"
                 f"; p {fmt_p(headline_p(top), missing='-')}"
             )
-        lines.append(line)
+        lines.append(console_text(line))
     return lines
 
 
@@ -83,7 +84,7 @@ def findings_text(report: AuditReport) -> list[Text]:
         for finding in scan.findings:
             if finding.significant is False:
                 continue
-            out.append(Text(f"{scan.id}: {finding.description}"))
+            out.append(Text(console_text(f"{scan.id}: {finding.description}")))
     return out
 
 

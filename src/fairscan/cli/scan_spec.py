@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairscan.errors import FairscanError, Issue, UsageError
+from fairscan.errors import FairscanError, Issue, UsageError, truncate
 
 # spec field -> the flag that sets it (also used to reword messages that name spec fields)
 FIELD_FLAGS = {
@@ -188,14 +188,20 @@ def yaml_value(text: str, flag: str) -> Any:
     flow lists and mappings such as ``[a, b]``), by the spec loader (a ``yaml.SafeLoader``)."""
     import yaml
 
-    from fairscan.spec.loader import SpecLoader
+    from fairscan.spec.loader import SpecLoader, _TooComplex
 
     try:
         return yaml.load(text, Loader=SpecLoader)
+    except (_TooComplex, RecursionError) as exc:  # nested too deep, an alias bomb
+        raise UsageError(
+            f"cannot read {truncate(text)!r} as a value: {truncate(str(exc), 200)}",
+            field=flag,
+            hint="give a flat value (a number, a word, a short list or mapping)",
+        ) from None
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UsageError(
-            f"cannot read {text!r} as a value ({problem})",
+            f"cannot read {truncate(text)!r} as a value ({problem})",
             field=flag,
             hint="quote text that contains ': ', '#', '[' or '{', e.g. --set 'key=\"a: b\"'",
         ) from exc
@@ -217,6 +223,10 @@ def _put(entry: dict[str, Any], key: str, value: Any, flag: str) -> None:
     node[last] = value
 
 
+# --set keys nested deeper than this are refused (scan settings nest two or three levels)
+MAX_SET_DEPTH = 20
+
+
 def parse_settings(settings: list[str], flags: FlagMap) -> dict[str, Any]:
     """``--set KEY=VALUE`` flags -> scan fields (the last of a repeated key wins)."""
     entry: dict[str, Any] = {}
@@ -234,6 +244,12 @@ def parse_settings(settings: list[str], flags: FlagMap) -> dict[str, Any]:
                 f"{key!r} is not a setting name",
                 field=flag,
                 hint="a scan field, e.g. penalty, or a nested one, e.g. models.propensity",
+            )
+        if key.count(".") >= MAX_SET_DEPTH:
+            raise UsageError(
+                f"{truncate(key)!r} is nested more than {MAX_SET_DEPTH} levels deep",
+                field=truncate(flag),
+                hint="scan settings are nested a few levels at most, e.g. models.propensity",
             )
         if key.split(".")[0] == "type":
             raise UsageError("the scan type is given by --type", field=flag, hint="use --type")

@@ -143,11 +143,20 @@ Node = Column | Literal | Compare | InList | Between | IsNull | Like | And | Or 
 # --------------------------------------------------------------------------------------------
 
 
+# characters of the filter shown on each side of the error (a long filter is not echoed whole)
+CARET_CONTEXT = 60
+
+
 def _caret(text: str, pos: int) -> str:
-    """Two-line excerpt: the filter text and a caret under character ``pos`` (0-based)."""
+    """Two-line excerpt: the filter text around character ``pos`` (0-based; at most
+    CARET_CONTEXT characters each side, cut ends marked "…") and a caret under it."""
     shown = re.sub(r"[\t\r\n]", " ", text)
     pos = max(0, min(pos, len(shown)))
-    return f"  {shown}\n  {' ' * pos}^"
+    start, end = max(0, pos - CARET_CONTEXT), min(len(shown), pos + CARET_CONTEXT)
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(shown) else ""
+    excerpt = head + shown[start:end] + tail
+    return f"  {excerpt}\n  {' ' * (pos - start + len(head))}^"
 
 
 def _error(

@@ -146,7 +146,13 @@ def available_memory() -> int | None:
         except (AttributeError, OSError, ValueError):
             return None
     cgroup = _cgroup_available()
-    return available if cgroup is None else min(available, cgroup)
+    if cgroup is not None:
+        available = min(available, cgroup)
+    # the address-space limit (prlimit --as, ulimit -v) bounds it too
+    from fairscan.memory_budget import address_space_headroom
+
+    headroom = address_space_headroom()
+    return available if headroom is None else min(available, headroom)
 
 
 def _cgroup_available(root: Path = Path("/sys/fs/cgroup")) -> int | None:

@@ -824,7 +824,7 @@ def _encode_attribute(
         return _Encoded(codes, labels)
     if _is_text(dtype):
         return _encode_text(ctx, name, max_categories)
-    if dtype.is_integer() or dtype.is_temporal():
+    if dtype.is_integer() or (dtype.is_temporal() and dtype != pl.Duration):
         return _encode_ordinal(ctx, name, max_categories)
     if dtype.is_numeric():  # float or decimal
         return _encode_float(ctx, name, max_categories)
@@ -832,7 +832,8 @@ def _encode_attribute(
         f"attribute {name!r} has type {dtype}, which cannot be scanned",
         field=ctx.attribute_field(name),
         column=name,
-        hint="use a column of strings, integers, booleans or (discretised) numbers",
+        hint="use a column of strings, integers, booleans or (discretised) numbers"
+        + (" (e.g. a duration as a number of days)" if dtype == pl.Duration else ""),
     )
     return None
 

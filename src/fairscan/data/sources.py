@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import glob as globbing
 import hashlib
+import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from fairscan.data.load import FILE_FORMATS, first_line
-from fairscan.errors import DataError
+from fairscan.data.netio import probe_url
+from fairscan.errors import DataError, truncate
 
 FIELD = "data.path"
 
@@ -28,6 +31,11 @@ _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _GLOB_CHARS = ("*", "?", "[")
 # the single-file extensions, and .pq (common for Parquet parts)
 _SCAN_FORMATS = {**FILE_FORMATS, ".pq": "parquet"}
+
+
+# Harmless schema drift between the parts of a dataset (a column stored as int32 in one file
+# and int64 in another, float32 and float64) is read as the wider type.
+_DRIFT = pl.ScanCastOptions(integer_cast="upcast", float_cast="upcast")
 
 
 @dataclass(frozen=True)
@@ -48,14 +56,24 @@ class DatasetSource:
     def scan(self) -> pl.LazyFrame:
         """The lazy frame of the whole dataset (nothing is read yet)."""
         target: str | list[str] = self.location
+        if self.remote:
+            probe_url(self.location)  # a server that does not answer is named now
         if self.files:
             target = [str(f) for f in self.files]
         try:
             if self.format == "parquet":
                 if self.files and not self.remote:
-                    return pl.scan_parquet(target, hive_partitioning=self._hive())
-                return pl.scan_parquet(target)
+                    widest = _widest_schema(self.files, pl.read_parquet_schema)
+                    return pl.scan_parquet(
+                        target,
+                        hive_partitioning=self._hive(),
+                        schema=widest,
+                        cast_options=_DRIFT,
+                    )
+                return pl.scan_parquet(target, cast_options=_DRIFT)
             if self.format == "ipc":
+                if len(self.files) > 1:
+                    return _ipc_parts(self.files)
                 return pl.scan_ipc(target)
             if self.format == "ndjson":
                 return pl.scan_ndjson(target)
@@ -86,6 +104,53 @@ class DatasetSource:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
         return digest.hexdigest()
+
+
+def _ipc_parts(files: tuple[Path, ...]) -> pl.LazyFrame:
+    """Arrow IPC parts read as one table, each column cast to the widest of its parts' integer
+    or float types (scan_ipc has no cast options; a wider drift is left to fail as before)."""
+    schemas = [pl.read_ipc_schema(f) for f in files]
+    target = _widest(schemas)
+    parts = []
+    for file, schema in zip(files, schemas, strict=True):
+        casts = {n: target[n] for n, d in schema.items() if d != target[n] and _wider(target[n], d)}
+        lazy = pl.scan_ipc(file)
+        parts.append(lazy.cast(casts) if casts else lazy)  # type: ignore[arg-type]
+    return pl.concat(parts, how="vertical")
+
+
+def _widest(schemas: list[dict[str, pl.DataType]]) -> dict[str, pl.DataType]:
+    """Each column's widest integer or float type over the parts (else its first type)."""
+    target: dict[str, pl.DataType] = {}
+    for schema in schemas:
+        for name, dtype in schema.items():
+            have = target.get(name)
+            if have is None or _wider(dtype, have):
+                target[name] = dtype
+    return target
+
+
+def _widest_schema(
+    files: tuple[Path, ...], read: Callable[[Path], dict[str, pl.DataType]]
+) -> pl.Schema | None:
+    """The widest schema of the parts; None (polars' own) when there is nothing to widen."""
+    if len(files) < 2:
+        return None
+    schemas = [dict(read(f)) for f in files]
+    target = _widest(schemas)
+    if all(schema == target for schema in schemas):
+        return None
+    return pl.Schema(target)
+
+
+def _wider(a: pl.DataType, b: pl.DataType) -> bool:
+    """``a`` holds every value of ``b`` and more: a wider signed integer or float."""
+    ints = [pl.Int8, pl.Int16, pl.Int32, pl.Int64]
+    floats = [pl.Float32, pl.Float64]
+    for family in (ints, floats):
+        if a in family and b in family:
+            return family.index(a) > family.index(b)  # type: ignore[arg-type]
+    return False
 
 
 def _scan_hint(source: DatasetSource) -> str:
@@ -152,8 +217,61 @@ def _url_source(text: str) -> DatasetSource:
     return DatasetSource(location=text, format=_format_of(path_part, text), files=(), remote=True)
 
 
+# file systems whose "files" are kernel state, not data: reading them can block for ever
+# (/proc/kmsg, /dev/zero) or never end, and walking them recurses through every process
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+        "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs",
+        "binfmt_misc", "autofs", "efivarfs", "rpc_pipefs", "nsfs",
+    }
+)  # fmt: skip
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of this machine, longest mount point first."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as fh:
+            rows = [line.split()[1:3] for line in fh if len(line.split()) >= 3]
+    except OSError:
+        return []
+    return sorted(((m.replace("\\040", " "), t) for m, t in rows), key=lambda r: -len(r[0]))
+
+
+def pseudo_filesystem(path: str) -> str | None:
+    """The type of the pseudo file system (``proc``, ``sysfs`` ...) ``path`` lies on, if any."""
+    absolute = str(Path(path).absolute())
+    for mount, fstype in _mounts():
+        if absolute == mount or absolute.startswith(mount.rstrip("/") + "/"):
+            return fstype if fstype in PSEUDO_FILESYSTEMS else None
+    return None
+
+
+def _refuse_pseudo(where: str, path: str) -> None:
+    fstype = pseudo_filesystem(path)
+    if fstype is not None:
+        raise DataError(
+            f"data.path {truncate(where)!r} lies on the {fstype} pseudo file system, which "
+            "holds no data files",
+            field=FIELD,
+            hint="point data.path at regular data files (CSV, Parquet, ...)",
+        )
+
+
+def _glob_root(pattern: str) -> str:
+    """The folder a glob pattern starts from (its parts before the first wildcard)."""
+    parts = Path(pattern).parts
+    fixed = list(itertools.takewhile(lambda p: not any(c in p for c in _GLOB_CHARS), parts))
+    return str(Path(*fixed)) if fixed else "."
+
+
 def _local_files(pattern: str) -> list[Path]:
-    return sorted(Path(p) for p in globbing.glob(pattern, recursive=True) if Path(p).is_file())
+    _refuse_pseudo(pattern, _glob_root(pattern))
+    return sorted(
+        Path(p)
+        for p in globbing.glob(pattern, recursive=True)
+        if Path(p).is_file() and pseudo_filesystem(p) is None
+    )
 
 
 def _directory_files(folder: Path) -> list[Path]:
@@ -182,6 +300,7 @@ def dataset_source(text: str, resolved: Path) -> DatasetSource | None:
             )
         return DatasetSource(str(resolved), _single_format(files, text), tuple(files))
     if resolved.is_dir():
+        _refuse_pseudo(text, str(resolved))
         files = _directory_files(resolved)
         if not files:
             raise DataError(

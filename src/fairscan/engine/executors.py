@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -124,7 +126,9 @@ class DaskExecutor:
                 futures.append(future)
                 chunks[future.key] = int(a)
             pending = list(futures)
+            disconnected: float | None = None
             while pending:
+                disconnected = self._check_connected(disconnected)
                 still = []
                 for future in pending:
                     if not future.done():
@@ -147,11 +151,36 @@ class DaskExecutor:
                 pending = still
                 if pending:
                     time.sleep(POLL_SECONDS)
-        except BaseException:
+        except BaseException as exc:
             # Ctrl-C, a failing replicate, a lost scheduler: drop the queued chunks now
             with contextlib.suppress(Exception):
                 client.cancel(futures, force=True)
+            lost = _cluster_failure(exc)
+            if lost is not None:
+                raise ScanError(
+                    f"the Dask executor {self.name} failed: {lost}",
+                    hint="check the cluster (the scheduler and worker logs); a worker needs "
+                    f"the same fairscan as here (pip install 'fairscan[dask]=={__version__}'); "
+                    "or run here (executor: local, --executor local)",
+                ) from exc
             raise
+
+    def _check_connected(self, since: float | None) -> float | None:
+        """When the client lost its scheduler (None while connected): a :class:`ScanError` once
+        it has not come back within the connect timeout (Dask reconnects meanwhile)."""
+        status = str(getattr(self._client, "status", "running"))
+        if status == "running":
+            return None
+        now = time.monotonic()
+        since = now if since is None else since
+        if status in ("closed", "closing", "failed") or now - since > CONNECT_TIMEOUT_SECONDS:
+            raise ScanError(
+                f"the Dask executor {self.name} lost its scheduler (client {status} for "
+                f"{now - since:.0f} s); the replicates still running there are lost",
+                hint="restart the scheduler and run again, or run here (executor: local, "
+                "--executor local)",
+            )
+        return since
 
     def close(self) -> None:
         if not self._owned:
@@ -160,7 +189,73 @@ class DaskExecutor:
             self._client.close(timeout=2)
 
 
+def _cluster_failure(exc: BaseException) -> str | None:
+    """What the cluster lost when ``exc`` is a failure of the cluster, not of fairscan: a killed
+    worker, a closed connection, a cancelled chunk, a worker without fairscan; None otherwise."""
+    import concurrent.futures
+
+    if isinstance(exc, ScanError | KeyboardInterrupt) or not isinstance(exc, Exception):
+        return None
+    kind = type(exc).__name__
+    if kind == "KilledWorker":
+        return "a chunk of replicates killed its workers (the scheduler gave up after retrying it)"
+    if isinstance(exc, ModuleNotFoundError | ImportError):
+        return f"a worker cannot import {getattr(exc, 'name', None) or exc} (is fairscan installed there?)"
+    if isinstance(exc, concurrent.futures.CancelledError) or kind.endswith("CancelledError"):
+        return "the scheduler cancelled the replicate chunks (a worker or the scheduler was lost)"
+    if isinstance(exc, OSError | TimeoutError) or kind in ("CommClosedError", "StreamClosedError"):
+        return f"the connection to the cluster was lost ({kind}: {exc})"
+    return None
+
+
+# A Dask peer writes its handshake (a msgpack map with these keys) as soon as it accepts a
+# connection; any other service (an HTTP server, a dashboard port) stays silent or says other.
+_HANDSHAKE_KEYS = (b"compression", b"pickle-protocol")
+
+
+def _handshake(name: str, host: str, port: int, timeout: float) -> None:
+    """A :class:`ScanError` unless ``host:port`` answers as a Dask scheduler within ``timeout``
+    (connect and first bytes): ``distributed.Client``'s timeout covers only the TCP connect, and
+    a service that accepts but never speaks Dask would keep it waiting for ever."""
+    address = f"tcp://{host}:{port}"
+    hint = (
+        f"check that {name} is the scheduler's address (`dask scheduler` listens on 8786; the "
+        "dashboard port, 8787, is not it), or run here (executor: local, --executor local)"
+    )
+    received = b""
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout) as sock:
+            while time.monotonic() < deadline and not all(k in received for k in _HANDSHAKE_KEYS):
+                sock.settimeout(max(0.05, min(POLL_SECONDS * 4, deadline - time.monotonic())))
+                try:
+                    chunk = sock.recv(4096)
+                except TimeoutError:
+                    continue  # wake up: Ctrl-C is handled between waits
+                if not chunk:
+                    break
+                received += chunk
+                if len(received) > 65536:
+                    break
+    except OSError as exc:
+        why = "" if isinstance(exc, TimeoutError) else f": {exc.strerror or exc}"
+        raise ScanError(
+            f"cannot reach the Dask scheduler of the executor {name} ({address}) within "
+            f"{timeout:g} s{why}",
+            hint=f"start one there (`dask scheduler --port {port}`), check the address, or run "
+            "here (executor: local, --executor local)",
+        ) from None
+    if not all(k in received for k in _HANDSHAKE_KEYS):
+        what = "sent no Dask handshake" if not received else "answered, but not as Dask does"
+        raise ScanError(
+            f"{address} is not a Dask scheduler: it accepted the connection but {what} within "
+            f"{timeout:g} s",
+            hint=hint,
+        )
+
+
 def _connect(name: str, host: str, port: int, timeout: float) -> DaskExecutor:
+    _handshake(name, host, port, timeout)
     try:
         import distributed
     except ImportError as exc:
@@ -170,6 +265,8 @@ def _connect(name: str, host: str, port: int, timeout: float) -> DaskExecutor:
         ) from exc
     protocol = "tls" if name.startswith("tls://") else "tcp"
     address = f"{protocol}://{host}:{port}"
+    # a lost scheduler is reported once, as an executor error: not as distributed's tracebacks
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:

@@ -147,15 +147,16 @@ def atomic_write_text(path: Path, text: str) -> None:
 def write_reports(
     report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap = NO_HOOKS
 ) -> list[Path]:
-    """Write each file format to ``out_dir/<name><extension>`` atomically; the paths written
-    (sinks are the caller's to deliver: :func:`sink_formats`)."""
+    """Write each file format to ``out_dir/<name><extension>``, all of them or none (the previous
+    set stays intact on failure); the paths written (sinks are the caller's to deliver:
+    :func:`sink_formats`)."""
+    from fairscan.report.atomic_write import write_all
+
     check_formats(formats)
-    written = []
-    for name in formats:
-        fmt = FORMATS[name]
-        if fmt.extension is None:
-            continue
-        path = out_dir / f"{report.name}{fmt.extension}"
-        atomic_write_text(path, fmt.render(report, hooks))
-        written.append(path)
-    return written
+    # rendered first, then written all together or not at all (report/atomic_write.py)
+    texts = {
+        out_dir / f"{report.name}{FORMATS[name].extension}": FORMATS[name].render(report, hooks)
+        for name in formats
+        if FORMATS[name].extension is not None
+    }
+    return write_all(texts)

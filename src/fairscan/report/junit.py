@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from fairscan.report.models import AuditReport, Finding
+from fairscan.report.sink_escape import xml_text
 from fairscan.report.text import fmt_value, headline_p, statistic_words
 
 
@@ -87,4 +88,6 @@ def render_junit(report: AuditReport) -> str:
             out = ET.SubElement(case, "system-out")
             out.text = f"{scan.status}: top finding {where}"
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+    # data values may hold control characters, which XML 1.0 cannot carry: shown as escapes
+    text = xml_text(ET.tostring(suites, "unicode"))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + text + "\n"

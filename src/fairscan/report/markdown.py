@@ -16,6 +16,7 @@ from fairscan.report.models import (
     Finding,
     ScanResult,
 )
+from fairscan.report.sink_escape import code_fence, markdown_document
 from fairscan.report.text import (
     fmt_p,
     fmt_value,
@@ -129,7 +130,8 @@ def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None
 def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
     lines = [f"## `{scan.id}` ({scan.type}): {status_text(scan.status)}", ""]
     if scan.error:
-        return [*lines, "```", scan.error, "```", ""]
+        fence = code_fence(scan.error)
+        return [*lines, fence, scan.error, fence, ""]
     if scan.population is not None:
         pop = scan.population
         # a rate (binary outcomes); scans of means (continuous, counts) leave it None
@@ -212,7 +214,8 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         + (f" ({prov.seed_origin})" if prov.seed_origin not in (None, "significance.seed") else ""),
         "",
     ]
-    return "\n".join(lines)
+    # data values and names may hold HTML: disarmed for every renderer (report/sink_escape.py)
+    return markdown_document("\n".join(lines))
 
 
 # --- the comparison with a baseline (audit run --baseline, audit diff) -----------------------
@@ -282,4 +285,4 @@ def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
         verdict = f"**{first[0].upper()}{first[1:]}**; {rest}."
     lines += [verdict, ""]
     lines += render_comparison(comparison)
-    return "\n".join(lines)
+    return markdown_document("\n".join(lines))

@@ -186,7 +186,9 @@ def run_scan(
         interrupt = interrupt_of(exc)  # Ctrl-C may arrive wrapped by a library
         if interrupt is not None:
             raise interrupt from None
-        message = (
+        from fairscan.memory_budget import resource_failure
+
+        message = resource_failure(exc) or (
             f"internal error in this scan: {type(exc).__name__}: {exc}\n"
             "  help: this is a bug in fairscan; please report it with the spec "
             "(audit run --debug adds the traceback here)"

@@ -103,6 +103,7 @@ def prepare_loaded(
     it is written in); issues point at the spec file's lines when ``located`` (a spec built
     from a mapping, :func:`~fairscan.run.specs.loaded_from_mapping`, has none)."""
     from fairscan.data.load import file_sha256, read_table
+    from fairscan.data.netio import watched
 
     options = options or RunOptions()
     spec = apply_overrides(loaded.spec, options)
@@ -138,8 +139,9 @@ def prepare_loaded(
             loaded, spec, roles, source, extra_roles, spec_issues, options, located
         )
     try:
-        frame = read_table(data_path)
-        sha = file_sha256(data_path)
+        # in a watched thread: Ctrl-C ends a long read at once
+        frame = watched(lambda: read_table(data_path), remote=False)
+        sha = watched(lambda: file_sha256(data_path), remote=False)
     except DataError as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     return _prepare(
@@ -184,15 +186,22 @@ def _prepare_streamed(
     """Stream a dataset or lazy table: a uniform sample of its rows (``data.sample``), or its
     distinct rows with their counts (the aggregate scans run on those; the others get them
     as rows)."""
+    from fairscan.data.netio import watched
     from fairscan.data.sources import DatasetSource
 
     spec_issues = spec_issues or []
     progress = (options or RunOptions()).progress
     try:
-        frame, aggregation, sample_note = _read_streamed(
-            spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+        # in a watched thread: interruptible, and a stalled remote read times out
+        frame, aggregation, sample_note = watched(
+            lambda: _read_streamed(
+                spec, roles, source, extra_roles, _stream_progress(progress, source.location)
+            ),
+            remote=isinstance(source, DatasetSource) and source.remote,
         )
-        sha = source.fingerprint() if isinstance(source, DatasetSource) else None
+        sha = (
+            watched(source.fingerprint, remote=False) if isinstance(source, DatasetSource) else None
+        )
     except (DataError, SpecError) as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     finally:

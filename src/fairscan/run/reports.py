@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pydantic import ValidationError
 
 from fairscan.errors import SpecError, UsageError
 from fairscan.report.baseline import compare_reports
 from fairscan.report.formats import write_reports
 from fairscan.report.models import AuditReport, BaselineComparison
-from fairscan.report.upgrade import upgrade_report
+from fairscan.report.read import read_report
 from fairscan.report.verdict import report_fail_on
 from fairscan.report.view import ReportView
 from fairscan.run.options import RunOptions
@@ -30,34 +27,8 @@ def load_report(path: Path | str) -> ReportView:
     The report object renders itself (``report.findings``, ``report.to_html()``,
     ``report.write(dir)``) with the registered scan types' render hooks.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read report {str(path)!r}: {exc.strerror or exc}",
-            hint="give the .json report written by a previous `audit run`",
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"report {str(path)!r} is not UTF-8 text") from exc
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("the top level is not an object")
-    except ValueError as exc:
-        raise UsageError(
-            f"{str(path)!r} is not a fairscan JSON report ({exc})",
-            hint="give the .json report written by a previous `audit run`",
-        ) from exc
-    try:
-        report = AuditReport.model_validate(upgrade_report(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "top level"
-        raise UsageError(
-            f"{str(path)!r} is not a fairscan JSON report ({where}: {first['msg']})",
-            hint="give the .json report written by a previous `audit run`",
-        ) from exc
+    # the spec's file rules (regular file, size cap) and a located message for any bad shape
+    report = read_report(path)
     return ReportView.of(report, render_hooks())
 
 

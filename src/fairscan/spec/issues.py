@@ -37,6 +37,12 @@ __all__ = ["validation_issues"]
 _MISSING: Any = object()
 
 
+# A spec with thousands of problems (a pasted data file, a generated block) gets the first
+# MAX_ISSUES of them and a count: fast, and a screenful rather than 200,000 lines.
+MAX_ISSUES = 50
+MAX_ERRORS_READ = 1000
+
+
 def validation_issues(
     error: ValidationError,
     raw: Any,
@@ -54,7 +60,8 @@ def validation_issues(
     slots: list[Issue | tuple[Any, ...]] = []
     # errors of the members of one untagged union value: (field, line, col) -> issues
     unions: dict[tuple[Any, ...], list[Issue]] = {}
-    for details in error.errors(include_url=False):
+    all_errors = error.errors(include_url=False)
+    for details in all_errors[:MAX_ERRORS_READ]:
         walk = _walk_of(details, raw, model)
         issue = _issue(details, positions, model, walk)
         if positions is not None or filename is not None:
@@ -75,7 +82,22 @@ def validation_issues(
             seen.add(issue)
             issues.append(issue)
     issues.sort(key=lambda i: (i.line or 0, i.col or 0))
-    return issues
+    return _capped(issues, len(all_errors) - min(len(all_errors), MAX_ERRORS_READ), filename)
+
+
+def _capped(issues: list[Issue], unread: int, filename: str | None) -> list[Issue]:
+    """At most MAX_ISSUES issues, then one that says how many more there are."""
+    more = max(len(issues) - MAX_ISSUES, 0) + unread
+    if more == 0:
+        return issues
+    return [
+        *issues[:MAX_ISSUES],
+        Issue(
+            f"... and {more:,} more problem(s) like these, not shown",
+            hint="fix the problems above first (a misplaced or pasted block is common)",
+            file=filename,
+        ),
+    ]
 
 
 def _walk_of(details: ErrorDetails, raw: Any, model: type[BaseModel]) -> _Walk:

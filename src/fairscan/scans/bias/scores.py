@@ -262,10 +262,29 @@ def gaussian_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) 
 # --------------------------------------------------------------------------------------------
 
 
+# Poisson null draws (numpy) take means up to about 1e18; a count model never predicts more
+MAX_POISSON_MEAN = 1e15
+
+
+def _check_poisson_means(expected: np.ndarray, prediction: str) -> None:
+    """A :class:`ScanError` naming the prediction column when an expected count is too large
+    to draw Poisson replicates from (or to be a count at all)."""
+    largest = float(np.max(expected)) if expected.size else 0.0
+    if largest > MAX_POISSON_MEAN:
+        raise ScanError(
+            f"the expected count {largest:.3g} (column {prediction!r}) is too large for the "
+            f"Poisson score (at most {MAX_POISSON_MEAN:g})",
+            field="prediction",
+            hint="the prediction must be the expected count of each row; check its scale and "
+            "units, or drop the outlying rows with data.filter",
+        )
+
+
 def poisson_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -> MdssInputs:
     """Counts (or ordinal codes, as AIF360 scores them) against their expected means."""
     outcome, prediction = _names(ctx)
     per_row = f"{outcome} per row" if spec.outcome_type == "count" else f"mean {outcome} code"
+    _check_poisson_means(expected, prediction)
 
     def describe(
         who: str,

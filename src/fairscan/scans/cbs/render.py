@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_number, fmt_p, percent
 from fairscan.scans.cbs.models import CbsCalibration, CbsFindingDetail, CbsScanDetail
@@ -46,7 +47,7 @@ def render_markdown(scan: ScanResult) -> list[str]:
     ]
     for run in info.runs:
         lines.append(
-            f"| {run.protected} | {run.status.replace('_', ' ')} | {run.scanned_rows} "
+            f"| {cell(run.protected)} | {run.status.replace('_', ' ')} | {run.scanned_rows} "
             f"| {run.comparison_rows} | {fmt_number(run.score)} | {fmt_number(run.llr)} "
             f"| {fmt_p(run.p_value)} | {run.alpha:.4g} |"
         )

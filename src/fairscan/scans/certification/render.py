@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.markdown import cell
 from fairscan.report.models import ScanResult
 from fairscan.report.text import fmt_number, fmt_p
 from fairscan.scans.certification.models import (
@@ -144,7 +145,7 @@ def certification_markdown(scan: ScanResult) -> list[str]:
             continue
         shown += 1
         est = "n/a" if g.estimate is None else f"{g.estimate:.3f}"
-        row = f"| {g.name} | {g.size} | {est} | {_f(g.gap)} | {_f(g.lower)} | {_f(g.upper)} |"
+        row = f"| {cell(g.name)} | {g.size} | {est} | {_f(g.gap)} | {_f(g.lower)} | {_f(g.upper)} |"
         if flag:
             row += (
                 f" {_p(g.p_value)} | {_p(g.adjusted_p_value)} | {_mark(hit)} | {why(result, g)} |"

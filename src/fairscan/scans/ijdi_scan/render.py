@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_p, percent
 from fairscan.scans.ijdi_scan.models import IjdiCriterion, IjdiScanDetail
@@ -38,7 +39,7 @@ def render_markdown(scan: ScanResult) -> list[str]:
         ]
         for step in info.mitigation:
             lines.append(
-                f"| {step.label} | {step.threshold:.4f} | {percent(step.rate_before, 1)} "
+                f"| {cell(step.label)} | {step.threshold:.4f} | {percent(step.rate_before, 1)} "
                 f"| {percent(step.rate_after, 1)} | {step.score_before:.2f} "
                 f"| {fmt_p(step.p_value_before)} |"
             )

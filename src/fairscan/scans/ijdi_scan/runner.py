@@ -350,7 +350,11 @@ def _result(
     return ScanResult(
         id=spec.id,
         type=spec.type,
-        status=scan_status(findings, tested=first.null is not None),
+        # every row on the side has the same recommendation (e.g. a threshold column that the
+        # prediction never crosses): nothing can be found, and the status says so
+        status="not_auditable"
+        if first.degenerate
+        else scan_status(findings, tested=first.null is not None),
         parameters=parameters,
         timing=timer.timing(),
         population=Population(

@@ -351,6 +351,44 @@ def run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         return _run_shift(spec, ctx)
 
 
+# 1 / (2 bandwidth^2) must be a finite float64 (bandwidths below ~1e-154 square to 0)
+MIN_BANDWIDTH = 1e-150
+
+
+# feature values beyond this magnitude overflow when squared (distances, variances)
+MAX_FEATURE_MAGNITUDE = 1e150
+
+
+def _check_scale(spec: ShiftSpec, X: np.ndarray) -> None:
+    """A :class:`ScanError` for a bandwidth or feature values whose kernel cannot be computed
+    in float64 (squares that overflow or vanish)."""
+    if spec.kernel.bandwidth < MIN_BANDWIDTH:
+        raise ScanError(
+            f"the kernel bandwidth {spec.kernel.bandwidth:g} is too small to compute with "
+            f"(below {MIN_BANDWIDTH:g}, its square is 0 in floating point)",
+            field="kernel.bandwidth",
+            hint="use a bandwidth of the features' scale (about 0.1 to 10 with standardize: true)",
+        )
+    for k in np.flatnonzero(np.abs(X).max(axis=0) > MAX_FEATURE_MAGNITUDE):
+        raise ScanError(
+            f"feature {spec.features[k]!r} has values beyond {MAX_FEATURE_MAGNITUDE:g}, too "
+            "large to compute distances with (their squares overflow floating point)",
+            field="features",
+            hint="rescale the column (e.g. to thousands or a logarithm) or drop the outliers",
+        )
+
+
+def _check_cost(spec: ShiftSpec, ctx: ScanContext, n: int, d: int, exact: bool) -> str | None:
+    """Refuse a scan beyond the memory budget; a warning when it will take over a minute."""
+    from fairscan.data.load import available_memory
+    from fairscan.scans.shift.cost import check_shift_cost, shift_cost
+
+    cost = shift_cost(n, d, spec.bootstrap, spec.rank, exact, ctx.workers)
+    return check_shift_cost(
+        cost, available_memory(), n=n, exact=exact, bootstrap=spec.bootstrap, rank=spec.rank
+    )
+
+
 def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     warnings: list[str] = []
@@ -372,6 +410,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     Xraw = Xall[pop]
     L = metric.L[pop].astype(np.float64)
     n, d = Xraw.shape
+    _check_scale(spec, Xraw)
     mu = np.zeros(d)
     sd = np.ones(d)
     if spec.kernel.standardize:
@@ -383,6 +422,10 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     X = (Xraw - mu) / sd
     bw = spec.kernel.bandwidth
     exact = n <= spec.exact_max_rows
+    slow = _check_cost(spec, ctx, n, d, exact)
+    if slow is not None:
+        warnings.append(slow)
+        ctx.progress.start(f"shift {slow.split(';')[0]}", None)  # said before the work starts
     approx = (
         None
         if exact

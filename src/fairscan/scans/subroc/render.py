@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_number, fmt_p
 from fairscan.scans.subroc.models import (
@@ -91,7 +92,7 @@ def subroc_markdown(scan: ScanResult) -> list[str]:
         for p in result.patterns[:TABLE_ROWS]:
             val = p.validation
             lines.append(
-                f"| {p.rank} | {p.label} | {_f(p.search.measure)} | {p.search.size} "
+                f"| {p.rank} | {cell(p.label)} | {_f(p.search.measure)} | {p.search.size} "
                 f"| {_f(p.search.negative_ratio, 2)} | {p.score:.4g} "
                 f"| {_f(val.measure if val else None)} | {_p(p.p_value)} "
                 f"| {_p(p.adjusted_p_value)} | {'yes' if p.reported else 'no'} |"

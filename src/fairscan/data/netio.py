@@ -1,0 +1,189 @@
+"""Reads that can block: bounded by timeouts and kept interruptible.
+
+polars reads URLs (and files) in its own threads, inside one call that holds no Python frame
+that a signal handler could interrupt: a server that accepts the connection but never answers
+(or trickles bytes) would keep the run going for ever, deaf to Ctrl-C and SIGTERM, and
+polars' object-store timeouts do not cover an HTTP server that stalls.
+
+So a read runs in a daemon thread while the main thread waits on it in short steps
+(:func:`watched`): a signal is handled within one step, and the run exits (the CLI leaves with
+``os._exit``, so the blocked thread does not hold it back). For remote data the wait is also
+bounded by an idle timeout: when the process has read fewer than :data:`MIN_PROGRESS_BYTES`
+in :func:`read_timeout` seconds (``rchar`` in ``/proc/self/io``, which counts socket reads),
+the read is given up with a :class:`DataError`. Before polars reads an ``http(s)://`` URL,
+:func:`probe_url` asks the server for one byte with a connect and a read timeout, so that a
+server that does not answer is named at once.
+
+The timeouts come from ``FAIRSCAN_CONNECT_TIMEOUT`` and ``FAIRSCAN_READ_TIMEOUT`` (seconds;
+10 and 60 by default).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import TypeVar
+
+from fairscan.errors import DataError, truncate
+
+FIELD = "data.path"
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+# fewer bytes than this read in a whole read timeout: the read is stalled (or trickles)
+MIN_PROGRESS_BYTES = 4096
+# how often the main thread wakes to handle signals and check progress
+POLL_SECONDS = 0.05
+
+T = TypeVar("T")
+
+
+def _seconds(name: str, default: float) -> float:
+    text = os.environ.get(name, "")
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if value > 0 and value == value else default
+
+
+def connect_timeout() -> float:
+    return _seconds("FAIRSCAN_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
+
+
+def read_timeout() -> float:
+    return _seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
+
+
+class _ReadCounter:
+    """Bytes this process has read (files and sockets: ``rchar``), less the bytes of its own
+    reads of ``/proc/self/io``, which count too; None off Linux."""
+
+    def __init__(self) -> None:
+        self._own = 0
+
+    def __call__(self) -> int | None:
+        try:
+            fd = os.open("/proc/self/io", os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        self._own += len(data)
+        for line in data.decode("ascii", "replace").splitlines():
+            if line.startswith("rchar:"):
+                try:
+                    return int(line.split()[1]) - self._own
+                except (ValueError, IndexError):
+                    return None
+        return None
+
+
+def _timeout_hint() -> str:
+    return (
+        "check the network and that the server answers; raise the limits with "
+        "FAIRSCAN_CONNECT_TIMEOUT / FAIRSCAN_READ_TIMEOUT (seconds) if it is just slow, or "
+        "copy the data to a local file"
+    )
+
+
+def probe_url(url: str) -> None:
+    """For an ``http(s)://`` URL: connect (connect timeout) and get an answer to a one-byte
+    request (read timeout), else a :class:`DataError`. Other schemes are left to polars."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return
+    shown = truncate(url)
+    connection_type = (
+        http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+    )
+    connection = connection_type(parts.hostname, parts.port, timeout=connect_timeout())
+    try:
+        try:
+            connection.connect()
+        except TimeoutError as exc:
+            raise DataError(
+                f"cannot connect to {shown} within {connect_timeout():g} s",
+                field=FIELD,
+                hint=_timeout_hint(),
+            ) from exc
+        except OSError as exc:
+            raise DataError(
+                f"cannot connect to {shown}: {exc.strerror or exc}",
+                field=FIELD,
+                hint="check the URL and the network",
+            ) from exc
+        if connection.sock is not None:
+            connection.sock.settimeout(read_timeout())
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        try:
+            connection.request("GET", target, headers={"Range": "bytes=0-0"})
+            response = connection.getresponse()
+            response.read(1)
+        except TimeoutError as exc:
+            raise DataError(
+                f"the server of {shown} accepted the connection but sent no answer within "
+                f"{read_timeout():g} s",
+                field=FIELD,
+                hint=_timeout_hint(),
+            ) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise DataError(
+                f"cannot read {shown}: {truncate(str(exc) or type(exc).__name__, 200)}",
+                field=FIELD,
+                hint="check the URL and the network",
+            ) from exc
+    finally:
+        connection.close()
+
+
+def watched(read: Callable[[], T], *, remote: bool, what: str = "the data") -> T:
+    """``read()`` run in a daemon thread while this thread waits in short steps (Ctrl-C and
+    SIGTERM are handled within one step); with ``remote``, given up with a :class:`DataError`
+    when the process reads almost nothing for a whole read timeout."""
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(read())
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="fairscan-read", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread under a tight memory limit: read here, uninterruptibly
+        return read()
+    limit = read_timeout()
+    bytes_read = _ReadCounter()
+    last_bytes = bytes_read()
+    last_progress = time.monotonic()
+    while thread.is_alive():
+        thread.join(POLL_SECONDS)
+        if not remote or not thread.is_alive():
+            continue
+        now = time.monotonic()
+        current = bytes_read()
+        if current is None or last_bytes is None or current - last_bytes >= MIN_PROGRESS_BYTES:
+            last_bytes, last_progress = current, now
+        elif now - last_progress > limit:
+            raise DataError(
+                f"reading {what} stalled: less than {MIN_PROGRESS_BYTES} bytes arrived in "
+                f"{limit:g} s",
+                field=FIELD,
+                hint=_timeout_hint(),
+            )
+    if failure:
+        raise failure[0]
+    return outcome[0]

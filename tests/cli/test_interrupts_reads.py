@@ -1,0 +1,89 @@
+"""Ctrl-C and SIGTERM during a local CSV read and in the first tenth of a second of start-up
+(issue 24): exit 130/143 within 2 s, without a traceback, beside a CPU-bound process (a loaded
+machine). The bound is the issue's 2 s; measured here: 0.01-0.08 s."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
+
+ROOT = Path(__file__).resolve().parents[2]
+AUDIT = Path(sys.executable).with_name("audit")
+SIGNAL_SECONDS = 2.0
+SPEC = """\
+version: 1
+name: read-probe
+data: {{path: '{data}'}}
+columns: {{outcome: default, prediction: score, recommendation: high_risk}}
+attributes: [sex, ethnicity, age_group, region]
+scans:
+  - {{id: f, type: fpr_scan, penalty: 1, restarts: 5}}
+significance: {{replicates: 20, seed: 0}}
+output: {{dir: reports, formats: [json]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def big_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample credit data 150 times over (1.8 M rows, ~100 MB: a read of seconds)."""
+    folder = tmp_path_factory.mktemp("big-read")
+    frame = pl.read_csv(ROOT / "sample_data" / "credit.csv")
+    pl.concat([frame] * 150).write_csv(folder / "big.csv")
+    spec = folder / "big.audit.yaml"
+    spec.write_text(SPEC.format(data=(folder / "big.csv").as_posix()), encoding="utf-8")
+    return spec
+
+
+def _signal_after(spec: Path, delay: float, signum: int) -> tuple[int, str, float]:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        process = subprocess.Popen(
+            [str(AUDIT), "run", str(spec), "--no-progress"],
+            cwd=spec.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            start_new_session=True,
+        )
+        time.sleep(delay)
+        sent = time.monotonic()
+        os.killpg(process.pid, signum)
+        try:
+            _, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail("still running 60 s after the signal")
+        return process.returncode, stderr, time.monotonic() - sent
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+@pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_local_csv_read_stops_within_2s(
+    big_spec: Path, signum: int, expected: int
+) -> None:
+    code, stderr, elapsed = _signal_after(big_spec, 1.5, signum)  # start-up ~0.5 s, then reading
+    assert code == expected, stderr
+    assert "Traceback" not in stderr
+    assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.15])
+def test_ctrl_c_while_the_cli_starts_exits_130_without_a_traceback(
+    big_spec: Path, delay: float
+) -> None:
+    code, stderr, elapsed = _signal_after(big_spec, delay, signal.SIGINT)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert elapsed < SIGNAL_SECONDS
