@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from fairscan.data.netio import watched
 from fairscan.engine import rkhs
 from fairscan.engine.seeds import ShiftStream, child_seed
 from fairscan.errors import FairscanError, ScanError
@@ -431,16 +432,21 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         if exact
         else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, ShiftStream.NYSTROEM))
     )
-    boot = rkhs.shift_bootstrap(
-        X,
-        L,
-        bandwidth=bw,
-        B=spec.bootstrap,
-        alpha=ctx.alpha,
-        side=spec.side,
-        seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
-        theta=None if spec.target == "overall" else float(spec.target),
-        approx=approx,
+    # dense kernel algebra holds the interpreter for seconds per call: run in a watched thread,
+    # so Ctrl-C and SIGTERM end the run within the 2 s every phase promises (issue 24)
+    boot = watched(
+        lambda: rkhs.shift_bootstrap(
+            X,
+            L,
+            bandwidth=bw,
+            B=spec.bootstrap,
+            alpha=ctx.alpha,
+            side=spec.side,
+            seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
+            theta=None if spec.target == "overall" else float(spec.target),
+            approx=approx,
+        ),
+        remote=False,
     )
     boot_done = time.perf_counter()
     if boot.degenerate:
