@@ -32,7 +32,7 @@ from fairscan.errors import ScanError
 from fairscan.report.models import ScanTiming
 from fairscan.report.text import percent
 from fairscan.scans.base import ScanContext
-from fairscan.scans.mdss_runner import MdssInputs, MdssSearch, mdss_result, search_mdss
+from fairscan.scans.mdss_runner import Describe, MdssInputs, MdssSearch, mdss_result, search_mdss
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
@@ -87,11 +87,8 @@ def _check_sums(probabilities: np.ndarray) -> None:
         )
 
 
-def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: int) -> MdssInputs:
-    label = model.labels[k]
-    outcome = ctx.role_names.get("outcome", "outcome")
-    column = ctx.role_names.get(f"class {label}", f"the base rate of {label}")
-    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
+def _describer(label: str, outcome: str, column: str, verdict: str, which: str) -> Describe:
+    """The finding's sentence for one class (``which``: how the class was chosen)."""
 
     def describe(
         who: str,
@@ -104,8 +101,25 @@ def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: in
             f"Class {label}: the {round(best.size)} rows with {who} have {outcome} = {label} in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({column}) of "
             f"{percent(expected_rate)}: class {label} is {verdict} there (odds multiplier "
-            f"q = {best.q:.2f}; best of {len(model.labels)} classes, p-value corrected for them)."
+            f"q = {best.q:.2f}; {which})."
         )
+
+    return describe
+
+
+def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: int) -> MdssInputs:
+    label = model.labels[k]
+    outcome = ctx.role_names.get("outcome", "outcome")
+    column = ctx.role_names.get(f"class {label}", f"the base rate of {label}")
+    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
+
+    describe = _describer(
+        label,
+        outcome,
+        column,
+        verdict,
+        f"best of {len(model.labels)} classes, p-value corrected for them",
+    )
 
     return MdssInputs(
         rows=np.ones(ctx.data.n_rows, dtype=bool),
@@ -198,19 +212,7 @@ def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     outcome = ctx.role_names.get("outcome", "outcome")
     verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
 
-    def describe(
-        who: str,
-        best: SubgroupScore,
-        observed_rate: float | None,
-        expected_rate: float | None,
-        outside_rate: float | None,
-    ) -> str:
-        return (
-            f"Class {label}: the {round(best.size)} rows with {who} have {outcome} = {label} in "
-            f"{percent(observed_rate)} of cases but a mean predicted probability ({column}) of "
-            f"{percent(expected_rate)}: class {label} is {verdict} there (odds multiplier "
-            f"q = {best.q:.2f}; the chosen class, one-vs-rest)."
-        )
+    describe = _describer(label, outcome, column, verdict, "the chosen class, one-vs-rest")
 
     inputs = MdssInputs(
         rows=np.ones(ctx.data.n_rows, dtype=bool),
