@@ -3,6 +3,8 @@ significance block and the command-line checks all read the same bounds."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from pydantic import ValidationError
 
@@ -15,10 +17,16 @@ from fairscan.spec.models import ScanDefaults, SignificanceSpec
 
 
 def _bounds(model: type, field: str) -> dict[str, object]:
+    """The field's bounds: on the field, or on the numeric member of its union
+    (``seed: Annotated[int, Field(ge=0)] | Literal["random"] | None``)."""
+    info = model.model_fields[field]
+    items = list(info.metadata)
+    for member in get_args(info.annotation):
+        items += [m for arg in get_args(member)[1:] for m in getattr(arg, "metadata", [arg])]
     found: dict[str, object] = {}
-    for item in model.model_fields[field].metadata:
+    for item in items:
         for side in ("ge", "le", "gt", "lt"):
-            if hasattr(item, side):
+            if getattr(item, side, None) is not None:
                 found[side] = getattr(item, side)
     return found
 

@@ -145,8 +145,10 @@ def main() -> None:
         # typer turns a KeyboardInterrupt escaping a command into a silent exit 130
         if _SIGNALS:
             _exit_interrupted()
-        if type(sys.stdout).__name__ == "PacifyFlushWrapper" or type(sys.stderr).__name__ == (
-            "PacifyFlushWrapper"
+        # click swaps the streams for its PacifyFlushWrapper (`_PacifyFlushWrapper` in click
+        # 8.2-8.5; without the underscore in typer's own copy of click)
+        if any(
+            type(s).__name__.lstrip("_") == "PacifyFlushWrapper" for s in (sys.stdout, sys.stderr)
         ):
             # click turned a write to a closed pipe (EPIPE) into exit 1: an environment error
             _exit_now(int(ExitCode.ERROR))

@@ -192,13 +192,19 @@ def _prepare_streamed(
     spec_issues = spec_issues or []
     progress = (options or RunOptions()).progress
     try:
-        # in a watched thread: interruptible, and a stalled remote read times out
-        frame, aggregation, sample_note = watched(
-            lambda: _read_streamed(
+
+        def read() -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+            return _read_streamed(
                 spec, roles, source, extra_roles, _stream_progress(progress, source.location)
-            ),
-            remote=isinstance(source, DatasetSource) and source.remote,
-        )
+            )
+
+        # files and URLs in a watched thread: interruptible, and a stalled remote read times out;
+        # a database or lazy table stays on the thread that holds its connection (SQLite allows no
+        # other; the drivers have their own timeouts and return to Python between steps)
+        if isinstance(source, DatasetSource):
+            frame, aggregation, sample_note = watched(read, remote=source.remote)
+        else:
+            frame, aggregation, sample_note = read()
         sha = (
             watched(source.fingerprint, remote=False) if isinstance(source, DatasetSource) else None
         )
