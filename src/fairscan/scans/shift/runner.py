@@ -427,15 +427,14 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     if slow is not None:
         warnings.append(slow)
         ctx.progress.start(f"shift {slow.split(';')[0]}", None)  # said before the work starts
-    approx = (
-        None
-        if exact
-        else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, ShiftStream.NYSTROEM))
-    )
-    # dense kernel algebra holds the interpreter for seconds per call: run in a watched thread,
-    # so Ctrl-C and SIGTERM end the run within the 2 s every phase promises (issue 24)
-    boot = watched(
-        lambda: rkhs.shift_bootstrap(
+
+    def kernel_work() -> tuple[rkhs.Nystroem | None, rkhs.ShiftBootstrap]:
+        approx = (
+            None
+            if exact
+            else rkhs.nystroem(X, spec.rank, bw, child_seed(ctx.seed, ShiftStream.NYSTROEM))
+        )
+        boot = rkhs.shift_bootstrap(
             X,
             L,
             bandwidth=bw,
@@ -445,9 +444,12 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
             seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
             theta=None if spec.target == "overall" else float(spec.target),
             approx=approx,
-        ),
-        remote=False,
-    )
+        )
+        return approx, boot
+
+    # dense kernel algebra holds the interpreter for seconds per call: run in a watched thread,
+    # so Ctrl-C and SIGTERM end the run within the 2 s every phase promises (issue 24)
+    approx, boot = watched(kernel_work, remote=False)
     boot_done = time.perf_counter()
     if boot.degenerate:
         warnings.append(
