@@ -263,6 +263,8 @@ def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | 
 def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
+    if getattr(spec, "subgroups", None):
+        return run_given_subgroups(spec, ctx, inputs, parameters)
     started = time.perf_counter()
     scanned = search_mdss(
         spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, MdssStream.SEARCH)
@@ -302,7 +304,7 @@ def mdss_result(
         type=spec.type,
         status=scan_status(findings, tested=null is not None),
         parameters={
-            **spec.model_dump(mode="json"),
+            **spec_parameters(spec),
             **parameters,
             # `alpha` is the significance level here; a Berk-Jones level keeps its own key
             "alpha": ctx.alpha,
@@ -317,6 +319,139 @@ def mdss_result(
         null_distribution=null_distribution(null, ctx.alpha),
         warnings=list(scanned.warnings),
     )
+
+
+def spec_parameters(spec: MdssScanSpecBase) -> dict[str, Any]:
+    """The scan's settings for the report; ``subgroups`` only where given (reports of scans
+    that search keep the keys they had)."""
+    dumped = spec.model_dump(mode="json")
+    if dumped.get("subgroups", ...) is None:
+        del dumped["subgroups"]
+    return dumped
+
+
+GIVEN_NOTE = (
+    "given subgroup tested alone under the scan's null model: no search, so no search "
+    "correction applies"
+)
+
+
+def run_given_subgroups(
+    spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
+) -> ScanResult:
+    """Score and test each of ``spec.subgroups`` (no search): one finding per subgroup, in the
+    order given, with its exact or parametric p-value (:mod:`fairscan.engine.fixed`)."""
+    from fairscan.data.subgroups import resolve_subgroups
+    from fairscan.engine.fixed import fixed_test
+    from fairscan.engine.scores import score_given
+
+    started = time.perf_counter()
+    given = resolve_subgroups(getattr(spec, "subgroups", None) or [], ctx.data.attributes)
+    problem = ScanProblem.build(
+        ctx.data.codes[inputs.rows], inputs.observed, inputs.expected, clip=inputs.clip
+    )
+    cells = scan_cells(problem, inputs)
+    findings: list[Finding] = []
+    methods: list[str] = []
+    tested = True
+    for k, subgroup in enumerate(given):
+        selection = given_selection(ctx.data.attributes, problem, subgroup)
+        found = score_given(
+            cells, inputs.score, selection, direction=inputs.direction, penalty=spec.penalty
+        )
+        test = fixed_test(
+            cells,
+            selection,
+            direction=inputs.direction,
+            llr=found.best.llr,
+            draw=inputs.draw,
+            seed=child_seed(ctx.seed, MdssStream.FIXED, k),
+            replicates=ctx.replicates,
+            residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
+            material=is_material(found.best),
+        )
+        tested = tested and test.p_value is not None
+        methods.append(test.method)
+        finding = _finding(spec, ctx, inputs, problem, found, None)
+        significant = None if test.p_value is None else test.p_value <= ctx.alpha
+        p_text = "untested" if test.p_value is None else f"p = {test.p_value:.4g}"
+        findings.append(
+            finding.model_copy(
+                update={
+                    "subgroup": subgroup,
+                    "label": subgroup_label(subgroup, ctx.data.attributes),
+                    "p_value": test.p_value,
+                    "significant": significant,
+                    "description": f"{finding.description} Given subgroup ({test.method}, "
+                    f"{p_text}; no search, so no search correction).",
+                    "detail": {
+                        **finding.detail,
+                        "given_subgroup": {
+                            "index": k,
+                            "test": test.method,
+                            "replicates": test.replicates,
+                            "exceed_count": test.exceed_count,
+                            "note": GIVEN_NOTE,
+                        },
+                    },
+                }
+            )
+        )
+    done = time.perf_counter()
+    timing = ScanTiming(
+        search_seconds=0.0, significance_seconds=done - started, total_seconds=done - started
+    )
+    scanned = MdssSearch(
+        problem,
+        cells,
+        ScoredSubgroup(
+            score_given(
+                cells,
+                inputs.score,
+                given_selection(ctx.data.attributes, problem, {}),
+                direction=inputs.direction,
+                penalty=spec.penalty,
+            ).best
+        ),
+    )
+    result = mdss_result(spec, ctx, inputs, scanned, None, parameters, timing)
+    return result.model_copy(
+        update={
+            "findings": findings,
+            "status": scan_status(findings, tested=tested, found=True),
+            "parameters": {
+                **result.parameters,
+                "mode": "given subgroups",
+                "given_subgroup_tests": sorted(set(methods)),
+            },
+            "warnings": [*result.warnings, *_empty_warnings(findings)],
+        }
+    )
+
+
+def _empty_warnings(findings: Sequence[Finding]) -> list[str]:
+    return [
+        f"the given subgroup {f.label} has no rows among the scanned ones"
+        for f in findings
+        if f.size == 0
+    ]
+
+
+def given_selection(
+    attributes: Sequence[EncodedAttribute], problem: ScanProblem, subgroup: dict[str, list[str]]
+) -> np.ndarray:
+    """A given subgroup (attribute -> labels) as a selection over the problem's local codes;
+    a value absent from the scanned rows selects nothing there."""
+    kmax = int(problem.cardinality.max()) if problem.cardinality.size else 0
+    selection = np.zeros((len(attributes), max(kmax, 1)), dtype=bool)
+    for j, attribute in enumerate(attributes):
+        k = int(problem.cardinality[j])
+        if attribute.name not in subgroup:
+            selection[j, :k] = True
+            continue
+        wanted = [attribute.labels.index(v) for v in subgroup[attribute.name]]
+        selection[j, :k] = np.isin(problem.value_index[j], wanted)
+    return selection
 
 
 def _population(inputs: MdssInputs, n: int, observed: float, expected: float) -> Population:

@@ -112,6 +112,45 @@ class MdssScanSpecBase(ScanSpecBase):
     )
 
 
+# a given subgroup: attribute -> value(s), or a filter string (``race = 'A' and sex = 'Male'``)
+SubgroupEntry = dict[str, Scalar | list[Scalar]] | str
+
+SUBGROUPS_DOC = (
+    "Given subgroups to test instead of searching: each an attribute -> value(s) mapping "
+    "(e.g. {race: African-American, sex: Male}) or a filter string in the filter grammar "
+    "(e.g. \"race = 'African-American' and sex = 'Male'\"; AND of =, !=, IN, NOT IN, IS NULL, "
+    "and <, <=, >, >=, BETWEEN on ordered or discretised attributes, at bin edges). Each is "
+    "scored and tested alone under the scan's null model, with no search and so no search "
+    "correction."
+)
+
+
+class FixedSubgroups(StrictModel):
+    """``subgroups:``: test given subgroups instead of searching (issue 26)."""
+
+    subgroups: list[SubgroupEntry] | None = Field(
+        default=None, min_length=1, description=SUBGROUPS_DOC
+    )
+
+    @field_validator("subgroups")
+    @classmethod
+    def _entries_not_empty(cls, value: list[SubgroupEntry] | None) -> list[SubgroupEntry] | None:
+        for k, entry in enumerate(value or []):
+            if not entry or (isinstance(entry, str) and not entry.strip()):
+                raise rule_error(
+                    "a subgroup is empty: it would be everyone",
+                    k,
+                    hint="write e.g. {sex: Male} or \"sex = 'Male'\"",
+                )
+            if isinstance(entry, dict):
+                for name, values in entry.items():
+                    if isinstance(values, list) and not values:
+                        raise rule_error(
+                            f"no value given for {name!r}", k, name, hint="list one value or more"
+                        )
+        return value
+
+
 ALPHA_DOC = (
     "Berk-Jones level(s) (score: berk_jones only): a number in (0, 1), or a grid such as "
     "[0.01, 0.05, 0.1]; with a grid the statistic is the maximum over it and the randomization "
