@@ -176,7 +176,7 @@ def scan(
         typer.Option(
             "--subgroup",
             metavar="FILTER",
-            help="Test this given subgroup instead of searching, e.g. \"race = "
+            help='Test this given subgroup instead of searching, e.g. "race = '
             "'African-American' and sex = 'Male'\" (an AND of conditions on --attributes); "
             "repeat for more. Each gets its own p-value, with no search correction.",
         ),

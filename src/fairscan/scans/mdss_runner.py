@@ -304,7 +304,7 @@ def mdss_result(
         type=spec.type,
         status=scan_status(findings, tested=null is not None),
         parameters={
-            **spec_parameters(spec),
+            **spec.model_dump(mode="json"),
             **parameters,
             # `alpha` is the significance level here; a Berk-Jones level keeps its own key
             "alpha": ctx.alpha,
@@ -319,15 +319,6 @@ def mdss_result(
         null_distribution=null_distribution(null, ctx.alpha),
         warnings=list(scanned.warnings),
     )
-
-
-def spec_parameters(spec: MdssScanSpecBase) -> dict[str, Any]:
-    """The scan's settings for the report; ``subgroups`` only where given (reports of scans
-    that search keep the keys they had)."""
-    dumped = spec.model_dump(mode="json")
-    if dumped.get("subgroups", ...) is None:
-        del dumped["subgroups"]
-    return dumped
 
 
 GIVEN_NOTE = (

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from fairscan.spec.constraints import PENALTY, RESTARTS
@@ -149,6 +157,15 @@ class FixedSubgroups(StrictModel):
                             f"no value given for {name!r}", k, name, hint="list one value or more"
                         )
         return value
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_subgroups(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A scan that searches dumps as it did before ``subgroups`` existed (reports, the
+        resolved spec in provenance): the key appears only where subgroups are given."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("subgroups", ...) is None:
+            del dumped["subgroups"]
+        return dumped
 
 
 ALPHA_DOC = (
