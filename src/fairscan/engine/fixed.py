@@ -26,7 +26,7 @@ import numpy as np
 from fairscan.engine.cells import Cells
 from fairscan.engine.mdss import members
 from fairscan.engine.scores import Draw, draw_cells
-from fairscan.engine.seeds import replicate_rng
+from fairscan.engine.seeds import child_seed, replicate_rng
 
 EXACT = "exact binomial"
 PARAMETRIC = "parametric draws"
@@ -90,6 +90,75 @@ def fixed_test(
     return FixedTest((1 + exceed) / (1 + replicates), PARAMETRIC, replicates, exceed)
 
 
+def alternative(expected: np.ndarray, q: float, draw: Draw) -> np.ndarray | None:
+    """The expectations under an effect of size ``q`` (odds multiplier for Bernoulli draws,
+    rate multiplier for Poisson); None where the scan's null has no such alternative."""
+    if draw == "binomial":
+        return q * expected / (1.0 - expected + q * expected)
+    if draw == "poisson":
+        return q * expected
+    return None
+
+
+def fixed_power(
+    cells: Cells,
+    selection: np.ndarray,
+    *,
+    direction: int,
+    q: float,
+    alpha: float,
+    draw: Draw,
+    seed: np.random.SeedSequence,
+    replicates: int,
+) -> float | None:
+    """The power of the fixed-subgroup test at level ``alpha`` against the effect ``q`` (the
+    odds or rate multiplier a baseline finding had): exact for the binomial tail, else the
+    same parametric draws under the null (critical sum) and under the alternative (power)."""
+    inside = members(cells.codes, selection)
+    if not inside.any() or not np.isfinite(q) or q <= 0:
+        return None
+    p = constant_inside(cells, inside) if draw == "binomial" else None
+    weights = cells.weight[inside]
+    if p is not None and bool(np.all(weights == np.round(weights))):
+        from scipy.stats import binom
+
+        n = int(weights.sum())
+        p_alt = float(q * p / (1.0 - p + q * p))
+        if direction > 0:  # smallest c with P(C >= c) <= alpha
+            c = int(binom.isf(alpha, n, p)) + 1
+            return float(binom.sf(c - 1, n, p_alt))
+        c = int(binom.ppf(alpha, n, p))  # largest c with P(C <= c) <= alpha
+        if binom.cdf(c, n, p) > alpha:
+            c -= 1
+        return float(binom.cdf(c, n, p_alt)) if c >= 0 else 0.0
+    expected = alternative(cells.expected[inside], q, draw)
+    if expected is None or replicates <= 0:
+        return None
+    null = np.sort(draw_sums(cells, inside, draw, seed, replicates))
+    sub = Cells(
+        codes=cells.codes[inside],
+        weight=weights,
+        observed=cells.observed[inside],
+        expected=np.clip(expected, 0.0, None if draw == "poisson" else 1.0),
+        row_cell=np.zeros(0, np.int64),
+        cardinality=cells.cardinality,
+        constant_expectation=False,
+    )
+    # the null draws use the replicate children of ``seed``; the alternative's, one level down
+    alt_seed = child_seed(seed, replicates)
+    alt = np.array(
+        [
+            draw_cells(sub, draw, replicate_rng(alt_seed, r)).observed.sum()
+            for r in range(replicates)
+        ]
+    )
+    if direction > 0:  # draws at least as large as each alternative sum
+        exceed = replicates - np.searchsorted(null, alt - _tolerance(1.0), side="left")
+    else:
+        exceed = np.searchsorted(null, alt + _tolerance(1.0), side="right")
+    return float(np.mean((1 + exceed) / (1 + replicates) <= alpha))
+
+
 def draw_sums(
     cells: Cells,
     inside: np.ndarray,
@@ -121,4 +190,13 @@ def draw_sums(
     return sums
 
 
-__all__ = ["EXACT", "PARAMETRIC", "FixedTest", "constant_inside", "draw_sums", "fixed_test"]
+__all__ = [
+    "EXACT",
+    "PARAMETRIC",
+    "FixedTest",
+    "alternative",
+    "constant_inside",
+    "draw_sums",
+    "fixed_power",
+    "fixed_test",
+]

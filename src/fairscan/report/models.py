@@ -255,6 +255,12 @@ class AuditReport(ReportModel):
     attributes: dict[str, list[str]] = Field(
         description="Each scan attribute with its values (labels) as scanned."
     )
+    bins: dict[str, list[float]] | None = Field(
+        default=None,
+        description="The bin edges of each discretised attribute as this run used them (a "
+        "re-test against this report as a baseline cuts the new data at the same edges); "
+        "omitted when no attribute was discretised.",
+    )
     scans: list[ScanResult]
     baseline: BaselineComparison | None = Field(
         default=None,

@@ -99,6 +99,8 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},
+        bins={a.name: list(a.edges) for a in prepared.data.attributes if a.edges is not None}
+        or None,
         scans=results,
     )
     report = ReportView.of(
@@ -139,8 +141,9 @@ def run_scan(
     progress: Progress,
     debug: bool = False,
     executor: Executor | None = None,
+    detect: tuple[float | None, ...] = (),
 ) -> ScanResult:
-    """Run one scan of a prepared audit.
+    """Run one scan of a prepared audit (``detect``: see :class:`ScanContext`).
 
     A failing scan marks itself ``error`` with its message (an internal error too, with the
     traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
@@ -174,6 +177,7 @@ def run_scan(
             roles=bound,
             threshold_rule=roles.threshold_rule,
             spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
+            detect=detect,
         )
         result = SCAN_TYPES[scan.type].runner(scan, ctx)
         warnings = threshold_warnings(prepared.data, roles, bound)

@@ -333,7 +333,7 @@ def run_given_subgroups(
     """Score and test each of ``spec.subgroups`` (no search): one finding per subgroup, in the
     order given, with its exact or parametric p-value (:mod:`fairscan.engine.fixed`)."""
     from fairscan.data.subgroups import resolve_subgroups
-    from fairscan.engine.fixed import fixed_test
+    from fairscan.engine.fixed import fixed_power, fixed_test
     from fairscan.engine.scores import score_given
 
     started = time.perf_counter()
@@ -362,6 +362,18 @@ def run_given_subgroups(
             material=is_material(found.best),
         )
         tested = tested and test.p_value is not None
+        power = None
+        if k < len(ctx.detect) and ctx.detect[k] is not None:
+            power = fixed_power(
+                cells,
+                selection,
+                direction=inputs.direction,
+                q=float(ctx.detect[k]),  # type: ignore[arg-type]
+                alpha=ctx.alpha,
+                draw=inputs.draw,
+                seed=child_seed(ctx.seed, MdssStream.FIXED, k),
+                replicates=ctx.replicates,
+            )
         methods.append(test.method)
         finding = _finding(spec, ctx, inputs, problem, found, None)
         significant = None if test.p_value is None else test.p_value <= ctx.alpha
@@ -383,6 +395,11 @@ def run_given_subgroups(
                             "replicates": test.replicates,
                             "exceed_count": test.exceed_count,
                             "note": GIVEN_NOTE,
+                            **(
+                                {}
+                                if k >= len(ctx.detect) or ctx.detect[k] is None
+                                else {"power": power, "power_at_q": ctx.detect[k]}
+                            ),
                         },
                     },
                 }
