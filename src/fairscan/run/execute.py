@@ -20,8 +20,15 @@ from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
 from fairscan.report.baseline import compare_reports
-from fairscan.report.models import AuditReport, Environment, Provenance, ScanResult, ScanTiming
-from fairscan.report.verdict import build_verdict, gate_verdict
+from fairscan.report.models import (
+    AuditReport,
+    BaselineComparison,
+    Environment,
+    Provenance,
+    ScanResult,
+    ScanTiming,
+)
+from fairscan.report.verdict import build_verdict, gate_verdict, still_significant
 from fairscan.report.view import ReportView
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
@@ -103,25 +110,44 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         or None,
         scans=results,
     )
+    comparison = None
+    if baseline is not None:
+        from fairscan.run.retest import retested_comparison
+
+        comparison = retested_comparison(
+            prepared,
+            report,
+            baseline,
+            baseline_path=str(options.baseline),
+            fail_on=spec.gate.fail_on,
+            root=root,
+            workers=workers,
+        )
     report = ReportView.of(
-        apply_gate(report, baseline, options.baseline, spec.gate.fail_on), render_hooks()
+        apply_gate(report, baseline, options.baseline, spec.gate.fail_on, comparison),
+        render_hooks(),
     )
     written = write_outcome(prepared, report, options) if options.write else []
     return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
 
 
 def apply_gate(
-    report: AuditReport, baseline: AuditReport | None, baseline_path: Path | None, fail_on: str
+    report: AuditReport,
+    baseline: AuditReport | None,
+    baseline_path: Path | None,
+    fail_on: str,
+    comparison: BaselineComparison | None = None,
 ) -> AuditReport:
-    """Label findings against the baseline and set the exit code from ``gate.fail_on``
-    (:func:`fairscan.report.verdict.gate_verdict`, the rule ``audit diff`` applies too)."""
-    comparison = None
-    if baseline is not None:
+    """Label findings against the baseline (unless ``comparison`` is given: the re-test's)
+    and set the exit code from ``gate.fail_on`` (:func:`fairscan.report.verdict.gate_verdict`,
+    the rule ``audit diff`` applies too)."""
+    if baseline is not None and comparison is None:
         comparison = compare_reports(
             baseline, report, baseline_path=str(baseline_path), fail_on=fail_on
         )
     new_significant = comparison.new_significant if comparison is not None else None
-    verdict = gate_verdict(report.verdict, fail_on, new_significant)
+    still = still_significant(comparison) if comparison is not None else None
+    verdict = gate_verdict(report.verdict, fail_on, new_significant, still)
     return report.model_copy(update={"verdict": verdict, "baseline": comparison})
 
 

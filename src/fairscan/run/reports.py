@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from fairscan.errors import SpecError, UsageError
-from fairscan.report.baseline import compare_reports
+from fairscan.report.baseline import retest_comparison
 from fairscan.report.formats import write_reports
 from fairscan.report.models import AuditReport, BaselineComparison
 from fairscan.report.upgrade import upgrade_report
@@ -64,10 +64,25 @@ def load_report(path: Path | str) -> ReportView:
 def diff_reports(
     old_path: Path | str, new_path: Path | str
 ) -> tuple[ReportView, BaselineComparison]:
-    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison."""
+    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison.
+
+    When NEW was run with ``--baseline OLD`` its re-test is the comparison (the same labels
+    and exit code as that run); otherwise the two reports' findings are matched, with the
+    re-test's label words (a baseline finding the new search no longer reports is
+    ``inconclusive``, never ``resolved``, without a re-test)."""
     old = load_report(old_path)
     new = load_report(new_path)
-    comparison = compare_reports(old, new, baseline_path=str(old_path), fail_on=report_fail_on(new))
+    stored = new.baseline
+    if (
+        stored is not None
+        and stored.method == "retest"
+        and stored.baseline_name == old.name
+        and stored.baseline_utc_time == old.provenance.utc_time
+    ):
+        return new, stored.model_copy(update={"baseline_path": str(old_path)})
+    comparison = retest_comparison(
+        old, new, baseline_path=str(old_path), fail_on=report_fail_on(new)
+    )
     return new, comparison
 
 

@@ -337,12 +337,15 @@ class OutputSpec(StrictModel):
 
 
 class GateSpec(StrictModel):
-    fail_on: Literal["significant", "new_significant", "never"] = Field(
+    fail_on: Literal["significant", "new_significant", "persisting_or_new", "never"] = Field(
         default="significant",
         description=(
             "When a run without errors exits 1: significant = any significant finding; "
             "new_significant = a significant finding labelled new against --baseline "
-            "(without a baseline every finding is new); never = findings never fail the run."
+            "(without a baseline every finding is new); persisting_or_new = a finding labelled "
+            "new, persists or shifted (a baseline finding still significant: for teams that "
+            "must fix, not just not worsen; without a baseline: any significant finding); "
+            "never = findings never fail the run."
         ),
     )
     correction: Literal["none", "holm", "bonferroni", "bh"] = Field(
