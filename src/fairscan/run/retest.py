@@ -101,7 +101,7 @@ def _edges_reason(finding: Finding, baseline: AuditReport, prepared: PreparedAud
             return (
                 f"the bin edges of {attribute.name} differ: baseline {list(old)}, now "
                 f"{list(attribute.edges)}; pin the baseline's edges in the spec "
-                f"(discretize: {{{attribute.name}: [{inner}]}}) to re-test it"
+                f"(discretize: {{{attribute.name}: {{edges: [{inner}]}}}}) to re-test it"
             )
     return None
 
