@@ -23,7 +23,7 @@ from fairscan.run.prepare import (
     prepare_lazy,
     prepare_loaded,
 )
-from fairscan.run.reports import diff_reports, load_report
+from fairscan.run.reports import diff_reports, diff_reports_on_data, load_report
 from fairscan.run.specs import (
     apply_overrides,
     check_spec,
@@ -46,6 +46,7 @@ __all__ = [
     "apply_overrides",
     "check_spec",
     "diff_reports",
+    "diff_reports_on_data",
     "extra_columns",
     "load_report",
     "load_spec",

@@ -170,3 +170,32 @@ def test_a_baseline_of_another_audit_is_refused(reaudit: dict[str, Any], tmp_pat
     path.write_text(json.dumps(old), encoding="utf-8")
     with pytest.raises(DataError, match="another-audit"):
         run_audit(reaudit["specs"]["retrain"], RunOptions(workers=1, baseline=path, write=False))
+
+
+def _diff(*args: str | Path, code: int) -> Any:
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    result = CliRunner().invoke(app, ["diff", *map(str, args)])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_diff_with_data_retests_two_plain_reports(reaudit: dict[str, Any], tmp_path: Path) -> None:
+    """`audit diff OLD NEW --data FILE`: NEW run without --baseline, re-tested on its data."""
+    spec = reaudit["specs"]["fixed"]
+    plain = run_audit(spec, RunOptions(workers=1, out_dir=tmp_path / "plain")).report
+    assert plain.baseline is None
+    new = tmp_path / "plain" / "credit-reaudit.json"
+    csv = spec.with_suffix("").with_suffix(".csv")
+    out = _diff(reaudit["path"], new, "--data", csv, code=0)
+    assert "| **resolved** | `fpr`" in out.stdout
+    # without the data, no re-test: never resolved
+    out = _diff(reaudit["path"], new, code=0)
+    assert "**inconclusive**" in out.stdout and "**resolved**" not in out.stdout
+    # another file than NEW's data: exit 2, naming --data
+    other = spec.with_name("retrain.csv")
+    out = _diff(reaudit["path"], new, "--data", other, code=2)
+    assert "--data" in out.stderr and "SHA-256" in out.stderr

@@ -26,17 +26,28 @@ from fairscan.report.verdict import ExitCode, process_exit_code
 def diff(
     old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
     new: Annotated[Path, typer.Argument(help="The current JSON report.")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="The data NEW audited: re-test OLD's significant findings on it (persists / "
+            "resolved / inconclusive with power) instead of matching the two reports.",
+        ),
+    ] = None,
     exit_zero: ExitZeroOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Compare two JSON reports: print what changed (Markdown) and exit as `audit run
     --baseline OLD` did for NEW under NEW's gate.fail_on (1 on findings the gate fails on)."""
-    from fairscan.api import diff_reports
+    from fairscan.api import diff_reports, diff_reports_on_data
     from fairscan.report.markdown import render_diff
     from fairscan.report.verdict import diff_exit_code, diff_verdict, gate_line
 
     try:
-        current, comparison = diff_reports(old, new)
+        if data is not None:
+            current, comparison = diff_reports_on_data(old, new, data)
+        else:
+            current, comparison = diff_reports(old, new)
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
