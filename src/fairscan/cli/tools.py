@@ -63,6 +63,57 @@ def diff(
 
 
 @app.command()
+def history(
+    path: Annotated[Path, typer.Argument(help="The history file (output.history).")],
+    spec: Annotated[
+        str | None, typer.Option("--spec", help="Only the audits of this spec (its name).")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a self-contained page with an SVG trend per "
+            "finding (p-value and effect over the runs).",
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="The level marked on the p-value trends.")] = 0.05,
+    debug: DebugOption = False,
+) -> None:
+    """Print the trend of every finding over the runs kept in a history file."""
+    from fairscan.api import read_history
+    from fairscan.report.history_html import history_html
+    from fairscan.report.text import fmt_p
+
+    try:
+        trends = read_history(path, spec)
+        if html is not None:
+            html.write_text(history_html(trends, alpha), encoding="utf-8")
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except OSError as exc:
+        print_error(UsageError(f"cannot write {html}: {exc.strerror or exc}", field="--html"))
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:
+        raise typer.Exit(internal_error(exc, debug)) from None
+    if not trends:
+        sys.stdout.write("no finding in the history" + (f" for {spec}" if spec else "") + "\n")
+    for t in trends:
+        sys.stdout.write(f"{t.name} / {t.scan_id}: {t.label}\n")
+        for p in t.points:
+            mark = "significant" if p.significant else "not significant"
+            effect = "-" if p.inside is None else f"{p.inside:.4g}"
+            reference = "-" if p.reference is None else f"{p.reference:.4g}"
+            label = f" [{p.baseline_label}]" if p.baseline_label else ""
+            sys.stdout.write(
+                f"  {p.utc_time[:19]}  p {fmt_p(p.p_value)}  effect {effect} vs {reference}"
+                f"  {mark}{label}\n"
+            )
+
+
+@app.command()
 def explain(
     scan_type: Annotated[str, typer.Argument(help="A scan type, e.g. fpr_scan.")],
 ) -> None:

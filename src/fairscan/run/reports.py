@@ -128,7 +128,7 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
     spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
     out_dir = options.out_dir or (spec_dir / spec.output.dir)
     try:
-        return write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
+        written = write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if Path(out_dir).exists() and not Path(out_dir).is_dir():
@@ -145,3 +145,9 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
             ),
             prepared.located,
         ) from exc
+    if spec.output.history is not None:  # after the reports: a history problem loses none
+        from fairscan.run.history import append_run
+
+        history_dir = Path(prepared.loaded.file_of("output.history")).parent
+        append_run(history_dir / spec.output.history, report)
+    return written

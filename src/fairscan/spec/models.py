@@ -6,7 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from fairscan.errors import truncate
 from fairscan.metric_table import CATALOGUE
@@ -334,6 +341,21 @@ class OutputSpec(StrictModel):
             "Markdown report to $GITHUB_STEP_SUMMARY when that variable is set."
         ),
     )
+    history: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Append every run (time, spec name and hash, data hash, verdict, each "
+        "finding with its label, statistic, p-value and effect) to this SQLite file, relative "
+        "to the spec file; `audit history PATH` prints the trends.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_history(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The resolved spec of a run without history keeps the keys it had."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("history", ...) is None:
+            del dumped["history"]
+        return dumped
 
 
 class GateSpec(StrictModel):
