@@ -13,7 +13,13 @@ All run through :func:`run_prepared`: same statistics, same seeds.
 
 from __future__ import annotations
 
-from fairscan.run.execute import run_audit, run_prepared, run_scan, scan_seed
+from fairscan.run.execute import (
+    diff_reports_on_data,
+    run_audit,
+    run_prepared,
+    run_scan,
+    scan_seed,
+)
 from fairscan.run.history import append_run, read_history
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.power import PowerAnalysis, power_analysis
@@ -24,7 +30,7 @@ from fairscan.run.prepare import (
     prepare_lazy,
     prepare_loaded,
 )
-from fairscan.run.reports import diff_reports, diff_reports_on_data, load_report
+from fairscan.run.reports import diff_reports, load_report
 from fairscan.run.specs import (
     apply_overrides,
     check_spec,

@@ -122,6 +122,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             fail_on=spec.gate.fail_on,
             root=root,
             workers=workers,
+            runner=run_scan,
         )
     report = ReportView.of(
         apply_gate(report, baseline, options.baseline, spec.gate.fail_on, comparison),
@@ -149,6 +150,43 @@ def apply_gate(
     still = still_significant(comparison) if comparison is not None else None
     verdict = gate_verdict(report.verdict, fail_on, new_significant, still)
     return report.model_copy(update={"verdict": verdict, "baseline": comparison})
+
+
+def diff_reports_on_data(
+    old_path: Path | str, new_path: Path | str, data_path: Path | str
+) -> tuple[ReportView, BaselineComparison]:
+    """``audit diff OLD NEW --data FILE``: re-test OLD's findings on the data NEW audited (the
+    file must be that data: its SHA-256 is checked), with NEW's resolved spec and seed."""
+    from fairscan.errors import UsageError
+    from fairscan.report.verdict import report_fail_on
+    from fairscan.run.prepare import prepare_loaded
+    from fairscan.run.retest import retested_comparison
+    from fairscan.run.specs import loaded_from_mapping
+
+    old = load_report(old_path)
+    new = load_report(new_path)
+    raw = dict(new.provenance.parameters)
+    data = dict(raw.get("data") or {})
+    data["path"] = str(Path(data_path).resolve())
+    raw["data"] = data
+    prepared = prepare_loaded(loaded_from_mapping(raw, "<audit diff>"), located=False)
+    if prepared.data_sha256 != new.provenance.data_sha256:
+        raise UsageError(
+            f"{data_path} is not the data {new_path} audited (its SHA-256 differs)",
+            field="--data",
+            hint=f"give the file NEW was run on ({new.provenance.data_path})",
+        )
+    comparison = retested_comparison(
+        prepared,
+        new,
+        old,
+        baseline_path=str(old_path),
+        fail_on=report_fail_on(new),
+        root=np.random.SeedSequence(int(new.provenance.seed_entropy)),
+        workers=1,
+        runner=run_scan,
+    )
+    return new, comparison
 
 
 def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:

@@ -86,42 +86,6 @@ def diff_reports(
     return new, comparison
 
 
-def diff_reports_on_data(
-    old_path: Path | str, new_path: Path | str, data_path: Path | str
-) -> tuple[ReportView, BaselineComparison]:
-    """``audit diff OLD NEW --data FILE``: re-test OLD's findings on the data NEW audited (the
-    file must be that data: its SHA-256 is checked), with NEW's resolved spec and seed."""
-    import numpy as np
-
-    from fairscan.run.prepare import prepare_loaded
-    from fairscan.run.retest import retested_comparison
-    from fairscan.run.specs import loaded_from_mapping
-
-    old = load_report(old_path)
-    new = load_report(new_path)
-    raw = dict(new.provenance.parameters)
-    data = dict(raw.get("data") or {})
-    data["path"] = str(Path(data_path).resolve())
-    raw["data"] = data
-    prepared = prepare_loaded(loaded_from_mapping(raw, "<audit diff>"), located=False)
-    if prepared.data_sha256 != new.provenance.data_sha256:
-        raise UsageError(
-            f"{data_path} is not the data {new_path} audited (its SHA-256 differs)",
-            field="--data",
-            hint=f"give the file NEW was run on ({new.provenance.data_path})",
-        )
-    comparison = retested_comparison(
-        prepared,
-        new,
-        old,
-        baseline_path=str(old_path),
-        fail_on=report_fail_on(new),
-        root=np.random.SeedSequence(int(new.provenance.seed_entropy)),
-        workers=1,
-    )
-    return new, comparison
-
-
 def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOptions) -> list[Path]:
     """Write the spec's report formats; an unwritable folder is the user's to fix."""
     spec = prepared.spec

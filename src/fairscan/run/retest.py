@@ -9,7 +9,8 @@ tpr_scan, bias_scan); the others keep the matching of two reports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from fairscan.report.models import AuditReport, BaselineComparison, Finding
 if TYPE_CHECKING:
     from fairscan.engine.jobs import Executor
     from fairscan.run.prepare import PreparedAudit
+
+
+# run_scan(prepared, index, root, workers, progress, *, executor=, detect=) -> ScanResult
+ScanRunner = Callable[..., Any]
 
 
 def check_comparable(baseline: AuditReport, current: AuditReport, path: str) -> None:
@@ -49,9 +54,11 @@ def retested_comparison(
     fail_on: str,
     root: np.random.SeedSequence,
     workers: int,
+    runner: ScanRunner,
     executor: Executor | None = None,
 ) -> BaselineComparison:
-    """The comparison with ``baseline`` by re-testing on ``prepared``'s data."""
+    """The comparison with ``baseline`` by re-testing on ``prepared``'s data (``runner``: the
+    run layer's one-scan runner, :func:`fairscan.run.execute.run_scan`)."""
     check_comparable(baseline, report, baseline_path)
     retests: list[Retest] = []
     for index, scan in enumerate(prepared.spec.scans):
@@ -60,7 +67,14 @@ def retested_comparison(
             continue
         significant = [f for f in old.findings if f.significant is True]
         retests += _retest_scan(
-            prepared, index, significant, baseline, root=root, workers=workers, executor=executor
+            prepared,
+            index,
+            significant,
+            baseline,
+            root=root,
+            workers=workers,
+            runner=runner,
+            executor=executor,
         )
     data = prepared.data
 
@@ -114,13 +128,13 @@ def _retest_scan(
     *,
     root: np.random.SeedSequence,
     workers: int,
+    runner: ScanRunner,
     executor: Executor | None,
 ) -> list[Retest]:
     from dataclasses import replace
 
     from fairscan.data.subgroups import resolve_subgroup
     from fairscan.progress import NullProgress
-    from fairscan.run.execute import run_scan
 
     scan = prepared.spec.scans[index]
     out: dict[int, Retest] = {}
@@ -142,7 +156,7 @@ def _retest_scan(
         scans[index] = given
         spec = prepared.spec.model_copy(update={"scans": scans})
         detect = tuple(f.detail.get("q") for _, f in testable)
-        result = run_scan(
+        result = runner(
             replace(prepared, spec=spec),
             index,
             root,
