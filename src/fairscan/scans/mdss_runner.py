@@ -28,6 +28,7 @@ from fairscan.engine.expectation_cells import (
     summarise,
     worth_summarising,
 )
+from fairscan.engine.fixed import FixedTest
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_subgroup
 from fairscan.engine.randomization import (
     NullResult,
@@ -333,7 +334,6 @@ def run_given_subgroups(
     """Score and test each of ``spec.subgroups`` (no search): one finding per subgroup, in the
     order given, with its exact or parametric p-value (:mod:`fairscan.engine.fixed`)."""
     from fairscan.data.subgroups import resolve_subgroups
-    from fairscan.engine.fixed import fixed_power, fixed_test
     from fairscan.engine.scores import score_given
 
     started = time.perf_counter()
@@ -342,99 +342,105 @@ def run_given_subgroups(
         ctx.data.codes[inputs.rows], inputs.observed, inputs.expected, clip=inputs.clip
     )
     cells = scan_cells(problem, inputs)
-    findings: list[Finding] = []
-    methods: list[str] = []
-    tested = True
-    for k, subgroup in enumerate(given):
-        selection = given_selection(ctx.data.attributes, problem, subgroup)
-        found = score_given(
-            cells, inputs.score, selection, direction=inputs.direction, penalty=spec.penalty
-        )
-        test = fixed_test(
+    scored = [
+        score_given(
             cells,
-            selection,
+            inputs.score,
+            given_selection(ctx.data.attributes, problem, subgroup),
             direction=inputs.direction,
-            llr=found.best.llr,
-            draw=inputs.draw,
-            seed=child_seed(ctx.seed, MdssStream.FIXED, k),
-            replicates=ctx.replicates,
-            residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
-            material=is_material(found.best),
+            penalty=spec.penalty,
         )
-        tested = tested and test.p_value is not None
-        power = None
-        if k < len(ctx.detect) and ctx.detect[k] is not None:
-            power = fixed_power(
-                cells,
-                selection,
-                direction=inputs.direction,
-                q=float(ctx.detect[k]),  # type: ignore[arg-type]
-                alpha=ctx.alpha,
-                draw=inputs.draw,
-                seed=child_seed(ctx.seed, MdssStream.FIXED, k),
-                replicates=ctx.replicates,
-            )
-        methods.append(test.method)
-        finding = _finding(spec, ctx, inputs, problem, found, None)
-        significant = None if test.p_value is None else test.p_value <= ctx.alpha
-        p_text = "untested" if test.p_value is None else f"p = {test.p_value:.4g}"
-        findings.append(
-            finding.model_copy(
-                update={
-                    "subgroup": subgroup,
-                    "label": subgroup_label(subgroup, ctx.data.attributes),
-                    "p_value": test.p_value,
-                    "significant": significant,
-                    "description": f"{finding.description} Given subgroup ({test.method}, "
-                    f"{p_text}; no search, so no search correction).",
-                    "detail": {
-                        **finding.detail,
-                        "given_subgroup": {
-                            "index": k,
-                            "test": test.method,
-                            "replicates": test.replicates,
-                            "exceed_count": test.exceed_count,
-                            "note": GIVEN_NOTE,
-                            **(
-                                {}
-                                if k >= len(ctx.detect) or ctx.detect[k] is None
-                                else {"power": power, "power_at_q": ctx.detect[k]}
-                            ),
-                        },
-                    },
-                }
-            )
-        )
+        for subgroup in given
+    ]
+    tested = [
+        _given_finding(spec, ctx, inputs, problem, cells, subgroup, found, k)
+        for k, (subgroup, found) in enumerate(zip(given, scored, strict=True))
+    ]
+    findings = [finding for finding, _ in tested]
     done = time.perf_counter()
     timing = ScanTiming(
         search_seconds=0.0, significance_seconds=done - started, total_seconds=done - started
     )
-    scanned = MdssSearch(
-        problem,
-        cells,
-        ScoredSubgroup(
-            score_given(
-                cells,
-                inputs.score,
-                given_selection(ctx.data.attributes, problem, {}),
-                direction=inputs.direction,
-                penalty=spec.penalty,
-            ).best
-        ),
+    # the scan's population, parameters and warnings as a search reports them
+    result = mdss_result(
+        spec, ctx, inputs, MdssSearch(problem, cells, scored[0]), None, parameters, timing
     )
-    result = mdss_result(spec, ctx, inputs, scanned, None, parameters, timing)
     return result.model_copy(
         update={
             "findings": findings,
-            "status": scan_status(findings, tested=tested, found=True),
+            "status": scan_status(
+                findings, tested=all(t.p_value is not None for _, t in tested), found=True
+            ),
             "parameters": {
                 **result.parameters,
                 "mode": "given subgroups",
-                "given_subgroup_tests": sorted(set(methods)),
+                "given_subgroup_tests": sorted({t.method for _, t in tested}),
             },
             "warnings": [*result.warnings, *_empty_warnings(findings)],
         }
     )
+
+
+def _given_finding(
+    spec: MdssScanSpecBase,
+    ctx: ScanContext,
+    inputs: MdssInputs,
+    problem: ScanProblem,
+    cells: Cells,
+    subgroup: dict[str, list[str]],
+    found: ScoredSubgroup,
+    k: int,
+) -> tuple[Finding, FixedTest]:
+    """Given subgroup ``k``'s finding: its test, and its power where a re-test asks for it."""
+    from fairscan.engine.fixed import fixed_power, fixed_test
+
+    seed = child_seed(ctx.seed, MdssStream.FIXED, k)
+    selection = found.best.selection
+    test = fixed_test(
+        cells,
+        selection,
+        direction=inputs.direction,
+        llr=found.best.llr,
+        draw=inputs.draw,
+        seed=seed,
+        replicates=ctx.replicates,
+        residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
+        material=is_material(found.best),
+    )
+    figures: dict[str, Any] = {
+        "index": k,
+        "test": test.method,
+        "replicates": test.replicates,
+        "exceed_count": test.exceed_count,
+        "note": GIVEN_NOTE,
+    }
+    q = ctx.detect[k] if k < len(ctx.detect) else None
+    if q is not None:
+        figures["power_at_q"] = q
+        figures["power"] = fixed_power(
+            cells,
+            selection,
+            direction=inputs.direction,
+            q=q,
+            alpha=ctx.alpha,
+            draw=inputs.draw,
+            seed=seed,
+            replicates=ctx.replicates,
+        )
+    finding = _finding(spec, ctx, inputs, problem, found, None)
+    p_text = "untested" if test.p_value is None else f"p = {test.p_value:.4g}"
+    finding = finding.model_copy(
+        update={
+            "subgroup": subgroup,
+            "label": subgroup_label(subgroup, ctx.data.attributes),
+            "p_value": test.p_value,
+            "significant": None if test.p_value is None else test.p_value <= ctx.alpha,
+            "description": f"{finding.description} Given subgroup ({test.method}, {p_text}; "
+            "no search, so no search correction).",
+            "detail": {**finding.detail, "given_subgroup": figures},
+        }
+    )
+    return finding, test
 
 
 def _empty_warnings(findings: Sequence[Finding]) -> list[str]:
