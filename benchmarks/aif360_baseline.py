@@ -32,6 +32,13 @@ Runs in its own virtual environment (NOT the project venv)::
   score that AIF360's bracket [1e-3, 1e3] binds is recognisable. The fairscan side is
   ``benchmarks/bench_nominal_class.py`` (``positive: <class>`` in a spec) reading this JSON.
 
+* ``given`` (issue 26): ``aif360.sklearn.metrics.mdss_bias_score`` of given subgroups (no
+  search; ``penalty=1e-17``, AIF360's default): ``calibration`` = all rows, ``two_year_recid``
+  against ``prob_decile``; ``fpr`` = the FPR-Scan population above. ``overpredicted=True`` is
+  fairscan's direction ``negative``. ``--json`` writes the scores;
+  ``tests/scans/data/aif360_given_scores.json`` holds them and
+  ``tests/scans/test_given_subgroups.py`` compares fairscan's statistic (penalty 0) with them.
+
 FPR-Scan inputs (methods.md §4.2): rows with ``two_year_recid == 0``; attributes
 ``sex, race, age_group, c_charge_degree, priors`` as strings; observations = ``high_risk``;
 expectations = constant overall FPR (mean of ``high_risk`` over those rows).
@@ -311,6 +318,55 @@ def run_scores(args, env) -> int:
     return 0
 
 
+GIVEN_CASES = [
+    ("calibration", {"sex": ["Male"]}, "positive"),
+    ("calibration", {"sex": ["Male"]}, "negative"),
+    ("calibration", {"race": ["African-American"], "sex": ["Male"]}, "positive"),
+    ("calibration", {"race": ["African-American"], "sex": ["Male"]}, "negative"),
+    ("calibration", {"age_group": ["Under 25"], "priors": ["None", "1 to 5"]}, "negative"),
+    ("fpr", {"sex": ["Male"]}, "positive"),
+    ("fpr", {"race": ["African-American"], "sex": ["Male"]}, "positive"),
+    ("fpr", {"race": ["Caucasian"]}, "negative"),
+]
+
+
+def run_given(args, env) -> int:
+    """mdss_bias_score of the GIVEN_CASES subgroups (issue 26 parity)."""
+    from aif360.sklearn.metrics import mdss_bias_score
+
+    df = pd.read_csv(args.csv, dtype=dict.fromkeys(ATTRIBUTES, str), keep_default_na=False)
+    neg = df[df["two_year_recid"] == 0].reset_index(drop=True)
+    fpr = float(neg["high_risk"].mean())
+    populations = {
+        "calibration": (df[ATTRIBUTES], df["two_year_recid"], df["prob_decile"]),
+        "fpr": (neg[ATTRIBUTES], neg["high_risk"], pd.Series(fpr, index=neg.index)),
+    }
+    records = []
+    for population, subgroup, direction in GIVEN_CASES:
+        X, y, p = populations[population]
+        score = mdss_bias_score(
+            y.to_numpy(),
+            p.to_numpy(),
+            X=X,
+            subset=subgroup,
+            overpredicted=direction == "negative",
+            scoring="Bernoulli",
+        )
+        records.append(
+            {
+                "population": population,
+                "subgroup": subgroup,
+                "direction": direction,
+                "aif360_score": float(score),
+            }
+        )
+        print(f"{population:12s} {direction:8s} {subgroup}: {float(score):.4f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"environment": env, "scores": records}, indent=2) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=REPO_ROOT / "build" / "compas.csv")
@@ -319,7 +375,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
-        "--scan", nargs="+", choices=["fpr", "poisson", "berk_jones", "nominal"], default=["fpr"]
+        "--scan",
+        nargs="+",
+        choices=["fpr", "poisson", "berk_jones", "nominal", "given"],
+        default=["fpr"],
     )
     ap.add_argument("--alpha", type=float, default=0.3, help="Berk-Jones alpha")
     ap.add_argument("--grades", type=Path, default=REPO_ROOT / "sample_data" / "grades.csv")
@@ -343,6 +402,8 @@ def main(argv=None) -> int:
         "processor": platform.processor(),
     }
     print(f"environment: {env}")
+    if args.scan == ["given"]:
+        return run_given(args, env)
     if args.scan != ["fpr"]:
         return run_scores(args, env)
     data, observations, expectations, fpr = load_fpr_inputs(args.csv)

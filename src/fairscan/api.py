@@ -13,7 +13,14 @@ All run through :func:`run_prepared`: same statistics, same seeds.
 
 from __future__ import annotations
 
-from fairscan.run.execute import run_audit, run_prepared, run_scan, scan_seed
+from fairscan.run.execute import (
+    diff_reports_on_data,
+    run_audit,
+    run_prepared,
+    run_scan,
+    scan_seed,
+)
+from fairscan.run.history import append_run, read_history
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.power import PowerAnalysis, power_analysis
 from fairscan.run.prepare import (
@@ -43,9 +50,11 @@ __all__ = [
     "PowerAnalysis",
     "PreparedAudit",
     "RunOptions",
+    "append_run",
     "apply_overrides",
     "check_spec",
     "diff_reports",
+    "diff_reports_on_data",
     "extra_columns",
     "load_report",
     "load_spec",
@@ -56,6 +65,7 @@ __all__ = [
     "prepare_frame",
     "prepare_lazy",
     "prepare_loaded",
+    "read_history",
     "resolved_spec",
     "run_audit",
     "run_prepared",

@@ -111,14 +111,16 @@ def test_new_bias_fails_only_on_the_new_finding(runs: dict) -> None:
     assert len(new) == 1 and block["new_significant"] == 1
     assert new[0]["scan_id"] == "calibration"
     assert new[0]["after"]["subgroup"] == {"sex": ["F"], "region": ["N"]}
-    assert [e["label"] for e in block["entries"] if e["scan_id"] == "fpr"] == ["persisting"]
-    persisting = next(e for e in block["entries"] if e["label"] == "persisting")
-    assert persisting["before"]["score"] == persisting["after"]["score"]
+    assert [e["label"] for e in block["entries"] if e["scan_id"] == "fpr"] == ["persists"]
+    persists = next(e for e in block["entries"] if e["label"] == "persists")
+    # re-tested on the new data as a fixed subgroup: the same rows, the same rate
+    assert persists["before"]["rate"] == persists["after"]["rate"]
+    assert block["method"] == "retest"
     assert after["verdict"]["exit_code"] == 1
     # the Markdown report leads with what changed
     md = (root / "after" / "gated.md").read_text(encoding="utf-8")
     assert md.index("## What changed since the baseline") < md.index("| scan | type |")
-    assert "**new**" in md and "**persisting**" in md
+    assert "**new**" in md and "**persists**" in md
     # the report still validates against its model (and the schema keys are unchanged)
     AuditReport.model_validate(after)
 
@@ -129,7 +131,7 @@ def test_unchanged_data_passes_the_new_significant_gate(runs: dict) -> None:
     assert same["verdict"]["status"] == "findings"
     assert same["verdict"]["exit_code"] == 0
     assert same["baseline"]["new_significant"] == 0
-    assert same["baseline"]["counts"]["persisting"] == 1
+    assert same["baseline"]["counts"]["persists"] == 1
     md = (runs["root"] / "same" / "gated.md").read_text(encoding="utf-8")
     assert md.splitlines()[2].startswith("**PASS** (gate: fail on new_significant)")
 
@@ -147,9 +149,10 @@ def test_diff_prints_the_comparison(runs: dict, cli: Invoke) -> None:
         "significant." in out.stdout
     )
     assert "no new significant finding; 1 persisting finding(s)" in out.stderr
-    # reversed: the calibration finding is resolved, nothing is new
+    # reversed, two reports and no re-test: the calibration finding the search no longer
+    # reports is inconclusive (never silently resolved), nothing is new
     out = cli("diff", root / "after" / "gated.json", root / "base" / "gated.json", code=0)
-    assert "**resolved**" in out.stdout
+    assert "**inconclusive**" in out.stdout and "**resolved**" not in out.stdout
 
 
 def test_diff_and_baseline_errors_exit_2(runs: dict, cli: Invoke, project: Project) -> None:
@@ -235,7 +238,8 @@ def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invok
     path = project.root / "current.json"
     path.write_text(current.model_dump_json(exclude={"baseline"}), encoding="utf-8")
     out = cli("diff", v1, path, code=1)  # nothing new, but the remaining findings fail the gate
-    assert "**resolved**" in out.stdout
+    # no re-test between two reports: the dropped group is inconclusive, never resolved
+    assert "**inconclusive**" in out.stdout and "**resolved**" not in out.stdout
     out = cli("diff", v1, path, "--exit-zero", code=0) and str(dropped.label) in out.stdout
     out = cli("diff", path, v1, code=1)  # reversed: the group is new
     assert "**new**" in out.stdout and "`fpr-flags`" in out.stdout

@@ -24,6 +24,8 @@ EXPECTED = {
     ("significant", "same"): (ExitCode.FINDINGS, ExitCode.FINDINGS),
     ("new_significant", "after"): (ExitCode.FINDINGS, ExitCode.FINDINGS),
     ("new_significant", "same"): (ExitCode.FINDINGS, ExitCode.OK),
+    ("persisting_or_new", "after"): (ExitCode.FINDINGS, ExitCode.FINDINGS),
+    ("persisting_or_new", "same"): (ExitCode.FINDINGS, ExitCode.FINDINGS),
     ("never", "after"): (ExitCode.OK, ExitCode.OK),
     ("never", "same"): (ExitCode.OK, ExitCode.OK),
 }

@@ -433,3 +433,55 @@ def test_help_lists_scan(cli: Invoke) -> None:
     text = cli("scan", "--help", code=0).stdout
     for flag in ("--type", "--set", "--protected", "--save-spec", "--out", "--seed"):
         assert flag in text
+
+
+# --------------------------------------------------------------------------------------------
+# --subgroup: given subgroups instead of the search (issue 26)
+# --------------------------------------------------------------------------------------------
+
+
+def test_subgroup_flag_tests_the_given_subgroups(
+    cli: Invoke, project: Project, biased: Path
+) -> None:
+    out = project.root / "given"
+    cli(
+        "scan",
+        biased,
+        *SYNTHETIC,
+        *FAST,
+        "--subgroup",
+        "region = 'S' and age_group = 'a'",
+        "--subgroup",
+        "sex = 'F'",
+        "--out",
+        out,
+        "--save-spec",
+        project.root / "given.audit.yaml",
+        code=1,
+    )
+    report = json.loads(next(out.glob("*.json")).read_text())
+    scan = report["scans"][0]
+    assert scan["parameters"]["mode"] == "given subgroups"
+    injected, female = scan["findings"]
+    assert injected["subgroup"] == {"region": ["S"], "age_group": ["a"]}
+    assert injected["significant"] is True
+    assert injected["detail"]["given_subgroup"]["test"] == "exact binomial"
+    assert female["subgroup"] == {"sex": ["F"]}
+    saved = yaml.safe_load((project.root / "given.audit.yaml").read_text())
+    assert saved["scans"][0]["subgroups"] == ["region = 'S' and age_group = 'a'", "sex = 'F'"]
+
+
+@pytest.mark.parametrize(
+    ("subgroup", "message"),
+    [
+        ("colour = 'red'", "'colour' is not a scan attribute"),
+        ("region = 'Q'", "'Q' is not a value of region"),
+        ("region = ", "at position"),
+    ],
+)
+def test_subgroup_flag_errors_name_the_flag(
+    cli: Invoke, project: Project, biased: Path, subgroup: str, message: str
+) -> None:
+    outcome = cli("scan", biased, *SYNTHETIC, *FAST, "--subgroup", subgroup, code=2)
+    assert "--subgroup" in outcome.stderr and message in flat(outcome.stderr)
+    assert TRACEBACK not in outcome.stderr

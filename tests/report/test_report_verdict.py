@@ -15,6 +15,7 @@ from fairscan.report.verdict import (
     gated_exit_code,
     interrupted_exit_code,
     process_exit_code,
+    still_significant,
     verdict_word,
     worst_exit_code,
 )
@@ -42,10 +43,11 @@ def test_diff_applies_the_gate_run_applies(fail_on: str) -> None:
     new = report(scan([finding({"race": ["A"]}), finding({"race": ["B"]})]))
     for baseline, current in ((old, new), (new, new), (new, old)):
         comparison = compare_reports(baseline, current, fail_on=fail_on)
-        gated = gate_verdict(current.verdict, fail_on, comparison.new_significant)
+        still = still_significant(comparison)
+        gated = gate_verdict(current.verdict, fail_on, comparison.new_significant, still)
         assert diff_exit_code(current, comparison) == gated.exit_code
         expected = gated_exit_code(
-            current.verdict.significant_findings, comparison.new_significant, fail_on
+            current.verdict.significant_findings, comparison.new_significant, fail_on, still
         )
         assert gated.exit_code == expected
 

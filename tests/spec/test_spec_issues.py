@@ -54,7 +54,7 @@ def test_unknown_key_in_a_scan_uses_that_scan_types_fields() -> None:
     issue = only_issue(replace("{id: tpr, type: tpr_scan}", "{id: tpr, type: tpr_scan, zzz: x}"))
     assert issue.hint == (
         "valid keys for 'tpr_scan': id, type, outcome, positive, prediction, penalty, restarts, "
-        "score, alpha, threshold, threshold_rule"
+        "subgroups, score, alpha, threshold, threshold_rule"
     )
 
 

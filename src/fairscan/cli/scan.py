@@ -171,6 +171,16 @@ def scan(
             "COLUMN=25,45 (inner bin edges; one edge: COLUMN=25,); repeat for more.",
         ),
     ] = None,
+    subgroups: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subgroup",
+            metavar="FILTER",
+            help='Test this given subgroup instead of searching, e.g. "race = '
+            "'African-American' and sex = 'Male'\" (an AND of conditions on --attributes); "
+            "repeat for more. Each gets its own p-value, with no search correction.",
+        ),
+    ] = None,
     filter_: Annotated[
         str | None,
         typer.Option("--filter", help='Row filter in SQL WHERE syntax, e.g. "age >= 18".'),
@@ -263,6 +273,7 @@ def scan(
         protected=protected,
         settings=settings or [],
         discretize=discretize or [],
+        subgroups=subgroups or [],
         filter=filter_,
         name=name,
         alpha=alpha,

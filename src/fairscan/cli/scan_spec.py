@@ -60,6 +60,7 @@ class ScanFlags:
     protected: str | None = None
     settings: list[str] = field(default_factory=list)
     discretize: list[str] = field(default_factory=list)
+    subgroups: list[str] = field(default_factory=list)  # --subgroup: given subgroups
     filter: str | None = None
     name: str | None = None
     alpha: float | None = None
@@ -76,6 +77,7 @@ class FlagMap:
     scan_type: str = ""
     name_given: bool = False
     protected_given: bool = False
+    subgroups_given: bool = False
     settings: list[str] = field(default_factory=list)  # the --set keys, as given (dotted)
 
     def flag_of(self, field_path: str | None) -> str | None:
@@ -107,6 +109,8 @@ class FlagMap:
                 return self.type_flag
             if rest[0] == "protected" and self.protected_given:
                 return "--protected"
+            if rest[0] == "subgroups" and self.subgroups_given:
+                return "--subgroup"
             return self._setting_flag(rest)
         return None
 
@@ -379,6 +383,7 @@ def build_spec(f: ScanFlags) -> SpecPlan:
         scan_type=f.scan_type,
         name_given=f.name is not None,
         protected_given=f.protected is not None,
+        subgroups_given=bool(f.subgroups),
     )
     # fpr_scan -> id fpr, as in the shipped specs (a scan's random stream is keyed by its id)
     scan: dict[str, Any] = {"id": f.scan_type.removesuffix("_scan"), "type": f.scan_type}
@@ -392,6 +397,14 @@ def build_spec(f: ScanFlags) -> SpecPlan:
             hint="use either --protected COLUMN=VALUE or --set protected=...",
         )
     scan.update(settings)
+    if f.subgroups:
+        if "subgroups" in settings:
+            raise UsageError(
+                "the subgroups are given twice",
+                field="--subgroup",
+                hint="use either --subgroup FILTER (repeatable) or --set subgroups=[...]",
+            )
+        scan["subgroups"] = list(f.subgroups)
     threshold: float | int | None = f.threshold
     if f.threshold is not None and f.threshold.is_integer():
         threshold = int(f.threshold)  # `threshold: 5` in the saved spec, not 5.0

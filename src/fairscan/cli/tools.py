@@ -26,17 +26,28 @@ from fairscan.report.verdict import ExitCode, process_exit_code
 def diff(
     old: Annotated[Path, typer.Argument(help="The baseline JSON report.")],
     new: Annotated[Path, typer.Argument(help="The current JSON report.")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="The data NEW audited: re-test OLD's significant findings on it (persists / "
+            "resolved / inconclusive with power) instead of matching the two reports.",
+        ),
+    ] = None,
     exit_zero: ExitZeroOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Compare two JSON reports: print what changed (Markdown) and exit as `audit run
     --baseline OLD` did for NEW under NEW's gate.fail_on (1 on findings the gate fails on)."""
-    from fairscan.api import diff_reports
+    from fairscan.api import diff_reports, diff_reports_on_data
     from fairscan.report.markdown import render_diff
     from fairscan.report.verdict import diff_exit_code, diff_verdict, gate_line
 
     try:
-        current, comparison = diff_reports(old, new)
+        if data is not None:
+            current, comparison = diff_reports_on_data(old, new, data)
+        else:
+            current, comparison = diff_reports(old, new)
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
@@ -49,6 +60,57 @@ def diff(
     sys.stderr.write(diff_verdict(comparison) + "\n")
     sys.stderr.write(gate_line(comparison.fail_on, code) + "\n")
     raise typer.Exit(int(process_exit_code(code, exit_zero)))
+
+
+@app.command()
+def history(
+    path: Annotated[Path, typer.Argument(help="The history file (output.history).")],
+    spec: Annotated[
+        str | None, typer.Option("--spec", help="Only the audits of this spec (its name).")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a self-contained page with an SVG trend per "
+            "finding (p-value and effect over the runs).",
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="The level marked on the p-value trends.")] = 0.05,
+    debug: DebugOption = False,
+) -> None:
+    """Print the trend of every finding over the runs kept in a history file."""
+    from fairscan.api import read_history
+    from fairscan.report.history_html import history_html
+    from fairscan.report.text import fmt_p
+
+    try:
+        trends = read_history(path, spec)
+        if html is not None:
+            html.write_text(history_html(trends, alpha), encoding="utf-8")
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except OSError as exc:
+        print_error(UsageError(f"cannot write {html}: {exc.strerror or exc}", field="--html"))
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:
+        raise typer.Exit(internal_error(exc, debug)) from None
+    if not trends:
+        sys.stdout.write("no finding in the history" + (f" for {spec}" if spec else "") + "\n")
+    for t in trends:
+        sys.stdout.write(f"{t.name} / {t.scan_id}: {t.label}\n")
+        for p in t.points:
+            mark = "significant" if p.significant else "not significant"
+            effect = "-" if p.inside is None else f"{p.inside:.4g}"
+            reference = "-" if p.reference is None else f"{p.reference:.4g}"
+            label = f" [{p.baseline_label}]" if p.baseline_label else ""
+            sys.stdout.write(
+                f"  {p.utc_time[:19]}  p {fmt_p(p.p_value)}  effect {effect} vs {reference}"
+                f"  {mark}{label}\n"
+            )
 
 
 @app.command()

@@ -25,7 +25,7 @@ import numpy as np
 
 from fairscan.engine import kernels
 from fairscan.engine.cells import Cells, compress
-from fairscan.engine.mdss import SubgroupScore, search
+from fairscan.engine.mdss import SubgroupScore, score_subgroup, search
 
 # How a null replicate redraws a cell's observed sum (methods.md §1.5 generalised):
 # binomial = Binomial(weight, expected); poisson = Poisson(weight * expected);
@@ -146,6 +146,31 @@ def best_subgroup(
     return found
 
 
+def score_given(
+    cells: Cells, score: Score, selection: np.ndarray, *, direction: int, penalty: float
+) -> ScoredSubgroup:
+    """A given subgroup scored as the search would score it (Berk-Jones: its best level)."""
+    if not score.alphas:
+        return ScoredSubgroup(
+            score_subgroup(
+                cells,
+                selection,
+                direction,
+                penalty,
+                likelihood=score.likelihood,
+                sigma=score.sigma,
+            )
+        )
+    grouped = profile_cells(cells)
+    found: ScoredSubgroup | None = None
+    for alpha in score.alphas:
+        best = score_subgroup(at_alpha(grouped, alpha), selection, direction, penalty)
+        if found is None or best.score > found.best.score:
+            found = ScoredSubgroup(best, alpha)
+    assert found is not None
+    return found
+
+
 def draw_cells(
     cells: Cells, draw: Draw, rng: np.random.Generator, residuals: np.ndarray | None = None
 ) -> Cells:
@@ -193,4 +218,5 @@ __all__ = [
     "gaussian",
     "pooled_means",
     "profile_cells",
+    "score_given",
 ]

@@ -28,6 +28,7 @@ class MdssStream(IntEnum):
         0  # the observed search (a nominal scan: one child per class; CBS: per protected class)
     )
     NULL = 1  # the randomization test's replicates (CBS: per protected class)
+    FIXED = 2  # given subgroups (`subgroups:`): child k draws subgroup k's null sums
 
 
 @unique

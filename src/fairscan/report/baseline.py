@@ -20,6 +20,8 @@ labelled; a non-significant top subgroup is noise, not a finding):
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -199,3 +201,162 @@ def compare_reports(
         scans_removed=[i for i in old_scans if i not in new_scans],
         entries=entries,
     )
+
+
+# --- Re-testing the baseline's findings on the new data (issue 26) ----------------------------
+
+POWER_TARGET = 0.8  # `resolved` needs at least this power to detect the baseline effect
+RETEST_LABELS = ("new", "shifted", "persists", "inconclusive", "resolved")
+# labels of the top-subgroup matching, for scan types without a fixed-subgroup test
+_MATCHED_AS = {"new": "new", "changed": "shifted", "persisting": "persists"}
+
+
+@dataclass(frozen=True)
+class Retest:
+    """A significant baseline finding evaluated on the new data as a fixed subgroup."""
+
+    scan_id: str
+    before: Finding
+    after: Finding | None  # the re-test's finding; None when it could not run (see reason)
+    reason: str | None = None
+
+
+# (scan id, subgroup a, subgroup b) -> row-level Jaccard on the new data (None: not computable)
+Overlap = Callable[[str, dict[str, list[str]], dict[str, list[str]]], float | None]
+
+
+def _odds(finding: Finding) -> float | None:
+    q = finding.detail.get("q")
+    return float(q) if isinstance(q, int | float) and q > 0 else None
+
+
+def retest_label(retest: Retest) -> tuple[str, str | None, float | None]:
+    """(label, reason, power) of a re-tested baseline finding."""
+    after = retest.after
+    if after is None:
+        return "inconclusive", retest.reason, None
+    if after.significant is True:
+        return "persists", None, None
+    given = after.detail.get("given_subgroup", {})
+    power = given.get("power")
+    if after.p_value is None:
+        return "inconclusive", "the re-test is untested (replicates: 0)", power
+    q_before, q_now = _odds(retest.before), _odds(after)
+    if power is None:
+        return "inconclusive", "no power could be computed for this test", None
+    if power < POWER_TARGET:
+        return (
+            "inconclusive",
+            f"not significant now, but the re-test had power {power:.2f} < {POWER_TARGET} to "
+            f"detect the baseline effect (q = {q_before:.3g}) on {after.size} rows",
+            power,
+        )
+    if q_before is None or q_now is None or abs(math.log(q_now)) >= abs(math.log(q_before)):
+        return "inconclusive", "the effect did not move toward zero", power
+    return "resolved", None, power
+
+
+def _entry(scan_type: str, scan_id: str, label: str, **fields: object) -> BaselineEntry:
+    return BaselineEntry(
+        scan_id=scan_id,
+        scan_type=scan_type,
+        label=label,  # type: ignore[arg-type]
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def retest_comparison(
+    baseline: AuditReport,
+    current: AuditReport,
+    retests: Sequence[Retest] = (),
+    overlap: Overlap | None = None,
+    *,
+    baseline_path: str | None = None,
+    fail_on: str = "significant",
+    threshold: float = OVERLAP_THRESHOLD,
+) -> BaselineComparison:
+    """Label by re-testing: each significant baseline finding of a re-tested scan is
+    persists / resolved / inconclusive by its re-test; each significant finding of this run is
+    shifted (its rows overlap a baseline finding's, Jaccard >= ``threshold``) or new. Scans
+    without re-tests keep the matching of :func:`compare_reports`, whose `resolved` becomes
+    `inconclusive` (a search that no longer finds a subgroup says nothing of its power)."""
+    retested = {r.scan_id for r in retests}
+    new_scans = {s.id: s for s in current.scans}
+    old_scans = {s.id: s for s in baseline.scans}
+    entries: list[BaselineEntry] = []
+    for r in retests:
+        label, reason, power = retest_label(r)
+        entries.append(
+            _entry(
+                old_scans[r.scan_id].type,
+                r.scan_id,
+                label,
+                match="exact",
+                similarity=1.0 if r.after is not None else None,
+                before=finding_side(r.before),
+                after=finding_side(r.after) if r.after is not None else None,
+                reason=reason,
+                power=power,
+            )
+        )
+    for scan in current.scans:
+        if scan.id not in retested:
+            continue
+        before = [r.before for r in retests if r.scan_id == scan.id]
+        keys = {_canonical(f.subgroup or {}) for f in before}
+        for finding in scan.findings:
+            if finding.significant is not True or _canonical(finding.subgroup or {}) in keys:
+                continue
+            scores = [
+                overlap(scan.id, f.subgroup or {}, finding.subgroup or {}) if overlap else None
+                for f in before
+            ]
+            best = max((s for s in scores if s is not None), default=0.0)
+            entries.append(
+                _entry(
+                    scan.type,
+                    scan.id,
+                    "shifted" if best >= threshold else "new",
+                    match="overlap" if best >= threshold else "none",
+                    similarity=best,
+                    before=finding_side(before[scores.index(best)]) if best >= threshold else None,
+                    after=finding_side(finding),
+                )
+            )
+    matched = compare_reports(
+        _without(baseline, retested), _without(current, retested), threshold=threshold
+    )
+    for e in matched.entries:
+        if e.label == "resolved":
+            entries.append(
+                e.model_copy(
+                    update={
+                        "label": "inconclusive",
+                        "reason": f"not re-tested ({e.scan_type}: two reports matched, no "
+                        "re-test with its power): no longer significant or reported is no "
+                        "evidence that it is fixed",
+                    }
+                )
+            )
+        else:
+            entries.append(e.model_copy(update={"label": _MATCHED_AS[e.label]}))
+    order = {label: i for i, label in enumerate(RETEST_LABELS)}
+    entries.sort(key=lambda e: order[e.label])
+    counts = {label: sum(1 for e in entries if e.label == label) for label in RETEST_LABELS}
+    return BaselineComparison(
+        baseline_path=baseline_path,
+        baseline_name=baseline.name,
+        baseline_utc_time=baseline.provenance.utc_time,
+        overlap_threshold=threshold,
+        fail_on=fail_on,
+        counts=counts,
+        new_significant=counts["new"],
+        method="retest" if retests else "match",
+        scans_added=[i for i in new_scans if i not in old_scans],
+        scans_removed=[i for i in old_scans if i not in new_scans],
+        entries=entries,
+    )
+
+
+def _without(report: AuditReport, scan_ids: set[str]) -> AuditReport:
+    return report.model_copy(update={"scans": [s for s in report.scans if s.id not in scan_ids]})

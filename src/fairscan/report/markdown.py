@@ -7,7 +7,7 @@ same table; what a scan type reports beyond it (``detail``) comes from its rende
 from __future__ import annotations
 
 from fairscan.data.labels import subgroup_label
-from fairscan.report.baseline import LABELS
+from fairscan.report.baseline import LABELS, RETEST_LABELS
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.models import (
     AuditReport,
@@ -235,7 +235,8 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
 
     c = comparison
     source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"
-    summary = ", ".join(f"{c.counts.get(label, 0)} {label}" for label in LABELS)
+    words = LABELS if any(k in c.counts for k in ("persisting", "changed")) else RETEST_LABELS
+    summary = ", ".join(f"{c.counts.get(label, 0)} {label}" for label in words)
     lines = [
         "## What changed since the baseline",
         "",
@@ -253,23 +254,34 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
         return lines
     lines += [
         "| label | scan | finding | statistic before → after | p before → after "
-        "| inside before → after |",
-        "|---|---|---|---|---|---|",
+        "| inside before → after | power | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for e in c.entries:
         shown = e.after or e.before
         assert shown is not None
         subgroup = name_of(shown)
-        if e.label == "changed" and e.before is not None:
+        if e.label in ("changed", "shifted") and e.before is not None:
             subgroup = f"{name_of(e.before)} → {subgroup}"
         b, a = e.before, e.after
         lines.append(
             f"| **{e.label}** | `{e.scan_id}` | {subgroup} "
             f"| {num(b.score if b else None)} → {num(a.score if a else None)} "
             f"| {p(b.p_value if b else None)} → {p(a.p_value if a else None)} "
-            f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} |"
+            f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} "
+            f"| {num(e.power)} | {cell(e.reason or '')} |"
         )
     lines.append("")
+    if c.method == "retest":
+        lines += [
+            "Each significant baseline finding was re-tested on this run's data as a fixed "
+            "subgroup (its own values and bin edges; no search, so no search correction): "
+            "persists = still significant; resolved = not significant with power >= 0.8 to "
+            "detect the baseline effect, which moved toward zero; inconclusive = not "
+            "significant but underpowered, or not re-testable. new / shifted: significant "
+            "findings of this run whose rows overlap no / a baseline finding's (Jaccard 0.5).",
+            "",
+        ]
     return lines
 
 

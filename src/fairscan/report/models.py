@@ -255,6 +255,12 @@ class AuditReport(ReportModel):
     attributes: dict[str, list[str]] = Field(
         description="Each scan attribute with its values (labels) as scanned."
     )
+    bins: dict[str, list[float]] | None = Field(
+        default=None,
+        description="The bin edges of each discretised attribute as this run used them (a "
+        "re-test against this report as a baseline cuts the new data at the same edges); "
+        "omitted when no attribute was discretised.",
+    )
     scans: list[ScanResult]
     baseline: BaselineComparison | None = Field(
         default=None,
@@ -264,7 +270,11 @@ class AuditReport(ReportModel):
 
 # --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------
 
-BaselineLabel = Literal["new", "persisting", "resolved", "changed"]
+# re-testing labels (issue 26): new, shifted, persists, inconclusive, resolved; reports made
+# before re-tests hold the matching's labels: new, persisting, resolved, changed
+BaselineLabel = Literal[
+    "new", "shifted", "persists", "inconclusive", "resolved", "persisting", "changed"
+]
 
 
 class BaselineSide(ReportModel):
@@ -289,9 +299,13 @@ class BaselineEntry(ReportModel):
     scan_id: str
     scan_type: str
     label: BaselineLabel = Field(
-        description="new: significant now, not significant or absent before; resolved: "
-        "significant before, not significant or absent now; persisting: significant in both "
-        "with the same subgroup; changed: significant in both, matched by overlap."
+        description="persists: the baseline finding re-tested on the new data (its own values "
+        "and bin edges, as a fixed subgroup) is still significant; resolved: not significant "
+        "now, the re-test had power >= 0.8 to detect the baseline effect and the effect moved "
+        "toward zero; inconclusive: not significant now but underpowered, or not re-testable "
+        "(see reason); new: significant now, its rows overlap no baseline finding's (Jaccard "
+        "< 0.5 on the new data); shifted: significant now, overlapping a baseline finding's "
+        "rows. Reports made before re-tests: new/persisting/resolved/changed by matching."
     )
     match: Literal["exact", "overlap", "none"] = Field(
         description="exact subgroup (or group name), overlap above the threshold, or unmatched."
@@ -300,7 +314,18 @@ class BaselineEntry(ReportModel):
         description="Jaccard similarity of the covered attribute cells (1 = same subgroup)."
     )
     before: BaselineSide | None = Field(description="The baseline result (null if unmatched).")
-    after: BaselineSide | None = Field(description="The current result (null if unmatched).")
+    after: BaselineSide | None = Field(
+        description="The current result: the re-test for persists/resolved/inconclusive "
+        "(null if unmatched or not re-testable)."
+    )
+    reason: str | None = Field(
+        default=None, description="Why an entry is inconclusive (underpowered, not re-testable)."
+    )
+    power: float | None = Field(
+        default=None,
+        description="Power of the re-test to detect the baseline effect size at the run's "
+        "alpha (resolved and underpowered entries).",
+    )
 
 
 class BaselineComparison(ReportModel):
@@ -313,6 +338,11 @@ class BaselineComparison(ReportModel):
     fail_on: str = Field(description="The gate applied to the exit code (gate.fail_on).")
     counts: dict[str, int] = Field(description="Entries per label.")
     new_significant: int = Field(description="Significant findings labelled new.")
+    method: Literal["match", "retest"] = Field(
+        default="match",
+        description="retest: baseline findings re-evaluated on the new data (audit run "
+        "--baseline, audit diff --data); match: top-subgroup matching of two reports.",
+    )
     scans_added: list[str] = Field(description="Scan ids only in the current run.")
     scans_removed: list[str] = Field(description="Scan ids only in the baseline.")
     entries: list[BaselineEntry]

@@ -30,9 +30,14 @@ class ExitCode(IntEnum):
 _SIGNAL_BASE: Final = 128
 
 
-FailOn = Literal["significant", "new_significant", "never"]
+FailOn = Literal["significant", "new_significant", "persisting_or_new", "never"]
 # gate.fail_on values, in the order the spec documents them
-FAIL_ON: Final[tuple[FailOn, ...]] = ("significant", "new_significant", "never")
+FAIL_ON: Final[tuple[FailOn, ...]] = (
+    "significant",
+    "new_significant",
+    "persisting_or_new",
+    "never",
+)
 DEFAULT_FAIL_ON: Final[FailOn] = "significant"
 
 VerdictStatus = Literal["clean", "findings", "error"]
@@ -59,13 +64,24 @@ def status_text(status: str) -> str:
     return STATUS_TEXT.get(status, status)
 
 
-def gated_exit_code(significant: int, new_significant: int | None, fail_on: str) -> ExitCode:
+def gated_exit_code(
+    significant: int,
+    new_significant: int | None,
+    fail_on: str,
+    still_significant: int | None = None,
+) -> ExitCode:
     """OK/FINDINGS for a run without errors under ``gate.fail_on`` (no baseline: every finding
-    is new)."""
+    is new). ``still_significant``: baseline findings labelled persists or shifted."""
     if fail_on == "never":
         return ExitCode.OK
     if fail_on == "new_significant":
         count = significant if new_significant is None else new_significant
+        return ExitCode.FINDINGS if count else ExitCode.OK
+    if fail_on == "persisting_or_new":
+        if new_significant is None:
+            count = significant
+        else:
+            count = new_significant + (still_significant or 0)
         return ExitCode.FINDINGS if count else ExitCode.OK
     return ExitCode.FINDINGS if significant else ExitCode.OK
 
@@ -96,12 +112,19 @@ def build_verdict(
     )
 
 
-def gate_verdict(verdict: Verdict, fail_on: str, new_significant: int | None) -> Verdict:
+def gate_verdict(
+    verdict: Verdict,
+    fail_on: str,
+    new_significant: int | None,
+    still_significant: int | None = None,
+) -> Verdict:
     """``verdict`` with its exit code set by the gate (an error verdict stays ERROR)."""
     if verdict.status == "error":
         code = ExitCode.ERROR
     else:
-        code = gated_exit_code(verdict.significant_findings, new_significant, fail_on)
+        code = gated_exit_code(
+            verdict.significant_findings, new_significant, fail_on, still_significant
+        )
     return verdict.model_copy(update={"exit_code": int(code)})
 
 
@@ -115,8 +138,21 @@ def report_fail_on(report: AuditReport) -> str:
 def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
     """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
     gate ``comparison.fail_on`` applied to the current verdict and the new findings."""
-    verdict = gate_verdict(current.verdict, comparison.fail_on, comparison.new_significant)
+    verdict = gate_verdict(
+        current.verdict,
+        comparison.fail_on,
+        comparison.new_significant,
+        still_significant(comparison),
+    )
     return ExitCode(verdict.exit_code)
+
+
+def still_significant(comparison: BaselineComparison) -> int:
+    """Baseline findings still significant: persists and shifted (the matching's persisting and
+    changed in reports made before re-tests)."""
+    return sum(
+        comparison.counts.get(k, 0) for k in ("persists", "shifted", "persisting", "changed")
+    )
 
 
 def process_exit_code(code: int, exit_zero: bool = False) -> ExitCode:
@@ -166,9 +202,9 @@ def diff_verdict(comparison: BaselineComparison) -> str:
     finding", with the findings still significant counted (PASS only when there are none)."""
     if comparison.new_significant:
         return f"{FAIL}: {comparison.new_significant} new significant finding(s)"
-    still = comparison.counts.get("persisting", 0) + comparison.counts.get("changed", 0)
+    still = still_significant(comparison)
     if still:
-        changed = comparison.counts.get("changed", 0)
+        changed = comparison.counts.get("changed", 0) + comparison.counts.get("shifted", 0)
         extra = f", {changed} of them with a shifted subgroup" if changed else ""
         return (
             f"no new significant finding; {still} persisting finding(s) from the baseline are "

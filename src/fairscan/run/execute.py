@@ -20,8 +20,15 @@ from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
 from fairscan.report.baseline import compare_reports
-from fairscan.report.models import AuditReport, Environment, Provenance, ScanResult, ScanTiming
-from fairscan.report.verdict import build_verdict, gate_verdict
+from fairscan.report.models import (
+    AuditReport,
+    BaselineComparison,
+    Environment,
+    Provenance,
+    ScanResult,
+    ScanTiming,
+)
+from fairscan.report.verdict import build_verdict, gate_verdict, still_significant
 from fairscan.report.view import ReportView
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
@@ -99,28 +106,87 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},
+        bins={a.name: list(a.edges) for a in prepared.data.attributes if a.edges is not None}
+        or None,
         scans=results,
     )
+    comparison = None
+    if baseline is not None:
+        from fairscan.run.retest import retested_comparison
+
+        comparison = retested_comparison(
+            prepared,
+            report,
+            baseline,
+            baseline_path=str(options.baseline),
+            fail_on=spec.gate.fail_on,
+            root=root,
+            workers=workers,
+            runner=run_scan,
+        )
     report = ReportView.of(
-        apply_gate(report, baseline, options.baseline, spec.gate.fail_on), render_hooks()
+        apply_gate(report, baseline, options.baseline, spec.gate.fail_on, comparison),
+        render_hooks(),
     )
     written = write_outcome(prepared, report, options) if options.write else []
     return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
 
 
 def apply_gate(
-    report: AuditReport, baseline: AuditReport | None, baseline_path: Path | None, fail_on: str
+    report: AuditReport,
+    baseline: AuditReport | None,
+    baseline_path: Path | None,
+    fail_on: str,
+    comparison: BaselineComparison | None = None,
 ) -> AuditReport:
-    """Label findings against the baseline and set the exit code from ``gate.fail_on``
-    (:func:`fairscan.report.verdict.gate_verdict`, the rule ``audit diff`` applies too)."""
-    comparison = None
-    if baseline is not None:
+    """Label findings against the baseline (unless ``comparison`` is given: the re-test's)
+    and set the exit code from ``gate.fail_on`` (:func:`fairscan.report.verdict.gate_verdict`,
+    the rule ``audit diff`` applies too)."""
+    if baseline is not None and comparison is None:
         comparison = compare_reports(
             baseline, report, baseline_path=str(baseline_path), fail_on=fail_on
         )
     new_significant = comparison.new_significant if comparison is not None else None
-    verdict = gate_verdict(report.verdict, fail_on, new_significant)
+    still = still_significant(comparison) if comparison is not None else None
+    verdict = gate_verdict(report.verdict, fail_on, new_significant, still)
     return report.model_copy(update={"verdict": verdict, "baseline": comparison})
+
+
+def diff_reports_on_data(
+    old_path: Path | str, new_path: Path | str, data_path: Path | str
+) -> tuple[ReportView, BaselineComparison]:
+    """``audit diff OLD NEW --data FILE``: re-test OLD's findings on the data NEW audited (the
+    file must be that data: its SHA-256 is checked), with NEW's resolved spec and seed."""
+    from fairscan.errors import UsageError
+    from fairscan.report.verdict import report_fail_on
+    from fairscan.run.prepare import prepare_loaded
+    from fairscan.run.retest import retested_comparison
+    from fairscan.run.specs import loaded_from_mapping
+
+    old = load_report(old_path)
+    new = load_report(new_path)
+    raw = dict(new.provenance.parameters)
+    data = dict(raw.get("data") or {})
+    data["path"] = str(Path(data_path).resolve())
+    raw["data"] = data
+    prepared = prepare_loaded(loaded_from_mapping(raw, "<audit diff>"), located=False)
+    if prepared.data_sha256 != new.provenance.data_sha256:
+        raise UsageError(
+            f"{data_path} is not the data {new_path} audited (its SHA-256 differs)",
+            field="--data",
+            hint=f"give the file NEW was run on ({new.provenance.data_path})",
+        )
+    comparison = retested_comparison(
+        prepared,
+        new,
+        old,
+        baseline_path=str(old_path),
+        fail_on=report_fail_on(new),
+        root=np.random.SeedSequence(int(new.provenance.seed_entropy)),
+        workers=1,
+        runner=run_scan,
+    )
+    return new, comparison
 
 
 def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSequence:
@@ -139,8 +205,9 @@ def run_scan(
     progress: Progress,
     debug: bool = False,
     executor: Executor | None = None,
+    detect: tuple[float | None, ...] = (),
 ) -> ScanResult:
-    """Run one scan of a prepared audit.
+    """Run one scan of a prepared audit (``detect``: see :class:`ScanContext`).
 
     A failing scan marks itself ``error`` with its message (an internal error too, with the
     traceback when ``debug``), so the other scans' results are never lost; the run exits 2.
@@ -174,6 +241,7 @@ def run_scan(
             roles=bound,
             threshold_rule=roles.threshold_rule,
             spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
+            detect=detect,
         )
         result = SCAN_TYPES[scan.type].runner(scan, ctx)
         warnings = threshold_warnings(prepared.data, roles, bound)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fairscan.errors import SpecError, UsageError
-from fairscan.report.baseline import compare_reports
+from fairscan.report.baseline import retest_comparison
 from fairscan.report.formats import write_reports
 from fairscan.report.models import AuditReport, BaselineComparison
 from fairscan.report.read import read_report
@@ -35,10 +35,25 @@ def load_report(path: Path | str) -> ReportView:
 def diff_reports(
     old_path: Path | str, new_path: Path | str
 ) -> tuple[ReportView, BaselineComparison]:
-    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison."""
+    """Compare two JSON reports (``audit diff``): the new report and the labelled comparison.
+
+    When NEW was run with ``--baseline OLD`` its re-test is the comparison (the same labels
+    and exit code as that run); otherwise the two reports' findings are matched, with the
+    re-test's label words (a baseline finding the new search no longer reports is
+    ``inconclusive``, never ``resolved``, without a re-test)."""
     old = load_report(old_path)
     new = load_report(new_path)
-    comparison = compare_reports(old, new, baseline_path=str(old_path), fail_on=report_fail_on(new))
+    stored = new.baseline
+    if (
+        stored is not None
+        and stored.method == "retest"
+        and stored.baseline_name == old.name
+        and stored.baseline_utc_time == old.provenance.utc_time
+    ):
+        return new, stored.model_copy(update={"baseline_path": str(old_path)})
+    comparison = retest_comparison(
+        old, new, baseline_path=str(old_path), fail_on=report_fail_on(new)
+    )
     return new, comparison
 
 
@@ -48,7 +63,7 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
     spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
     out_dir = options.out_dir or (spec_dir / spec.output.dir)
     try:
-        return write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
+        written = write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if Path(out_dir).exists() and not Path(out_dir).is_dir():
@@ -65,3 +80,9 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
             ),
             prepared.located,
         ) from exc
+    if spec.output.history is not None:  # after the reports: a history problem loses none
+        from fairscan.run.history import append_run
+
+        history_dir = Path(prepared.loaded.file_of("output.history")).parent
+        append_run(history_dir / spec.output.history, report)
+    return written

@@ -80,6 +80,9 @@ class ScanContext:
     threshold_rule: Literal["ge", "gt"] = "ge"
     # folder of the spec file that wrote this scan: relative paths in a scan spec start here
     spec_dir: Path = field(default_factory=Path.cwd)
+    # re-test of a baseline (given subgroups): per subgroup, the effect (odds or rate
+    # multiplier) whose detection power the re-test reports; None: no power asked for
+    detect: tuple[float | None, ...] = ()
 
     def _role(self, name: str) -> np.ndarray:
         value = getattr(self.roles, name)

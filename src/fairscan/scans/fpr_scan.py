@@ -17,19 +17,19 @@ from pydantic import Field
 from fairscan.metric_table import CATALOGUE
 from fairscan.scans.base import ScanContext, ScanType
 from fairscan.scans.mdss_render import MDSS_HOOKS
-from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, ScoreOptions
+from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBase, ScoreOptions
 
 if TYPE_CHECKING:
     from fairscan.report.models import ScanResult
 
 
-class FprScanSpec(DecisionOverrides, ScoreOptions, MdssScanSpecBase):
+class FprScanSpec(DecisionOverrides, ScoreOptions, FixedSubgroups, MdssScanSpecBase):
     type: Literal["fpr_scan"] = Field(
         description="False-positive-rate scan among true negatives (y = 0)."
     )
 
 
-class TprScanSpec(DecisionOverrides, ScoreOptions, MdssScanSpecBase):
+class TprScanSpec(DecisionOverrides, ScoreOptions, FixedSubgroups, MdssScanSpecBase):
     type: Literal["tpr_scan"] = Field(
         description="True-positive-rate scan among true positives (y = 1)."
     )

@@ -28,6 +28,7 @@ from fairscan.engine.expectation_cells import (
     summarise,
     worth_summarising,
 )
+from fairscan.engine.fixed import FixedTest
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_subgroup
 from fairscan.engine.randomization import (
     NullResult,
@@ -263,6 +264,8 @@ def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | 
 def run_mdss(
     spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
 ) -> ScanResult:
+    if getattr(spec, "subgroups", None):
+        return run_given_subgroups(spec, ctx, inputs, parameters)
     started = time.perf_counter()
     scanned = search_mdss(
         spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, MdssStream.SEARCH)
@@ -317,6 +320,152 @@ def mdss_result(
         null_distribution=null_distribution(null, ctx.alpha),
         warnings=list(scanned.warnings),
     )
+
+
+GIVEN_NOTE = (
+    "given subgroup tested alone under the scan's null model: no search, so no search "
+    "correction applies"
+)
+
+
+def run_given_subgroups(
+    spec: MdssScanSpecBase, ctx: ScanContext, inputs: MdssInputs, parameters: dict[str, object]
+) -> ScanResult:
+    """Score and test each of ``spec.subgroups`` (no search): one finding per subgroup, in the
+    order given, with its exact or parametric p-value (:mod:`fairscan.engine.fixed`)."""
+    from fairscan.data.subgroups import resolve_subgroups
+    from fairscan.engine.scores import score_given
+
+    started = time.perf_counter()
+    given = resolve_subgroups(getattr(spec, "subgroups", None) or [], ctx.data.attributes)
+    problem = ScanProblem.build(
+        ctx.data.codes[inputs.rows], inputs.observed, inputs.expected, clip=inputs.clip
+    )
+    cells = scan_cells(problem, inputs)
+    scored = [
+        score_given(
+            cells,
+            inputs.score,
+            given_selection(ctx.data.attributes, problem, subgroup),
+            direction=inputs.direction,
+            penalty=spec.penalty,
+        )
+        for subgroup in given
+    ]
+    tested = [
+        _given_finding(spec, ctx, inputs, problem, cells, subgroup, found, k)
+        for k, (subgroup, found) in enumerate(zip(given, scored, strict=True))
+    ]
+    findings = [finding for finding, _ in tested]
+    done = time.perf_counter()
+    timing = ScanTiming(
+        search_seconds=0.0, significance_seconds=done - started, total_seconds=done - started
+    )
+    # the scan's population, parameters and warnings as a search reports them
+    result = mdss_result(
+        spec, ctx, inputs, MdssSearch(problem, cells, scored[0]), None, parameters, timing
+    )
+    return result.model_copy(
+        update={
+            "findings": findings,
+            "status": scan_status(
+                findings, tested=all(t.p_value is not None for _, t in tested), found=True
+            ),
+            "parameters": {
+                **result.parameters,
+                "mode": "given subgroups",
+                "given_subgroup_tests": sorted({t.method for _, t in tested}),
+            },
+            "warnings": [*result.warnings, *_empty_warnings(findings)],
+        }
+    )
+
+
+def _given_finding(
+    spec: MdssScanSpecBase,
+    ctx: ScanContext,
+    inputs: MdssInputs,
+    problem: ScanProblem,
+    cells: Cells,
+    subgroup: dict[str, list[str]],
+    found: ScoredSubgroup,
+    k: int,
+) -> tuple[Finding, FixedTest]:
+    """Given subgroup ``k``'s finding: its test, and its power where a re-test asks for it."""
+    from fairscan.engine.fixed import fixed_power, fixed_test
+
+    seed = child_seed(ctx.seed, MdssStream.FIXED, k)
+    selection = found.best.selection
+    test = fixed_test(
+        cells,
+        selection,
+        direction=inputs.direction,
+        llr=found.best.llr,
+        draw=inputs.draw,
+        seed=seed,
+        replicates=ctx.replicates,
+        residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
+        material=is_material(found.best),
+    )
+    figures: dict[str, Any] = {
+        "index": k,
+        "test": test.method,
+        "replicates": test.replicates,
+        "exceed_count": test.exceed_count,
+        "note": GIVEN_NOTE,
+    }
+    q = ctx.detect[k] if k < len(ctx.detect) else None
+    if q is not None:
+        figures["power_at_q"] = q
+        figures["power"] = fixed_power(
+            cells,
+            selection,
+            direction=inputs.direction,
+            q=q,
+            alpha=ctx.alpha,
+            draw=inputs.draw,
+            seed=seed,
+            replicates=ctx.replicates,
+        )
+    finding = _finding(spec, ctx, inputs, problem, found, None)
+    p_text = "untested" if test.p_value is None else f"p = {test.p_value:.4g}"
+    finding = finding.model_copy(
+        update={
+            "subgroup": subgroup,
+            "label": subgroup_label(subgroup, ctx.data.attributes),
+            "p_value": test.p_value,
+            "significant": None if test.p_value is None else test.p_value <= ctx.alpha,
+            "description": f"{finding.description} Given subgroup ({test.method}, {p_text}; "
+            "no search, so no search correction).",
+            "detail": {**finding.detail, "given_subgroup": figures},
+        }
+    )
+    return finding, test
+
+
+def _empty_warnings(findings: Sequence[Finding]) -> list[str]:
+    return [
+        f"the given subgroup {f.label} has no rows among the scanned ones"
+        for f in findings
+        if f.size == 0
+    ]
+
+
+def given_selection(
+    attributes: Sequence[EncodedAttribute], problem: ScanProblem, subgroup: dict[str, list[str]]
+) -> np.ndarray:
+    """A given subgroup (attribute -> labels) as a selection over the problem's local codes;
+    a value absent from the scanned rows selects nothing there."""
+    kmax = int(problem.cardinality.max()) if problem.cardinality.size else 0
+    selection = np.zeros((len(attributes), max(kmax, 1)), dtype=bool)
+    for j, attribute in enumerate(attributes):
+        k = int(problem.cardinality[j])
+        if attribute.name not in subgroup:
+            selection[j, :k] = True
+            continue
+        wanted = [attribute.labels.index(v) for v in subgroup[attribute.name]]
+        selection[j, :k] = np.isin(problem.value_index[j], wanted)
+    return selection
 
 
 def _population(inputs: MdssInputs, n: int, observed: float, expected: float) -> Population:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from fairscan.spec.constraints import PENALTY, RESTARTS
@@ -110,6 +118,54 @@ class MdssScanSpecBase(ScanSpecBase):
         default=500,
         description="Random restarts of the coordinate ascent (restart 1 starts from all values).",
     )
+
+
+# a given subgroup: attribute -> value(s), or a filter string (``race = 'A' and sex = 'Male'``)
+SubgroupEntry = dict[str, Scalar | list[Scalar]] | str
+
+SUBGROUPS_DOC = (
+    "Given subgroups to test instead of searching: each an attribute -> value(s) mapping "
+    "(e.g. {race: African-American, sex: Male}) or a filter string in the filter grammar "
+    "(e.g. \"race = 'African-American' and sex = 'Male'\"; AND of =, !=, IN, NOT IN, IS NULL, "
+    "and <, <=, >, >=, BETWEEN on ordered or discretised attributes, at bin edges). Each is "
+    "scored and tested alone under the scan's null model, with no search and so no search "
+    "correction."
+)
+
+
+class FixedSubgroups(StrictModel):
+    """``subgroups:``: test given subgroups instead of searching (issue 26)."""
+
+    subgroups: list[SubgroupEntry] | None = Field(
+        default=None, min_length=1, description=SUBGROUPS_DOC
+    )
+
+    @field_validator("subgroups")
+    @classmethod
+    def _entries_not_empty(cls, value: list[SubgroupEntry] | None) -> list[SubgroupEntry] | None:
+        for k, entry in enumerate(value or []):
+            if not entry or (isinstance(entry, str) and not entry.strip()):
+                raise rule_error(
+                    "a subgroup is empty: it would be everyone",
+                    k,
+                    hint="write e.g. {sex: Male} or \"sex = 'Male'\"",
+                )
+            if isinstance(entry, dict):
+                for name, values in entry.items():
+                    if isinstance(values, list) and not values:
+                        raise rule_error(
+                            f"no value given for {name!r}", k, name, hint="list one value or more"
+                        )
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_subgroups(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A scan that searches dumps as it did before ``subgroups`` existed (reports, the
+        resolved spec in provenance): the key appears only where subgroups are given."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("subgroups", ...) is None:
+            del dumped["subgroups"]
+        return dumped
 
 
 ALPHA_DOC = (

@@ -6,7 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from fairscan.errors import truncate
 from fairscan.metric_table import CATALOGUE
@@ -334,15 +341,33 @@ class OutputSpec(StrictModel):
             "Markdown report to $GITHUB_STEP_SUMMARY when that variable is set."
         ),
     )
+    history: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Append every run (time, spec name and hash, data hash, verdict, each "
+        "finding with its label, statistic, p-value and effect) to this SQLite file, relative "
+        "to the spec file; `audit history PATH` prints the trends.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_history(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The resolved spec of a run without history keeps the keys it had."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and dumped.get("history", ...) is None:
+            del dumped["history"]
+        return dumped
 
 
 class GateSpec(StrictModel):
-    fail_on: Literal["significant", "new_significant", "never"] = Field(
+    fail_on: Literal["significant", "new_significant", "persisting_or_new", "never"] = Field(
         default="significant",
         description=(
             "When a run without errors exits 1: significant = any significant finding; "
             "new_significant = a significant finding labelled new against --baseline "
-            "(without a baseline every finding is new); never = findings never fail the run."
+            "(without a baseline every finding is new); persisting_or_new = a finding labelled "
+            "new, persists or shifted (a baseline finding still significant: for teams that "
+            "must fix, not just not worsen; without a baseline: any significant finding); "
+            "never = findings never fail the run."
         ),
     )
     correction: Literal["none", "holm", "bonferroni", "bh"] = Field(

@@ -242,6 +242,12 @@ def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
 def run_nominal_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     if spec.positive is not None:
         return run_one_class_scan(spec, ctx)
+    if spec.subgroups:
+        raise ScanError(
+            "given subgroups are tested for one class of a nominal outcome",
+            field="subgroups",
+            hint="set `positive:` to the class whose rate the subgroups are tested on",
+        )
     started = time.perf_counter()
     model = class_model(spec, ctx)
     inputs = [_class_inputs(spec, ctx, model, k) for k in range(len(model.labels))]

@@ -69,6 +69,8 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         ),
         parameters={} if expectation_note is None else {"expectation": expectation_note},
     )
+    if spec.subgroups:  # the critical value screens a search; given subgroups have none
+        return result
     # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
     profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
     h = critical_value(ctx.alpha, profiles)

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from fairscan.scans.base import Role
 from fairscan.spec.base import (
     ALPHA_DOC,
+    FixedSubgroups,
     MdssScanSpecBase,
     StrictModel,
     rule_error,
@@ -43,7 +44,7 @@ SCORES_FOR: dict[str, tuple[str, ...]] = {
 }
 
 
-class BiasScanSpec(MdssScanSpecBase):
+class BiasScanSpec(FixedSubgroups, MdssScanSpecBase):
     type: Literal["bias_scan"] = Field(
         description="Calibration scan: observed outcome vs predicted probability (or mean)."
     )
