@@ -449,3 +449,51 @@ def test_python_api_reads_the_spec_database(folder: Path, in_memory: dict[str, A
     assert report.provenance.data_source["table"] == "credit"
     fewer = fairscan.audit(spec=spec, filter="income >= 12000")
     assert fewer.provenance.rows_after_filter > report.provenance.rows_after_filter
+
+
+CALIBRATION_SCANS = """\
+  - {id: calibration, type: bias_scan, direction: negative, restarts: 10}
+  - {id: under, type: bias_scan, direction: positive, restarts: 10}"""
+
+
+def _calibration(report: Any) -> list[Any]:
+    return [
+        (
+            scan.id,
+            [
+                (f.label, f.size, f.detail["observed_count"], f.detail["q"] is not None)
+                for f in scan.findings
+            ],
+            scan.population.size if scan.population else None,
+        )
+        for scan in report.scans
+    ]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite", "postgres"])
+def test_calibration_scan_needs_no_rows(folder: Path, engine: str, request: Any) -> None:
+    """Probabilities read only by calibration bias scans come back in 1000 bins per (profile,
+    outcome) with the per-profile sums at the expansion nodes: the same subgroups and scores
+    (1e-9 relative) as in memory, p-values within simulation error (replicates drawn per bin)."""
+    memory = _run(folder, "  path: credit.parquet\n  streaming: false", CALIBRATION_SCANS)
+    if engine == "postgres":
+        pg = request.getfixturevalue("pg")
+        data = f"  connection: '{pg.url()}'\n  table: credit"
+    else:
+        data = f"  connection: credit.{engine}\n  table: credit"
+    report = _run(folder, data, CALIBRATION_SCANS)
+    source = report.provenance.data_source
+    assert any(s.startswith("probabilities of 'score'") for s in source["pushdown"])
+    assert _calibration(report) == _calibration(memory)
+    for scan, reference in zip(report.scans, memory.scans, strict=True):
+        assert scan.findings, "the scans find a subgroup"
+        for found, expected in zip(scan.findings, reference.findings, strict=True):
+            assert found.statistic.value == pytest.approx(expected.statistic.value, rel=1e-9)
+            assert found.detail["expected_count"] == pytest.approx(
+                expected.detail["expected_count"], rel=1e-12
+            )
+            # 9 replicates each: a p-value is k / 10; two estimates of one p-value
+            assert found.p_value is not None and expected.p_value is not None
+            assert abs(found.p_value - expected.p_value) <= 0.5
+    # fewer rows come back than there are distinct (profile, outcome, score) rows
+    assert source["aggregated_rows"] < memory.provenance.data_rows
