@@ -193,8 +193,10 @@ def memory(rows: int, before_src: Path) -> None:
     print("pushed down:", results["spec"]["data_source"])
 
 
-def calibration(rows: int) -> None:
-    """bias_scan with continuous probabilities: through the database and in memory."""
+def calibration(rows: int, before_src: Path) -> None:
+    """bias_scan with continuous probabilities: through the database (``before``: the sources
+    of ``--before-src``, the probabilities a grouping column; ``spec``: this tree, per-profile
+    sums pushed down) and in memory (the reference)."""
     from make_warehouse_table import make
 
     db = WORK / f"warehouse-{rows}.duckdb"
@@ -202,9 +204,11 @@ def calibration(rows: int) -> None:
         print(f"made the table in {make(rows, db):.1f} s")
     print(f"{rows:,} rows; load average before: {_load()}")
     results = {}
-    for mode in ("spec", "memory"):
+    for mode, src in (("before", before_src), ("spec", SRC), ("memory", SRC)):
         try:
-            results[mode] = r = _measure(mode, db, "calibration", SRC)
+            results[mode] = r = _measure(
+                "spec" if mode == "before" else mode, db, "calibration", src
+            )
         except SystemExit as exc:
             print(f"{mode}: {str(exc)[-600:]}")
             continue
@@ -212,8 +216,22 @@ def calibration(rows: int) -> None:
             f"{mode:7s} peak RSS {r['peak_rss_mb']:7.0f} MB, audit {r['seconds']:6.1f} s; "
             f"load {_load()}; aggregated rows {(r['data_source'] or {}).get('aggregated_rows')}"
         )
-    if len(results) == 2:
-        print("same report:", results["spec"]["summary"] == results["memory"]["summary"])
+    if "memory" not in results:
+        return
+    (_, _, reference, _), *_ = results["memory"]["summary"]
+    for mode in ("before", "spec"):
+        if mode not in results:
+            continue
+        (_, _, found, _), *_ = results[mode]["summary"]
+        for (label, score, p, size), (ref_label, ref_score, ref_p, ref_size) in zip(
+            found, reference, strict=True
+        ):
+            print(
+                f"{mode}: {label} (in memory: {ref_label}), size {size} / {ref_size}, "
+                f"score {score!r} / {ref_score!r} (relative difference "
+                f"{abs(score - ref_score) / abs(ref_score):.2e}), p-value {p} / {ref_p}"
+            )
+    print("pushed down:", (results.get("spec") or {}).get("data_source"))
 
 
 def speed(rows: int, threshold: bool, options: str | None) -> None:
@@ -278,7 +296,7 @@ def main() -> None:
     if args.what == "memory":
         memory(args.rows or 3_000_000, args.before_src)
     elif args.what == "calibration":
-        calibration(args.rows or 10_000_000)
+        calibration(args.rows or 10_000_000, args.before_src)
     else:
         speed(args.rows or 100_000_000, args.threshold, args.duckdb_options)
 
