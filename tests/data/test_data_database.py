@@ -471,13 +471,16 @@ def _calibration(report: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "sqlite", "postgres"])
-def test_calibration_scan_needs_no_rows(folder: Path, engine: str, request: Any) -> None:
+def test_calibration_scan_needs_no_rows(
+    folder: Path, engine: str, request: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Probabilities read only by calibration bias scans come back in 1000 bins per (profile,
     outcome) with the per-profile sums at the expansion nodes: the same subgroups and scores
     (1e-9 relative) as in memory, p-values within simulation error (replicates drawn per bin)."""
     memory = _run(folder, "  path: credit.parquet\n  streaming: false", CALIBRATION_SCANS)
     if engine == "postgres":
         pg = request.getfixturevalue("pg")
+        monkeypatch.setenv(PASSWORD_VARIABLE, pg.password)
         data = f"  connection: '{pg.url()}'\n  table: credit"
     else:
         data = f"  connection: credit.{engine}\n  table: credit"
