@@ -177,6 +177,8 @@ def test_threshold_is_pushed_down(folder: Path, in_memory: dict[str, Any]) -> No
     # the calibration scan needs every probability: no collapse then
     full = _run(folder, "  connection: credit.duckdb\n  table: credit")
     assert not any(s.startswith("threshold") for s in full.provenance.data_source["pushdown"])
+    # nor in bins: the FPR-Scan reads the score through its threshold
+    assert not any(s.startswith("probabilities") for s in full.provenance.data_source["pushdown"])
     # at most two rows per (cell, outcome, side) instead of one per distinct score
     assert source["aggregated_rows"] * 3 < full.provenance.data_source["aggregated_rows"]
 
