@@ -492,6 +492,7 @@ def test_calibration_scan_needs_no_rows(
     assert _calibration(report) == _calibration(memory)
     for scan, reference in zip(report.scans, memory.scans, strict=True):
         assert scan.findings, "the scans find a subgroup"
+        assert scan.warnings == reference.warnings
         for found, expected in zip(scan.findings, reference.findings, strict=True):
             assert found.statistic.value == pytest.approx(expected.statistic.value, rel=1e-9)
             assert found.detail["expected_count"] == pytest.approx(
@@ -502,3 +503,49 @@ def test_calibration_scan_needs_no_rows(
             assert abs(found.p_value - expected.p_value) <= 0.5
     # fewer rows come back than there are distinct (profile, outcome, score) rows
     assert source["aggregated_rows"] < memory.provenance.data_rows
+
+
+def test_calibration_push_down_keeps_checks_and_clip_warning(tmp_path: Path) -> None:
+    """Invalid probabilities (null, above 1) read by a binned calibration scan are reported
+    as in memory; probabilities of exactly 0 or 1 are clipped and counted as in memory."""
+    frame = pl.read_csv(CREDIT).with_columns(
+        pl.when(pl.col("applicant_id") % 97 == 0)
+        .then(None)
+        .when(pl.col("applicant_id") % 89 == 0)
+        .then(1.5)
+        .when(pl.col("applicant_id") % 83 == 0)
+        .then(0.0)
+        .when(pl.col("applicant_id") % 79 == 0)
+        .then(1.0)
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    clean = frame.filter(pl.col("score").is_not_null() & (pl.col("score") <= 1))
+    outcomes: list[list[Any]] = [[], []]
+    for i, scores in enumerate((frame, clean)):
+        scores.write_parquet(tmp_path / f"t{i}.parquet")
+        duckdb.connect(str(tmp_path / f"t{i}.duckdb")).execute(
+            "create table credit as select * from scores"
+        ).close()
+        for data in (
+            f"  path: t{i}.parquet\n  streaming: false",
+            f"  connection: t{i}.duckdb\n  table: credit",
+        ):
+            spec = tmp_path / "s.audit.yaml"
+            spec.write_text(SPEC.format(data=data, scans=CALIBRATION_SCANS))
+            if i == 0:
+                with pytest.raises(DataError) as info:
+                    api.run_audit(spec, api.RunOptions(write=False))
+                # (the count of values outside [0, 1] counts distinct rows of an aggregated
+                # table, as for a streamed file: the message up to it)
+                outcomes[i].append([(x.field, x.message.split(";")[0]) for x in info.value.issues])
+            else:
+                outcomes[i].append(api.run_audit(spec, api.RunOptions(write=False)).report)
+    assert outcomes[0][0] == outcomes[0][1]
+    assert any("missing value" in m for _, m in outcomes[0][0])
+    memory, database = outcomes[1]
+    assert any(s.startswith("probabilities") for s in database.provenance.data_source["pushdown"])
+    assert _calibration(database) == _calibration(memory)
+    for scan, reference in zip(database.scans, memory.scans, strict=True):
+        assert scan.warnings == reference.warnings
+        assert any("clipped" in w for w in scan.warnings)

@@ -423,8 +423,16 @@ def profile_sums(
     x, valid = _valid(source, table, column, Cut((), "ge", True))
     rows = table.filter(valid).mutate(__p__=_clipped(x))
     p = rows["__p__"]
+    import ibis
+
+    from fairscan.engine.mdss import EPSILON
+
+    changed = (rows[column].cast("float64") < EPSILON) | (
+        rows[column].cast("float64") > 1 - EPSILON
+    )
     sums: dict[str, Any] = {
         "n": rows.count(),
+        "clipped": ibis.ifelse(changed, 1, 0).sum(),  # PostgreSQL casts no boolean to bigint
         "e": p.sum(),
         "k2": (p * (1.0 - p)).sum(),
         "k3": (p * (1.0 - p) * (1.0 - 2.0 * p)).sum(),
@@ -465,6 +473,7 @@ def _attach_sums(
         k2=sums["k2"].to_numpy().astype(np.float64),
         k3=sums["k3"].to_numpy().astype(np.float64),
         values=values,
+        clipped=int(sums["clipped"].sum() or 0),
     )
 
 

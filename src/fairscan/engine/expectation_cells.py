@@ -147,6 +147,7 @@ class ProfileSums:
     k2: np.ndarray  # (P,) sum p (1 - p)
     k3: np.ndarray  # (P,) sum p (1 - p) (1 - 2 p)
     values: dict[int, np.ndarray]  # direction (+1/-1) -> (P, nodes)
+    clipped: int = 0  # probabilities the clip to [1e-6, 1 - 1e-6] changed
 
 
 def profiles_of(cells: Cells) -> Cells:

@@ -225,10 +225,10 @@ def search_mdss(
     problem = ScanProblem.build(codes, inputs.observed, inputs.expected, clip=inputs.clip)
     cells = scan_cells(problem, inputs)
     warnings: tuple[str, ...] = ()
-    if problem.clipped:
-        warnings = (
-            f"{problem.clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",
-        )
+    # the database clipped the probabilities it summed (the rows hold bin means)
+    clipped = problem.clipped if inputs.profile_sums is None else inputs.profile_sums[1].clipped
+    if clipped:
+        warnings = (f"{clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",)
     expectation = expectation_summary(inputs, cells)
     if expectation is not None and inputs.profile_sums is not None:
         # the rows' expectations are bin means: the subgroup is scored from the database's
