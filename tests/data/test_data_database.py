@@ -177,6 +177,8 @@ def test_threshold_is_pushed_down(folder: Path, in_memory: dict[str, Any]) -> No
     # the calibration scan needs every probability: no collapse then
     full = _run(folder, "  connection: credit.duckdb\n  table: credit")
     assert not any(s.startswith("threshold") for s in full.provenance.data_source["pushdown"])
+    # nor in bins: the FPR-Scan reads the score through its threshold
+    assert not any(s.startswith("probabilities") for s in full.provenance.data_source["pushdown"])
     # at most two rows per (cell, outcome, side) instead of one per distinct score
     assert source["aggregated_rows"] * 3 < full.provenance.data_source["aggregated_rows"]
 
@@ -449,3 +451,101 @@ def test_python_api_reads_the_spec_database(folder: Path, in_memory: dict[str, A
     assert report.provenance.data_source["table"] == "credit"
     fewer = fairscan.audit(spec=spec, filter="income >= 12000")
     assert fewer.provenance.rows_after_filter > report.provenance.rows_after_filter
+
+
+CALIBRATION_SCANS = """\
+  - {id: calibration, type: bias_scan, direction: negative, restarts: 10}
+  - {id: under, type: bias_scan, direction: positive, restarts: 10}"""
+
+
+def _calibration(report: Any) -> list[Any]:
+    return [
+        (
+            scan.id,
+            [
+                (f.label, f.size, f.detail["observed_count"], f.detail["q"] is not None)
+                for f in scan.findings
+            ],
+            scan.population.size if scan.population else None,
+        )
+        for scan in report.scans
+    ]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite", "postgres"])
+def test_calibration_scan_needs_no_rows(
+    folder: Path, engine: str, request: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probabilities read only by calibration bias scans come back in 1000 bins per (profile,
+    outcome) with the per-profile sums at the expansion nodes: the same subgroups and scores
+    (1e-9 relative) as in memory, p-values within simulation error (replicates drawn per bin)."""
+    memory = _run(folder, "  path: credit.parquet\n  streaming: false", CALIBRATION_SCANS)
+    if engine == "postgres":
+        pg = request.getfixturevalue("pg")
+        monkeypatch.setenv(PASSWORD_VARIABLE, pg.password)
+        data = f"  connection: '{pg.url()}'\n  table: credit"
+    else:
+        data = f"  connection: credit.{engine}\n  table: credit"
+    report = _run(folder, data, CALIBRATION_SCANS)
+    source = report.provenance.data_source
+    assert any(s.startswith("probabilities of 'score'") for s in source["pushdown"])
+    assert _calibration(report) == _calibration(memory)
+    for scan, reference in zip(report.scans, memory.scans, strict=True):
+        assert scan.findings, "the scans find a subgroup"
+        assert scan.warnings == reference.warnings
+        for found, expected in zip(scan.findings, reference.findings, strict=True):
+            assert found.statistic.value == pytest.approx(expected.statistic.value, rel=1e-9)
+            assert found.detail["expected_count"] == pytest.approx(
+                expected.detail["expected_count"], rel=1e-12
+            )
+            # 9 replicates each: a p-value is k / 10; two estimates of one p-value
+            assert found.p_value is not None and expected.p_value is not None
+            assert abs(found.p_value - expected.p_value) <= 0.5
+    # fewer rows come back than there are distinct (profile, outcome, score) rows
+    assert source["aggregated_rows"] < memory.provenance.data_rows
+
+
+def test_calibration_push_down_keeps_checks_and_clip_warning(tmp_path: Path) -> None:
+    """Invalid probabilities (null, above 1) read by a binned calibration scan are reported
+    as in memory; probabilities of exactly 0 or 1 are clipped and counted as in memory."""
+    frame = pl.read_csv(CREDIT).with_columns(
+        pl.when(pl.col("applicant_id") % 97 == 0)
+        .then(None)
+        .when(pl.col("applicant_id") % 89 == 0)
+        .then(1.5)
+        .when(pl.col("applicant_id") % 83 == 0)
+        .then(0.0)
+        .when(pl.col("applicant_id") % 79 == 0)
+        .then(1.0)
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    clean = frame.filter(pl.col("score").is_not_null() & (pl.col("score") <= 1))
+    outcomes: list[list[Any]] = [[], []]
+    for i, scores in enumerate((frame, clean)):
+        scores.write_parquet(tmp_path / f"t{i}.parquet")
+        duckdb.connect(str(tmp_path / f"t{i}.duckdb")).execute(
+            "create table credit as select * from scores"
+        ).close()
+        for data in (
+            f"  path: t{i}.parquet\n  streaming: false",
+            f"  connection: t{i}.duckdb\n  table: credit",
+        ):
+            spec = tmp_path / "s.audit.yaml"
+            spec.write_text(SPEC.format(data=data, scans=CALIBRATION_SCANS))
+            if i == 0:
+                with pytest.raises(DataError) as info:
+                    api.run_audit(spec, api.RunOptions(write=False))
+                # (the count of values outside [0, 1] counts distinct rows of an aggregated
+                # table, as for a streamed file: the message up to it)
+                outcomes[i].append([(x.field, x.message.split(";")[0]) for x in info.value.issues])
+            else:
+                outcomes[i].append(api.run_audit(spec, api.RunOptions(write=False)).report)
+    assert outcomes[0][0] == outcomes[0][1]
+    assert any("missing value" in m for _, m in outcomes[0][0])
+    memory, database = outcomes[1]
+    assert any(s.startswith("probabilities") for s in database.provenance.data_source["pushdown"])
+    assert _calibration(database) == _calibration(memory)
+    for scan, reference in zip(database.scans, memory.scans, strict=True):
+        assert scan.warnings == reference.warnings
+        assert any("clipped" in w for w in scan.warnings)

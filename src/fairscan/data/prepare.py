@@ -1159,4 +1159,5 @@ def prepare_data(
         warnings=tuple(ctx.warnings),
         extra=extra,
         row_weight=ctx.weights,
+        profile_sums={} if aggregated is None else dict(aggregated.profile_sums),
     )

@@ -42,6 +42,21 @@ from fairscan.spec.models import DiscretizeSpec, SampleSpec
 _INPUT = "fairscan_input"
 
 
+# A probability column only calibration bias scans read comes back as this many bins per
+# (profile, outcome): each bin's row count and mean probability (what null replicates draw
+# from: Binomial(count, mean) per bin), with the profiles' exact sums beside it.
+PROBABILITY_BINS = 1000
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A probability column read only as per-row expectations by calibration bias scans in
+    ``directions`` (+1 positive, -1 negative): summarised per profile in the engine."""
+
+    directions: tuple[int, ...]
+    bins: int = PROBABILITY_BINS
+
+
 @dataclass(frozen=True)
 class Cut:
     """A prediction column the audit reads only through thresholds (``rule``: ge or gt)."""
@@ -336,6 +351,143 @@ def _move_one_row(frame: pl.DataFrame, where: pl.Expr, column: str, value: float
     return pl.concat([rest, moved.select(rest.columns)]).filter(pl.col(WEIGHT_COLUMN) > 0)
 
 
+def _bin_column(column: str) -> str:
+    return f"__fairscan_pbin_{column}__"
+
+
+def _psum_column(column: str) -> str:
+    return f"__fairscan_psum_{column}__"
+
+
+def _clipped(x: Any) -> Any:
+    """The probability as the scans use it: clipped to [1e-6, 1 - 1e-6] (engine.mdss)."""
+    import ibis
+
+    from fairscan.engine.mdss import EPSILON
+
+    return ibis.greatest(ibis.least(x, 1.0 - EPSILON), EPSILON)
+
+
+def _probability_keys(source: PushdownSource, table: Any, column: str, bins: int) -> dict:
+    """Group keys that read a probability column by bins: the bin of each valid value (the
+    value itself null then) and, to sum, the clipped value; invalid values (null, NaN,
+    outside [0, 1]) stay as they are, for the checks."""
+    import ibis
+
+    x, valid = _valid(source, table, column, Cut((), "ge", True))
+    p = _clipped(x)
+    index = ibis.least((p * bins).floor().cast("int64"), bins - 1).cast("int32")
+    return {
+        column: ibis.ifelse(valid, ibis.null("float64"), x),
+        _bin_column(column): ibis.ifelse(valid, index, ibis.null("int32")),
+        _psum_column(column): ibis.ifelse(valid, p, ibis.null("float64")),
+    }
+
+
+def _log1p(x: Any) -> Any:
+    """log(1 + x) to a few ulps with only LN (Goldberg's trick: engines lack LOG1P)."""
+    import ibis
+
+    w = 1.0 + x
+    return ibis.ifelse(w == 1.0, x, w.ln() * x / (w - 1.0))
+
+
+def _node_sums(p: Any, direction: int) -> dict[str, Any]:
+    """sum log(1 - p + p e^u) at each expansion node u (engine.expectation_cells.nodes), as
+    the kernel's fit_coefficients evaluates it per row."""
+    import ibis
+
+    from fairscan.engine.expectation_cells import nodes
+
+    out: dict[str, Any] = {}
+    tag = "p" if direction > 0 else "n"
+    for k, u in enumerate(nodes(direction)):
+        tm1, eu = float(np.expm1(u)), float(np.exp(u))
+        term = _log1p(p * tm1)
+        if tm1 < -0.5:  # p (e^u - 1) < -1/2 for p near 1: (1 - p) + p e^u has no cancellation
+            term = ibis.ifelse(p * tm1 < -0.5, ((1.0 - p) + p * eu).ln(), term)
+        out[f"v{tag}{k}"] = term.sum()
+    return out
+
+
+def profile_sums(
+    source: PushdownSource,
+    table: Any,
+    column: str,
+    profile: Sequence[str],
+    calibration: Calibration,
+) -> pl.DataFrame:
+    """One ``GROUP BY`` of the attribute profile over the rows with a valid probability:
+    rows, sum p, the cumulants and sum log(1 - p + p e^u) at every expansion node of each
+    direction (p clipped as the scans clip it)."""
+    x, valid = _valid(source, table, column, Cut((), "ge", True))
+    rows = table.filter(valid).mutate(__p__=_clipped(x))
+    p = rows["__p__"]
+    import ibis
+
+    from fairscan.engine.mdss import EPSILON
+
+    changed = (rows[column].cast("float64") < EPSILON) | (
+        rows[column].cast("float64") > 1 - EPSILON
+    )
+    sums: dict[str, Any] = {
+        "n": rows.count(),
+        "clipped": ibis.ifelse(changed, 1, 0).sum(),  # PostgreSQL casts no boolean to bigint
+        "e": p.sum(),
+        "k2": (p * (1.0 - p)).sum(),
+        "k3": (p * (1.0 - p) * (1.0 - 2.0 * p)).sum(),
+    }
+    for direction in calibration.directions:
+        sums.update(_node_sums(p, direction))
+    return source.run(
+        rows.group_by(list(profile)).aggregate(**sums),
+        f"summing the probabilities of {column!r} per profile",
+    )
+
+
+def _attach_sums(
+    frame: pl.DataFrame,
+    sums: pl.DataFrame,
+    profile: Sequence[str],
+    calibration: Calibration,
+) -> tuple[pl.DataFrame, Any]:
+    """``frame`` with the summed profile of each row (column ``__fairscan_profile__``), and
+    the :class:`ProfileSums`; None for the sums when a row's profile has none."""
+    from fairscan.engine.expectation_cells import ProfileSums
+
+    index = sums.select(*profile).with_row_index("__fairscan_profile__")
+    for name in profile:
+        index = index.with_columns(pl.col(name).cast(frame.schema[name]))
+    joined = frame.join(index, on=list(profile), how="left", nulls_equal=True)
+    if joined["__fairscan_profile__"].null_count():
+        return joined.with_columns(pl.lit(None).alias("__fairscan_profile__")), None
+    values = {}
+    for direction in calibration.directions:
+        tag = "p" if direction > 0 else "n"
+        names = [c for c in sums.columns if c.startswith(f"v{tag}")]
+        names.sort(key=lambda c: int(c[2:]))
+        values[direction] = sums.select(names).to_numpy().astype(np.float64)
+    return joined, ProfileSums(
+        weight=sums["n"].to_numpy().astype(np.float64),
+        expected=sums["e"].to_numpy().astype(np.float64),
+        k2=sums["k2"].to_numpy().astype(np.float64),
+        k3=sums["k3"].to_numpy().astype(np.float64),
+        values=values,
+        clipped=int(sums["clipped"].sum() or 0),
+    )
+
+
+def _with_bin_means(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Each bin's key replaced by its rows' mean (clipped) probability."""
+    mean = pl.col(_psum_column(column)) / pl.col(WEIGHT_COLUMN)
+    return frame.with_columns(
+        pl.when(pl.col(_bin_column(column)).is_not_null())
+        .then(mean)
+        .otherwise(pl.col(column))
+        .alias(column)
+    ).drop(_bin_column(column), _psum_column(column))
+
+
 def prepared_table(
     source: PushdownSource,
     *,
@@ -347,9 +499,14 @@ def prepared_table(
     cuts: Mapping[str, Cut],
     sample: SampleSpec | None,
     max_rows: int | None,
+    calibrations: Mapping[str, Calibration] | None = None,
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
-    (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps."""
+    (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps.
+
+    ``calibrations``: probability columns only calibration bias scans read; they come back
+    in bins (each bin's mean) with their exact per-profile sums in the aggregation's
+    ``profile_sums``."""
     from fairscan.data.filter_sql import filter_ibis
 
     plan = _Plan()
@@ -395,9 +552,22 @@ def prepared_table(
     for name in sided:
         keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
         plan.steps.append(f"threshold on {name!r}")
+    binned_keys = {a: keyed[a] for a in binned}  # the attributes as the profile sums group them
+    calibrated = [
+        n
+        for n in (calibrations or {})
+        if n in present and n not in keyed and n not in attributes and schema[n].is_numeric()
+    ]
+    for name in calibrated:
+        keyed.update(_probability_keys(source, filtered, name, (calibrations or {})[name].bins))
     grouped = filtered.mutate(**keyed) if keyed else filtered
-    group_keys = [*present, *(_side_column(n) for n in sided)]
-    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()})
+    group_keys = [
+        *present,
+        *(_side_column(n) for n in sided),
+        *(_bin_column(n) for n in calibrated),
+    ]
+    sums = {_psum_column(n): grouped[_psum_column(n)].sum() for n in calibrated}
+    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()}, **sums)
     if max_rows is not None:
         aggregate = aggregate.limit(max_rows + 1)
     frame = source.run(aggregate, "aggregating the audited columns")
@@ -405,12 +575,32 @@ def prepared_table(
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    for name in calibrated:
+        frame = _with_bin_means(frame, name)
     for i, name in enumerate(sided):
         keys = [*present, *(_side_column(n) for n in sided[i + 1 :])]
         frame = _with_sides(source, filtered, frame, name, cuts[name], keys)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     for name in binned:
         frame = frame.with_columns(pl.col(name).cast(pl.Int32))
+    profile = [a for a in attributes if a in present]
+    pushed: dict[str, Any] = {}
+    for name in calibrated:
+        calibration = (calibrations or {})[name]
+        with_binned = filtered.mutate(**binned_keys) if binned_keys else filtered
+        sums_frame = profile_sums(source, with_binned, name, profile, calibration)
+        for a in binned:
+            sums_frame = sums_frame.with_columns(pl.col(a).cast(pl.Int32))
+        frame, summed = _attach_sums(frame, sums_frame, profile, calibration)
+        frame = frame.sort(present, nulls_last=True)
+        rows_profile = frame["__fairscan_profile__"]
+        frame = frame.drop("__fairscan_profile__")
+        if summed is not None:
+            pushed[name] = (rows_profile.to_numpy().astype(np.int64), summed)
+            plan.steps.append(
+                f"probabilities of {name!r}: per-profile sums at the expansion nodes, "
+                f"{calibration.bins} bins per profile and outcome"
+            )
     frame = frame.sort(present, nulls_last=True)
     n_rows = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
     if n_rows == 0:
@@ -422,7 +612,7 @@ def prepared_table(
             else "point the source at a table with rows",
         )
     source.provenance.update(_provenance(plan, n_raw, frame))
-    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned), None
+    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
 
 
 def _sampled(
@@ -457,9 +647,12 @@ def pushed_down(
     spec: Any,
     columns: Sequence[str],
     cuts: Mapping[str, tuple[tuple[float, ...], Literal["ge", "gt"], bool]],
+    calibrations: Mapping[str, tuple[int, ...]] | None = None,
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """:func:`prepared_table` for an audit spec (``spec.data``, ``spec.attributes``,
-    ``spec.discretize``); ``cuts`` from :func:`fairscan.run.prepare.threshold_only_columns`."""
+    ``spec.discretize``); ``cuts`` from :func:`fairscan.run.prepare.threshold_only_columns`,
+    ``calibrations`` (column -> scan directions) from
+    :func:`fairscan.run.prepare.calibration_only_columns`."""
     from fairscan.data.load import available_memory
 
     available = available_memory()
@@ -475,4 +668,8 @@ def pushed_down(
         cuts={name: Cut(*cut) for name, cut in cuts.items()},
         sample=spec.data.sample,
         max_rows=max_rows,
+        calibrations={
+            name: Calibration(tuple(sorted(set(directions))))
+            for name, directions in (calibrations or {}).items()
+        },
     )

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fairscan.engine.expectation_cells import ProfileSums
+
+# a probability column summarised by the engine that holds the rows: the summed profile of
+# each row of the aggregated table, and the profiles' sums (fairscan.data.pushdown)
+PushedSums = tuple[np.ndarray, "ProfileSums"]
 
 MISSING_LABEL = "(missing)"
 
@@ -70,6 +77,8 @@ class Aggregation:
     weight_column: str
     n_rows_raw: int  # rows in the data, before the filter (which was applied while streaming)
     binned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # attribute -> edges
+    # probability column -> its pushed-down profile sums (calibration bias scans)
+    profile_sums: dict[str, PushedSums] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,9 @@ class PreparedData:
     # aggregated data (a streamed dataset): each row stands for this many data rows (int64);
     # None: one data row each
     row_weight: np.ndarray | None = None
+    # probability column -> (summed profile of each row, the profiles' sums): per-profile sums
+    # of a probability column taken by the database (the rows' own values are bin means)
+    profile_sums: dict[str, PushedSums] = field(default_factory=dict)
 
     def role(self, request: RoleColumn) -> np.ndarray:
         """The values of a role column requested from :func:`fairscan.data.prepare.prepare_data`."""
@@ -119,6 +131,7 @@ class PreparedData:
             roles={k: repeat(v) for k, v in self.roles.items()},
             extra={k: repeat(v) for k, v in self.extra.items()},
             row_weight=None,
+            profile_sums={},
         )
 
     @property

@@ -95,6 +95,61 @@ class ExpectationCells:
         return np.bincount(self.source_profile, weights=drawn, minlength=self.n_cells)
 
 
+def nodes(direction: int) -> np.ndarray:
+    """The expansion's nodes u (one per coefficient, in the order of ``pieces(direction)``):
+    each piece's Chebyshev extrema from its upper end down, as the kernel's
+    ``fit_coefficients`` places them. ``sum log(1 - p + p e^u)`` at these nodes, per profile,
+    is all a profile summary needs from its rows (a database computes the sums:
+    :mod:`fairscan.data.pushdown`)."""
+    breaks, offsets = pieces(direction)
+    out = np.empty(int(offsets[-1]))
+    for piece in range(breaks.shape[0] - 1):
+        lo, hi = float(breaks[piece]), float(breaks[piece + 1])
+        n = int(offsets[piece + 1] - offsets[piece] - 1)
+        k = np.arange(n + 1)
+        u = 0.5 * (lo + hi) + 0.5 * (hi - lo) * np.cos(np.pi * k / n)
+        u[0], u[-1] = hi, lo
+        out[offsets[piece] : offsets[piece + 1]] = u
+    return out
+
+
+def coefficients_from_nodes(
+    values: np.ndarray, k2: np.ndarray, k3: np.ndarray, direction: int
+) -> np.ndarray:
+    """(M, K) coefficient rows from per-profile sums at :func:`nodes` (``values``, (M, nodes))
+    and the cumulants k2 = sum p (1 - p), k3 = sum p (1 - p) (1 - 2 p): the same discrete
+    cosine transform the kernel's ``fit_coefficients`` applies to the sums it takes of rows."""
+    breaks, offsets = pieces(direction)
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros((values.shape[0], int(offsets[-1]) + 2))
+    for piece in range(breaks.shape[0] - 1):
+        base, n = int(offsets[piece]), int(offsets[piece + 1] - offsets[piece] - 1)
+        j, k = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+        cosines = np.cos(np.pi * ((j * k) % (2 * n)) / n)
+        cosines[:, 0] *= 0.5  # the ends count half (Clenshaw-Curtis)
+        cosines[:, n] *= 0.5
+        block = values[:, base : base + n + 1] @ cosines.T * (2.0 / n)
+        block[:, 0] *= 0.5
+        block[:, n] *= 0.5
+        out[:, base : base + n + 1] = block
+    out[:, -2] = k2
+    out[:, -1] = k3
+    return out
+
+
+@dataclass(frozen=True)
+class ProfileSums:
+    """Per-profile sums of (clipped) probabilities taken where the rows are: row counts,
+    sum p, the cumulants and, per scan direction, sum log(1 - p + p e^u) at :func:`nodes`."""
+
+    weight: np.ndarray  # (P,) rows
+    expected: np.ndarray  # (P,) sum p
+    k2: np.ndarray  # (P,) sum p (1 - p)
+    k3: np.ndarray  # (P,) sum p (1 - p) (1 - 2 p)
+    values: dict[int, np.ndarray]  # direction (+1/-1) -> (P, nodes)
+    clipped: int = 0  # probabilities the clip to [1e-6, 1 - 1e-6] changed
+
+
 def profiles_of(cells: Cells) -> Cells:
     """``cells`` regrouped by profile; ``row_cell`` maps each of ``cells`` to its profile."""
     return compress(
@@ -134,6 +189,60 @@ def summarise(cells: Cells, direction: int, profiles: Cells | None = None) -> Ex
         source_profile=source_profile,
         source_weight=np.rint(weight).astype(np.int64),
         source_p=p,
+    )
+
+
+def from_profile_sums(
+    cells: Cells,
+    profiles: Cells,
+    row_profile: np.ndarray,
+    sums: ProfileSums,
+    direction: int,
+) -> ExpectationCells:
+    """The profile summary of ``cells`` with each profile's g(u) from sums taken where the
+    rows are (:class:`ProfileSums`, e.g. by a database), not from ``cells``' expectations.
+
+    ``cells`` (and their regrouping ``profiles``) give the profiles, observed sums and the
+    null draws (their expectations may stand for several rows' probabilities, e.g. a
+    probability bin's mean); ``row_profile[c]``: the summed profile each of ``cells`` belongs
+    to. Summed profiles may be finer than ``profiles`` (their sums add up). ValueError when a
+    summed profile falls in two of ``profiles`` or the row counts disagree."""
+    direction = 1 if direction > 0 else -1
+    if direction not in sums.values:
+        raise ValueError("the sums were taken for the other direction")
+    into = np.full(sums.weight.shape[0], -1, np.int64)
+    into[row_profile] = profiles.row_cell
+    if (into[row_profile] != profiles.row_cell).any() or (into < 0).any():
+        raise ValueError("a summed profile falls in two of the scan's profiles")
+    counted = np.bincount(row_profile, weights=cells.weight, minlength=sums.weight.shape[0])
+    if not np.allclose(counted, sums.weight, rtol=0, atol=0.5):
+        raise ValueError("the summed profiles' row counts are not those of the cells")
+    n = profiles.n_cells
+
+    def add(values: np.ndarray) -> np.ndarray:
+        if values.ndim == 1:
+            return np.bincount(into, weights=values, minlength=n)
+        out = np.zeros((n, values.shape[1]))
+        np.add.at(out, into, values)
+        return out
+
+    coefficients = coefficients_from_nodes(
+        add(sums.values[direction]), add(sums.k2), add(sums.k3), direction
+    )
+    breaks, offsets = pieces(direction)
+    return ExpectationCells(
+        codes=np.ascontiguousarray(profiles.codes, dtype=np.int32),
+        weight=np.ascontiguousarray(profiles.weight, dtype=np.float64),
+        observed=np.ascontiguousarray(profiles.observed, dtype=np.float64),
+        expected=add(sums.expected),
+        coefficients=np.ascontiguousarray(coefficients),
+        breaks=breaks,
+        offsets=offsets,
+        cardinality=np.asarray(cells.cardinality, dtype=np.int32),
+        direction=direction,
+        source_profile=np.ascontiguousarray(profiles.row_cell, dtype=np.int64),
+        source_weight=np.rint(cells.weight).astype(np.int64),
+        source_p=np.ascontiguousarray(cells.expected, dtype=np.float64),
     )
 
 
@@ -219,7 +328,11 @@ __all__ = [
     "DEGREES",
     "ExpectationCells",
     "ExpectationReplicate",
+    "ProfileSums",
+    "coefficients_from_nodes",
+    "from_profile_sums",
     "max_score",
+    "nodes",
     "pieces",
     "profiles_of",
     "score_subgroup",

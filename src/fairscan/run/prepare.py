@@ -252,7 +252,8 @@ def _read_streamed(
     if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
         other = {*spec.attributes, *extra_columns(spec, roles), *(r.column for r in extra_roles)}
         cuts = threshold_only_columns(list(spec.scans), roles, other)
-        return pushed_down(source, spec, used_columns(spec, roles, extra_roles), cuts)
+        calibrations = calibration_only_columns(spec, roles, other)
+        return pushed_down(source, spec, used_columns(spec, roles, extra_roles), cuts, calibrations)
 
     query, schema = stream_query(
         source.scan(),
@@ -404,6 +405,41 @@ def _prepare(
         roles=tuple(roles),
         located=located,
     )
+
+
+def calibration_only_columns(
+    spec: AuditSpec, roles: list[ScanRoles], other_columns: set[str]
+) -> dict[str, tuple[int, ...]]:
+    """Probability columns every scan reads only as per-row expectations of a calibration
+    bias scan (binary outcome, Bernoulli score, unweighted rows): column -> the scans'
+    directions (+1 positive, -1 negative). A database then returns them in bins per
+    profile, with the per-profile sums the scan searches and scores with
+    (:mod:`fairscan.data.pushdown`). ``other_columns``: columns read otherwise."""
+    if spec.columns.weight is not None:
+        return {}
+    raw = set(other_columns)
+    found: dict[str, set[int]] = {}
+    for scan, scan_roles in zip(spec.scans, roles, strict=True):
+        for request in (scan_roles.outcome, scan_roles.decision):
+            if request is not None:
+                raw.add(request.column)
+        raw.update(column.column for _, column in scan_roles.classes)
+        prediction = scan_roles.prediction
+        if prediction is None:
+            continue
+        calibration = (
+            scan.type == "bias_scan"
+            and getattr(scan, "outcome_type", None) == "binary"
+            and getattr(scan, "score", None) == "bernoulli"
+            and prediction.kind == "probability"
+        )
+        if not calibration:
+            raw.add(prediction.column)
+            continue
+        found.setdefault(prediction.column, set()).add(
+            -1 if getattr(scan, "direction", "positive") == "negative" else 1
+        )
+    return {c: tuple(sorted(d)) for c, d in found.items() if c not in raw}
 
 
 def threshold_only_columns(

@@ -23,11 +23,14 @@ from fairscan.engine.cells import Cells, compress
 from fairscan.engine.expectation_cells import (
     ExpectationCells,
     ExpectationReplicate,
+    ProfileSums,
+    from_profile_sums,
     profiles_of,
     search_selection,
     summarise,
     worth_summarising,
 )
+from fairscan.engine.expectation_cells import score_subgroup as summary_score
 from fairscan.engine.fixed import FixedTest
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_subgroup
 from fairscan.engine.randomization import (
@@ -94,6 +97,9 @@ class MdssInputs:
     # each profile's probabilities summarised (engine.expectation_cells), and draw the null
     # replicates that way, when the rows do not compress into (profile, expectation) cells
     summarise_expectations: bool = False
+    # the expectations' per-profile sums taken by the database (the rows' expectations are
+    # then probability-bin means): (summed profile of each scanned row, the sums)
+    profile_sums: tuple[np.ndarray, ProfileSums] | None = None
 
     def rows_weight(self) -> np.ndarray | None:
         """Cell weight of each scanned row: its multiplicity times its precision."""
@@ -220,11 +226,16 @@ def search_mdss(
     problem = ScanProblem.build(codes, inputs.observed, inputs.expected, clip=inputs.clip)
     cells = scan_cells(problem, inputs)
     warnings: tuple[str, ...] = ()
-    if problem.clipped:
-        warnings = (
-            f"{problem.clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",
-        )
+    # the database clipped the probabilities it summed (the rows hold bin means)
+    clipped = problem.clipped if inputs.profile_sums is None else inputs.profile_sums[1].clipped
+    if clipped:
+        warnings = (f"{clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",)
     expectation = expectation_summary(inputs, cells)
+    if expectation is not None and inputs.profile_sums is not None:
+        # the rows' expectations are bin means: the subgroup is scored from the database's
+        # exact sums (the expansion at the optimal q: within ~1e-14 of the row-level score)
+        best = search_summary(spec, expectation, seed)
+        return MdssSearch(problem, cells, ScoredSubgroup(best), warnings, expectation)
     if expectation is not None:
         # the search over profiles finds the row-level search's subgroup (same restarts, same
         # candidate sets; tests/engine/test_expectation_cells.py); the score reported is the
@@ -245,8 +256,26 @@ def search_mdss(
     return MdssSearch(problem, cells, found, warnings)
 
 
+def search_summary(
+    spec: MdssScanSpecBase, expectation: ExpectationCells, seed: np.random.SeedSequence
+) -> SubgroupScore:
+    """The search over a profile summary, its subgroup scored from the summary."""
+    selection = search_selection(
+        expectation, penalty=spec.penalty, restarts=spec.restarts, seed=search_seed(seed)
+    )
+    return summary_score(expectation, selection, spec.penalty)
+
+
 def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | None:
-    """The profile summary of per-row Bernoulli expectations, where it pays off (else None)."""
+    """The profile summary of per-row Bernoulli expectations, where it pays off (else None);
+    from the database's sums where it took them (always: the rows hold bin means)."""
+    if inputs.profile_sums is not None and inputs.score == BERNOULLI and inputs.clip:
+        row_profile, sums = inputs.profile_sums
+        cell_profile = np.zeros(cells.n_cells, np.int64)
+        cell_profile[cells.row_cell] = row_profile
+        if (cell_profile[cells.row_cell] != row_profile).any():
+            raise ValueError("a cell holds rows of two summed profiles")
+        return from_profile_sums(cells, profiles_of(cells), cell_profile, sums, inputs.direction)
     if not (
         inputs.summarise_expectations
         and inputs.score == BERNOULLI

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairscan.engine.critical import critical_value
+from fairscan.engine.expectation_cells import ProfileSums
 from fairscan.engine.mdss import SubgroupScore, direction_code
 from fairscan.report.models import ScanResult
 from fairscan.report.text import percent
@@ -22,6 +23,14 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     if spec.outcome_type != "binary" or spec.score != "bernoulli":
         return run_scored_bias_scan(spec, ctx)
     return run_calibration_scan(spec, ctx)
+
+
+def _profile_sums(ctx: ScanContext) -> tuple[np.ndarray, ProfileSums] | None:
+    """The prediction's per-profile sums taken by the database (fairscan.data.pushdown)."""
+    column = ctx.role_names.get("prediction")
+    if column is None or ctx.roles.prediction is None:
+        return None
+    return ctx.data.profile_sums.get(column)
 
 
 def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
@@ -66,6 +75,7 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             # continuous probabilities: search and null replicates over profile summaries
             summarise_expectations=True,
             multiplicity=data.row_weight,
+            profile_sums=_profile_sums(ctx),
         ),
         parameters={} if expectation_note is None else {"expectation": expectation_note},
     )
