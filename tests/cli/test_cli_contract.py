@@ -16,36 +16,8 @@ import fairscan
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_public_api_is_pinned() -> None:
-    assert fairscan.__all__ == [
-        "__version__",
-        "audit",
-        "RunOptions",
-        "AuditOutcome",
-        "PreparedAudit",
-        "load_spec",
-        "load_spec_from_text",
-        "prepare_audit",
-        "run_prepared",
-        "run_audit",
-        "load_report",
-        "diff_reports",
-        "AuditReport",
-        "ScanResult",
-        "Finding",
-        "Statistic",
-        "Effect",
-        "Verdict",
-        "SCAN_TYPES",
-        "ScanType",
-        "FairscanError",
-        "SpecError",
-        "DataError",
-        "UsageError",
-        "ScanError",
-    ]
-    for name in fairscan.__all__:
-        assert getattr(fairscan, name) is not None
+def test_an_unknown_package_name_is_an_attribute_error() -> None:
+    # the names themselves are pinned both ways in tests/test_exported_members.py
     with pytest.raises(AttributeError):
         _ = fairscan.not_a_name  # type: ignore[attr-defined]
 
