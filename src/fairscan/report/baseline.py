@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from fairscan.report.models import (
     AuditReport,
@@ -186,20 +187,15 @@ def compare_reports(
                     after=a,
                 )
             )
-    order = {label: i for i, label in enumerate(LABELS)}
-    entries.sort(key=lambda e: order[e.label])
-    counts = {label: sum(1 for e in entries if e.label == label) for label in LABELS}
-    return BaselineComparison(
-        baseline_path=baseline_path,
-        baseline_name=baseline.name,
-        baseline_utc_time=baseline.provenance.utc_time,
-        overlap_threshold=threshold,
-        fail_on=fail_on,
-        counts=counts,
-        new_significant=counts["new"],
-        scans_added=[i for i in new_scans if i not in old_scans],
-        scans_removed=[i for i in old_scans if i not in new_scans],
-        entries=entries,
+    return _comparison(
+        baseline,
+        baseline_path,
+        entries,
+        LABELS,
+        threshold,
+        fail_on,
+        list(old_scans),
+        list(new_scans),
     )
 
 
@@ -340,9 +336,34 @@ def retest_comparison(
             )
         else:
             entries.append(e.model_copy(update={"label": _MATCHED_AS[e.label]}))
-    order = {label: i for i, label in enumerate(RETEST_LABELS)}
+    return _comparison(
+        baseline,
+        baseline_path,
+        entries,
+        RETEST_LABELS,
+        threshold,
+        fail_on,
+        list(old_scans),
+        list(new_scans),
+        method="retest" if retests else "match",
+    )
+
+
+def _comparison(
+    baseline: AuditReport,
+    baseline_path: str | None,
+    entries: list[BaselineEntry],
+    labels: Sequence[str],
+    threshold: float,
+    fail_on: str,
+    old_scans: list[str],
+    new_scans: list[str],
+    **extra: Any,
+) -> BaselineComparison:
+    """The comparison of labelled ``entries``, in the order of ``labels``, with their counts."""
+    order = {label: i for i, label in enumerate(labels)}
     entries.sort(key=lambda e: order[e.label])
-    counts = {label: sum(1 for e in entries if e.label == label) for label in RETEST_LABELS}
+    counts = {label: sum(1 for e in entries if e.label == label) for label in labels}
     return BaselineComparison(
         baseline_path=baseline_path,
         baseline_name=baseline.name,
@@ -351,10 +372,10 @@ def retest_comparison(
         fail_on=fail_on,
         counts=counts,
         new_significant=counts["new"],
-        method="retest" if retests else "match",
         scans_added=[i for i in new_scans if i not in old_scans],
         scans_removed=[i for i in old_scans if i not in new_scans],
         entries=entries,
+        **extra,
     )
 
 
