@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import multiprocessing
 import sqlite3
 from pathlib import Path
@@ -17,24 +16,12 @@ from fairscan.run.execute import run_audit
 from fairscan.run.history import append_run, read_history, run_count
 from fairscan.run.options import RunOptions
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_reaudit_data", ROOT / "scripts" / "make_reaudit_data.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def runs(tmp_path_factory: pytest.TempPathFactory, reaudit_data: ModuleType) -> dict[str, Path]:
     """The baseline, then the retrain and the fixed model against it, with a history."""
     root = tmp_path_factory.mktemp("history")
-    specs = _script().write(root, replicates=19)
+    specs = reaudit_data.write(root, replicates=19)
     for spec in specs.values():
         text = spec.read_text(encoding="utf-8")
         spec.write_text(

@@ -3,7 +3,6 @@ scripts/make_reaudit_data.py, each model version re-tested against the baseline'
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -15,26 +14,15 @@ from fairscan.report.verdict import ExitCode
 from fairscan.run.execute import run_audit
 from fairscan.run.options import RunOptions
 
-ROOT = Path(__file__).resolve().parents[2]
 FPR_GROUP = {"sex": ["male"], "education": ["high school", "university"]}
 CAL_GROUP = {"age_group": ["18-25"], "region": ["South"]}
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_reaudit_data", ROOT / "scripts" / "make_reaudit_data.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def reaudit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def reaudit(tmp_path_factory: pytest.TempPathFactory, reaudit_data: ModuleType) -> dict[str, Any]:
     """Every version audited: the baseline alone, the others against its report."""
     root = tmp_path_factory.mktemp("reaudit")
-    specs = _script().write(root, replicates=99)
+    specs = reaudit_data.write(root, replicates=99)
     baseline = run_audit(specs["baseline"], RunOptions(workers=1))
     path = root / "baseline" / "credit-reaudit.json"
     out: dict[str, Any] = {"baseline": baseline.report, "path": path, "specs": specs}
