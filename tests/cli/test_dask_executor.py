@@ -228,5 +228,9 @@ def test_cluster_failures_are_executor_errors_not_bugs() -> None:
     assert "connection to the cluster was lost" in (_cluster_failure(CommClosedError("x")) or "")
     missing = ModuleNotFoundError("No module named 'fairscan'", name="fairscan")
     assert "cannot import fairscan" in (_cluster_failure(missing) or "")
+    # a worker that cannot unpickle the scattered job: the scheduler relays only the repr
+    relayed = Exception("ModuleNotFoundError(\"No module named 'fairscan'\")")
+    assert "cannot import fairscan" in (_cluster_failure(relayed) or "")
+    assert _cluster_failure(Exception("something else")) is None
     assert _cluster_failure(ValueError("a bug")) is None
     assert _cluster_failure(KeyboardInterrupt()) is None

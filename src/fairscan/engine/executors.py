@@ -189,6 +189,9 @@ class DaskExecutor:
             self._client.close(timeout=2)
 
 
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError\(\"No module named '([\w.]+)'")
+
+
 def _cluster_failure(exc: BaseException) -> str | None:
     """What the cluster lost when ``exc`` is a failure of the cluster, not of fairscan: a killed
     worker, a closed connection, a cancelled chunk, a worker without fairscan; None otherwise."""
@@ -201,6 +204,11 @@ def _cluster_failure(exc: BaseException) -> str | None:
         return "a chunk of replicates killed its workers (the scheduler gave up after retrying it)"
     if isinstance(exc, ModuleNotFoundError | ImportError):
         return f"a worker cannot import {getattr(exc, 'name', None) or exc} (is fairscan installed there?)"
+    missing = _MISSING_MODULE.search(str(exc)) if type(exc) is Exception else None
+    if missing is not None:
+        # the scheduler relays a worker's failure to unpickle the scattered job as a plain
+        # Exception carrying only the original error's repr
+        return f"a worker cannot import {missing.group(1)} (is fairscan installed there?)"
     if isinstance(exc, concurrent.futures.CancelledError) or kind.endswith("CancelledError"):
         return "the scheduler cancelled the replicate chunks (a worker or the scheduler was lost)"
     if isinstance(exc, OSError | TimeoutError) or kind in ("CommClosedError", "StreamClosedError"):
