@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import resource
+from pathlib import Path
 
 # Address space the CLI needs to load its libraries (polars, numpy, the kernels) and read a
 # small data file with one thread each; measured: about 390 MiB on Linux x86-64 (VmPeak).
@@ -142,20 +143,91 @@ def resource_failure(exc: BaseException) -> str | None:
     limits = []
     if limit is not None:
         limits.append(f"the address-space limit (RLIMIT_AS) is {_mib(limit)}")
-    cgroup = _cgroup_limit()
+    cgroup = cgroup_limit()
     if cgroup is not None:
         limits.append(f"the cgroup memory limit is {_mib(cgroup)}")
     where = "; ".join(limits) or "the machine's memory is used up"
     return f"out of memory ({what[:200]}); {where}\n  help: {WAY_OUT}"
 
 
-def _cgroup_limit() -> int | None:
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path, encoding="ascii") as fh:
-                text = fh.read().strip()
-        except OSError:
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_NO_LIMIT = 1 << 60  # cgroup v1 writes "no limit" as a huge page-aligned number
+
+
+def _own_cgroups(root: Path) -> list[tuple[Path, int]]:
+    """The memory cgroup folders that bound this process, innermost first, with their version:
+    its own cgroup (from /proc/self/cgroup) and every ancestor up to the mount point, for
+    cgroup v2 (``0::/path``) and v1 (``N:memory:/path``); the mount points themselves when the
+    process's own folder is not visible (another namespace)."""
+    folders: list[tuple[Path, int]] = []
+    try:
+        lines = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if controllers == "":
+            base, version = root, 2
+        elif "memory" in controllers.split(","):
+            base, version = root / "memory", 1
+        else:
             continue
-        if text.isdigit() and int(text) < (1 << 60):
-            return int(text)
-    return None
+        folder = base / path.strip("/")
+        while folder != base and base in folder.parents:
+            if folder.is_dir():
+                folders.append((folder, version))
+            folder = folder.parent
+    folders += [(root, 2), (root / "memory", 1)]
+    return folders
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii")
+    except OSError:
+        return None
+
+
+def _stat_value(stat: str, key: str) -> int:
+    for line in stat.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _cgroup_state(folder: Path, version: int) -> tuple[int, int] | None:
+    """(limit, memory in use not counting the page cache the kernel reclaims) of one cgroup
+    folder; None without a limit there."""
+    names = (
+        ("memory.max", "memory.current")
+        if version == 2
+        else (
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+        )
+    )
+    limit, current = (_read(folder / name) for name in names)
+    if limit is None or current is None:
+        return None
+    limit, current = limit.strip(), current.strip()
+    if not (limit.isdigit() and current.isdigit()) or int(limit) >= _NO_LIMIT:
+        return None  # "max" (v2) or the v1 "unlimited" value
+    stat = _read(folder / "memory.stat") or ""
+    cache = _stat_value(stat, "file") if version == 2 else _stat_value(stat, "total_cache")
+    return int(limit), max(int(current) - cache, 0)
+
+
+def cgroup_available(root: Path = CGROUP_ROOT) -> int | None:
+    """Bytes the tightest memory cgroup bounding this process still grants (its limit less the
+    memory in use, not counting the page cache); None without a cgroup limit. Above it the
+    kernel kills the process (SIGKILL, no message), so the checks before large allocations
+    compare with it."""
+    states = [s for f, v in _own_cgroups(root) if (s := _cgroup_state(f, v)) is not None]
+    return min((max(limit - used, 0) for limit, used in states), default=None)
+
+
+def cgroup_limit(root: Path = CGROUP_ROOT) -> int | None:
+    """The tightest memory cgroup limit bounding this process, None without one."""
+    states = [s for f, v in _own_cgroups(root) if (s := _cgroup_state(f, v)) is not None]
+    return min((limit for limit, _ in states), default=None)

@@ -306,12 +306,30 @@ def test_shipped_and_built_data_fit_in_memory() -> None:
 
 
 def test_cgroup_limit_does_not_count_the_page_cache(tmp_path: Path) -> None:
-    from fairscan.data.load import _cgroup_available
+    from fairscan.memory_budget import cgroup_available, cgroup_limit
 
-    assert _cgroup_available(tmp_path) is None  # no cgroup v2 files
+    assert cgroup_available(tmp_path) is None  # no cgroup files
     (tmp_path / "memory.max").write_text("1000\n")
     (tmp_path / "memory.current").write_text("900\n")
     (tmp_path / "memory.stat").write_text("anon 300\nfile 600\n")
-    assert _cgroup_available(tmp_path) == 700
+    assert cgroup_available(tmp_path) == 700
+    assert cgroup_limit(tmp_path) == 1000
     (tmp_path / "memory.max").write_text("max\n")
-    assert _cgroup_available(tmp_path) is None
+    assert cgroup_available(tmp_path) is None
+
+
+def test_cgroup_v1_limit_is_read_and_the_tightest_limit_wins(tmp_path: Path) -> None:
+    from fairscan.memory_budget import cgroup_available, cgroup_limit
+
+    v1 = tmp_path / "memory"
+    v1.mkdir()
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    (v1 / "memory.usage_in_bytes").write_text("500\n")
+    assert cgroup_available(tmp_path) is None
+    (v1 / "memory.limit_in_bytes").write_text("2000\n")
+    (v1 / "memory.stat").write_text("cache 10\ntotal_cache 400\n")
+    assert cgroup_available(tmp_path) == 1900
+    (tmp_path / "memory.max").write_text("1000\n")  # a v2 limit as well: the tighter one
+    (tmp_path / "memory.current").write_text("100\n")
+    assert cgroup_available(tmp_path) == 900
+    assert cgroup_limit(tmp_path) == 1000

@@ -130,7 +130,8 @@ _VARIABLE_WIDTH = 8  # bytes per value assumed for strings and other variable-wi
 
 def available_memory() -> int | None:
     """Bytes of memory this process can still use: MemAvailable (or the free pages), capped by
-    a cgroup v2 limit when there is one; None when it cannot be told."""
+    the memory cgroups that bound the process (v1 or v2) and by its address-space limit; None
+    when it cannot be told."""
     available: int | None = None
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
@@ -145,33 +146,15 @@ def available_memory() -> int | None:
             available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, OSError, ValueError):
             return None
-    cgroup = _cgroup_available()
+    # the cgroup's limit (a container's memory limit; above it the kernel kills the process)
+    # and the address-space limit (prlimit --as, ulimit -v) bound it too
+    from fairscan.memory_budget import address_space_headroom, cgroup_available
+
+    cgroup = cgroup_available()
     if cgroup is not None:
         available = min(available, cgroup)
-    # the address-space limit (prlimit --as, ulimit -v) bounds it too
-    from fairscan.memory_budget import address_space_headroom
-
     headroom = address_space_headroom()
     return available if headroom is None else min(available, headroom)
-
-
-def _cgroup_available(root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """The cgroup v2 limit less the memory in use, not counting the page cache (``file`` in
-    memory.stat), which the kernel reclaims; None without a limit."""
-    try:
-        limit = (root / "memory.max").read_text().strip()
-        current = (root / "memory.current").read_text().strip()
-        stat = (root / "memory.stat").read_text()
-    except OSError:
-        return None
-    if not (limit.isdigit() and current.isdigit()):
-        return None  # "max": no limit
-    cache = 0
-    for line in stat.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "file" and value.strip().isdigit():
-            cache = int(value)
-    return max(int(limit) - max(int(current) - cache, 0), 0)
 
 
 def _binary_estimate(path: Path, fmt: str) -> int:
