@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairscan.errors import FairscanError
 from fairscan.progress import NullProgress, Progress
+from fairscan.report.mlflow_log import MlflowRun
 from fairscan.report.models import AuditReport
 from fairscan.report.verdict import ExitCode
 
@@ -37,7 +39,12 @@ class AuditOutcome:
     written: list[Path]
 
     formats: tuple[str, ...] = ()  # output.formats of the spec (the CLI delivers sinks: github)
+    mlflow_run: MlflowRun | None = None  # where output.mlflow logged the report
+    # what failed after the reports were written (an MLflow tracking server): the run exits 2
+    delivery_errors: tuple[FairscanError, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:
+        if self.delivery_errors:
+            return ExitCode.ERROR
         return ExitCode(self.report.verdict.exit_code)
