@@ -95,6 +95,7 @@ def _healthy(url: str) -> bool:
 def _stop_group(process: subprocess.Popen[bytes]) -> None:
     """Stop the server and every process it started (its own session: one process group): a
     polite SIGTERM, then SIGKILL for whatever is left of the group."""
+    import contextlib
     import signal
 
     try:
@@ -102,10 +103,8 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=30)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait(timeout=30)
 
 

@@ -236,3 +236,47 @@ def test_ctrl_c_stops_a_run_stalled_on_the_tracking_server(
                 process.wait(timeout=30)
     assert process.returncode == 130, stderr.decode(errors="replace")
     assert (project.root / "reports" / "synthetic.json").is_file()  # written before
+
+
+# --- the spec block ------------------------------------------------------------------------------
+
+
+def test_output_mlflow_is_checked_where_it_is_written(cli: Invoke, project: Project) -> None:
+    project.data()
+    text = spec_text().replace(
+        "output: {dir: reports}",
+        "output:\n  dir: reports\n  mlflow:\n    tracking_uri: http://x\n    tags: {'bad:key?': v}",
+    )
+    spec = project.spec(text)
+    outcome = cli("validate", spec, "--no-data", code=2)
+    block = line_of(text, "  mlflow:")
+    assert f"{spec}:{block}:3: output.mlflow.experiment: missing required key" in outcome.stderr
+    assert f"{spec}:{block + 1}:5: output.mlflow.tracking_uri: unknown key" in outcome.stderr
+    assert "MLflow does not accept the tag key 'bad:key?'" in outcome.stderr
+
+
+def test_the_json_schema_agrees(project: Project) -> None:
+    import jsonschema
+    import yaml
+    from cli_support import SCHEMAS
+
+    schema = json.loads((SCHEMAS / "audit-spec.schema.json").read_text(encoding="utf-8"))
+    spec, _ = _spec(project, "credit-model-fairness")
+    good = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    jsonschema.validate(good, schema)
+    bad = {**good, "output": {"mlflow": {"experiment": "x", "tags": {"bad:key?": "v"}}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "output": {"mlflow": {"run_name": "n"}}}, schema)
+
+
+def test_a_run_without_output_mlflow_keeps_its_report_keys(cli: Invoke, project: Project) -> None:
+    """The resolved spec in a report names output.mlflow only when it is set (the shipped
+    audits' report digests are unchanged)."""
+    project.data()
+    spec = project.spec(spec_text())
+    cli("run", spec, *FAST, "--no-progress", code=None)
+    report = strict_json((project.root / "reports" / "synthetic.json").read_text())
+    assert isinstance(report, dict)
+    assert "mlflow" not in report["provenance"]["parameters"]["output"]

@@ -331,6 +331,7 @@ DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown")
 
 # MLflow's rules for a tag key (mlflow.utils.validation): letters, digits, _ - . / and spaces
 MLFLOW_KEY_PATTERN = r"^[A-Za-z0-9_\-./ ]{1,250}$"
+MLFLOW_TAG_VALUE_LENGTH = 8000
 
 
 class MlflowSpec(StrictModel):
@@ -350,12 +351,32 @@ class MlflowSpec(StrictModel):
         max_length=250,
         description="The run's name (default: the spec's name).",
     )
-    tags: dict[
-        Annotated[str, Field(pattern=MLFLOW_KEY_PATTERN)], Annotated[str, Field(max_length=8000)]
-    ] = Field(
+    tags: dict[str, str] = Field(
         default_factory=dict,
         description="Extra tags set on the run, e.g. {team: risk, model: gbm-v3}.",
+        json_schema_extra={
+            "propertyNames": {"pattern": MLFLOW_KEY_PATTERN},
+            "additionalProperties": {"type": "string", "maxLength": MLFLOW_TAG_VALUE_LENGTH},
+        },
     )
+
+    @field_validator("tags")
+    @classmethod
+    def _mlflow_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        for key, value in tags.items():
+            if not re.match(MLFLOW_KEY_PATTERN, key):
+                raise rule_error(
+                    f"MLflow does not accept the tag key {truncate(repr(key))}",
+                    key,
+                    hint="use letters, digits, _ - . / and spaces (at most 250 characters)",
+                )
+            if len(value) > MLFLOW_TAG_VALUE_LENGTH:
+                raise rule_error(
+                    f"the value of tag {truncate(repr(key))} is longer than MLflow's "
+                    f"{MLFLOW_TAG_VALUE_LENGTH} characters",
+                    key,
+                )
+        return tags
 
 
 class OutputSpec(StrictModel):
