@@ -186,6 +186,9 @@ def test_uris_and_messages_lose_their_credentials(monkeypatch: pytest.MonkeyPatc
     assert redact_uri(uri) == "https://mlflow.example.org:8443/prefix"
     assert redact_uri("databricks") == "databricks"
     assert redact_uri("http://[::1]:5000") == "http://[::1]:5000"
+    assert redact_uri("sqlite:////tmp/mlflow.db") == "sqlite:////tmp/mlflow.db"
+    assert redact_uri("file:///tmp/mlruns") == "file:///tmp/mlruns"
+    assert redact_uri("databricks://profile") == "databricks://profile"
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-98765")
     message = (
         "API request to https://alice:s%3Acret@mlflow.example.org:8443/api failed; "

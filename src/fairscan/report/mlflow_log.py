@@ -34,13 +34,13 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from fairscan.errors import ServiceError
 from fairscan.interrupts import interrupt_of
@@ -121,6 +121,8 @@ def log_report(
             hint=INSTALL_HINT,
         ) from None
     settings = _spec_settings(report)
+    uri_is_set: Callable[[], bool] = mlflow.is_tracking_uri_set  # (untyped in mlflow)
+    chosen = tracking_uri is not None or uri_is_set()
     uri = tracking_uri or mlflow.get_tracking_uri()
     shown = redact_uri(uri)
     created = False
@@ -147,12 +149,19 @@ def log_report(
             raise interrupt from None
         if created and client is not None and run_id is not None:
             _mark_failed(client, run_id)
-        raise ServiceError(
-            f"cannot log to MLflow at {shown}: {_reason(exc, uri)}",
-            field=field,
-            hint="check MLFLOW_TRACKING_URI and that the tracking server is up (the reports are "
+        hint = (
+            "check MLFLOW_TRACKING_URI and that the tracking server is up (the reports are "
             "written); MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound the "
-            "wait (fairscan's defaults where unset: 30 s, 2 retries)",
+            "wait (fairscan's defaults where unset: 30 s, 2 retries)"
+        )
+        if not chosen:
+            hint = (
+                "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
+                "to the tracking server's URL, e.g. http://mlflow.example.org:5000 (the reports "
+                "are written)"
+            )
+        raise ServiceError(
+            f"cannot log to MLflow at {shown}: {_reason(exc, uri)}", field=field, hint=hint
         ) from None
     return MlflowRun(run_id=run_id, experiment_id=experiment_id, tracking_uri=shown)
 
@@ -226,19 +235,18 @@ def report_tags(report: AuditReport) -> dict[str, str]:
 
 
 def redact_uri(uri: str) -> str:
-    """``uri`` without its user and password (and query, which may carry a token)."""
+    """``uri`` without its user and password, query and fragment (which may carry a token)."""
     try:
         parts = urlsplit(uri)
-        host = parts.hostname
-        port = parts.port
     except ValueError:
         return "<tracking URI>"
-    if not parts.netloc:
-        return urlunsplit((parts.scheme, "", parts.path, "", ""))
-    netloc = (host or "") if port is None else f"{host}:{port}"
-    if host is not None and ":" in host:  # IPv6
-        netloc = f"[{host}]" if port is None else f"[{host}]:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    netloc = parts.netloc.rpartition("@")[2]
+    if not parts.scheme:
+        return parts.path
+    # `sqlite:////abs/path` has an empty host: keep the `//` that urlunsplit would drop
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}" if "//" in uri else f"{parts.scheme}:{parts.path}"
+    )
 
 
 def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
