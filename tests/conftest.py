@@ -126,7 +126,12 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowSe
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    # the server venv is self-contained: none of the tests' MLflow settings or Python path
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MLFLOW_") and k not in ("PYTHONPATH", "PYTHONHOME")
+    }
     # no background job runner (GenAI jobs): eight fewer processes on a 2-core runner
     env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
     log = (root / "server.log").open("wb")
