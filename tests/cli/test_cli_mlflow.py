@@ -211,8 +211,9 @@ def test_a_failing_tracking_server_exits_2_after_the_reports(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_stops_a_run_stalled_on_the_tracking_server(
-    project: Project, client_env: pytest.MonkeyPatch
+    project: Project, client_env: pytest.MonkeyPatch, signum: int, code: int
 ) -> None:
     spec, _ = _spec(project, "stalled")
     accepted = threading.Event()
@@ -228,13 +229,13 @@ def test_ctrl_c_stops_a_run_stalled_on_the_tracking_server(
         try:
             # the run is waiting on the server (a bounded wait for a busy runner)
             assert accepted.wait(timeout=300), "the run never reached the tracking server"
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signum)
             _, stderr = process.communicate(timeout=120)
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
-    assert process.returncode == 130, stderr.decode(errors="replace")
+    assert process.returncode == code, stderr.decode(errors="replace")
     assert (project.root / "reports" / "synthetic.json").is_file()  # written before
 
 
