@@ -150,15 +150,14 @@ def log_report(
         if created and client is not None and run_id is not None:
             _mark_failed(client, run_id)
         hint = (
-            "check MLFLOW_TRACKING_URI and that the tracking server is up (the reports are "
-            "written); MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound the "
-            "wait (fairscan's defaults where unset: 30 s, 2 retries)"
+            "check MLFLOW_TRACKING_URI and that the tracking server is up; "
+            "MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound the wait "
+            "(fairscan's defaults where unset: 30 s, 2 retries)"
         )
         if not chosen:
             hint = (
                 "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
-                "to the tracking server's URL, e.g. http://mlflow.example.org:5000 (the reports "
-                "are written)"
+                "to the tracking server's URL, e.g. http://mlflow.example.org:5000"
             )
         raise ServiceError(
             f"cannot log to MLflow at {shown}: {_reason(exc, uri)}", field=field, hint=hint

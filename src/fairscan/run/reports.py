@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,5 +108,7 @@ def log_outcome(
             field="output.mlflow",
         )
     except ServiceError as error:
-        return None, (locate(prepared.loaded, error, prepared.located),)
+        kept = "the reports are written"
+        issues = [replace(i, hint=f"{i.hint}; {kept}" if i.hint else kept) for i in error.issues]
+        return None, (locate(prepared.loaded, ServiceError(issues=issues), prepared.located),)
     return logged, ()
