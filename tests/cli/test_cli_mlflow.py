@@ -272,6 +272,17 @@ def test_the_json_schema_agrees(project: Project) -> None:
         jsonschema.validate({**good, "output": {"mlflow": {"run_name": "n"}}}, schema)
 
 
+@pytest.mark.parametrize("key", ["a//b", "/a", "a/../b", "a/"])
+def test_tag_keys_a_path_would_change_are_refused(cli: Invoke, project: Project, key: str) -> None:
+    project.data()
+    text = spec_text().replace(
+        "output: {dir: reports}",
+        f"output:\n  dir: reports\n  mlflow:\n    experiment: x\n    tags: {{'{key}': v}}",
+    )
+    outcome = cli("validate", project.spec(text), "--no-data", code=2)
+    assert f"MLflow does not accept the tag key {key!r}" in outcome.stderr
+
+
 def test_a_run_without_output_mlflow_keeps_its_report_keys(cli: Invoke, project: Project) -> None:
     """The resolved spec in a report names output.mlflow only when it is set (the shipped
     audits' report digests are unchanged)."""

@@ -5,6 +5,7 @@ the names MLflow accepts, undefined figures left out, no secret anywhere."""
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import subprocess
 import sys
@@ -170,11 +171,14 @@ def test_counts_by_baseline_label_per_scan_and_overall() -> None:
 def test_keys_and_values_fit_mlflows_limits() -> None:
     long = scan([finding()], id="odd")
     long = long.model_copy(
-        update={"parameters": {"note": "x" * 10_000, "levels": {"a:b/é?": 1}, "id": "odd"}}
+        update={
+            "parameters": {"note": "x" * 10_000, "levels": {"a:b/é?": 1, "../c//d": 2}, "id": "odd"}
+        }
     )
     params = report_params(report(long))
     assert len(params["odd.note"]) == MAX_PARAM_VALUE and params["odd.note"].endswith("…")
-    assert all(MLFLOW_NAME.match(k) for k in params), list(params)
+    assert all(MLFLOW_NAME.match(k) and posixpath.normpath(k) == k for k in params), list(params)
+    assert params["odd.levels.a_b___"] == "1" and params["odd.levels..._c__d"] == "2"
     assert "odd.id" not in params
     tags = report_tags(report(long))
     assert tags["odd.status"] == "significant" and tags["fairscan.verdict"] == "findings"

@@ -79,8 +79,9 @@ MAX_TAG_VALUE: Final = 8000
 MAX_KEY: Final = 250
 PARAMS_PER_BATCH: Final = 100
 METRICS_PER_BATCH: Final = 1000
-# the characters MLflow accepts in a key on every platform
-_KEY_CHARACTER = re.compile(r"[^A-Za-z0-9_\-./ ]")
+# the characters MLflow accepts in a key on every platform, less "/" (MLflow refuses a key
+# that a path normalisation would change: "a//b", "a/../b")
+_KEY_CHARACTER = re.compile(r"[^A-Za-z0-9_\-. ]")
 
 
 @dataclass(frozen=True)
@@ -423,7 +424,7 @@ def _param_text(value: object) -> str:
 
 def _key(key: str) -> str:
     """A key MLflow accepts on every platform: other characters as ``_``, at most 250."""
-    return _KEY_CHARACTER.sub("_", key).lstrip("/")[:MAX_KEY]
+    return _KEY_CHARACTER.sub("_", key)[:MAX_KEY]
 
 
 def _truncate(text: str, limit: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -364,11 +365,14 @@ class MlflowSpec(StrictModel):
     @classmethod
     def _mlflow_tags(cls, tags: dict[str, str]) -> dict[str, str]:
         for key, value in tags.items():
-            if not re.match(MLFLOW_KEY_PATTERN, key):
+            # MLflow's own rule: the characters, and a key a path normalisation leaves alone
+            norm = posixpath.normpath(key)
+            if not re.match(MLFLOW_KEY_PATTERN, key) or norm != key or norm.startswith(("/", "..")):
                 raise rule_error(
                     f"MLflow does not accept the tag key {truncate(repr(key))}",
                     key,
-                    hint="use letters, digits, _ - . / and spaces (at most 250 characters)",
+                    hint="use letters, digits, _ - . / and spaces (at most 250 characters; no "
+                    "leading, trailing or doubled /, no . or .. between slashes)",
                 )
             if len(value) > MLFLOW_TAG_VALUE_LENGTH:
                 raise rule_error(
