@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import FairscanError
 from fairscan.progress import NullProgress, Progress
-from fairscan.report.mlflow_log import MlflowRun
 from fairscan.report.models import AuditReport
 from fairscan.report.verdict import ExitCode
+
+if TYPE_CHECKING:
+    from fairscan.report.mlflow_log import MlflowRun
 
 
 @dataclass(frozen=True)
