@@ -9,7 +9,7 @@ KERNELS := $(VENV)/.kernels-stamp
 DEV     := $(VENV)/.dev-stamp
 KERNEL_SOURCES := pyproject.toml setup.py $(wildcard src/fairscan/engine/*.pyx src/fairscan/engine/*.pxd)
 
-.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs sample-data compas adult bench wheel clean
+.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs sample-data compas adult bench wheel clean mlflow-server
 
 $(KERNELS): $(KERNEL_SOURCES)
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,26 @@ $(KERNELS): $(KERNEL_SOURCES)
 	@touch $(KERNELS)
 
 # the test, docs and release extras on top of the runtime install, without rebuilding the kernels (scripts/extras.py
-# lists the extras' requirements from pyproject.toml)
+# lists the extras' requirements from pyproject.toml). The MLflow client (the mlflow extra) is resolved with them
+# in a new venv, and left as it is where it is already installed: mlflow-skinny caps importlib_metadata below
+# the newest release, which pip would otherwise downgrade in a venv that has it.
 $(DEV): $(KERNELS)
 	$(BIN)/python scripts/extras.py test docs release > $(VENV)/extras.txt
+	$(BIN)/python -c "import mlflow" 2>/dev/null || $(BIN)/python scripts/extras.py mlflow >> $(VENV)/extras.txt
 	$(BIN)/python -m pip install --quiet -r $(VENV)/extras.txt
 	@touch $(DEV)
+
+# The MLflow tests' tracking server (tests/conftest.py starts it on 127.0.0.1): the full `mlflow`
+# package, with its server dependencies (SQLAlchemy, Flask, uvicorn, ...), in a venv of its own
+# so they never constrain fairscan's; FAIRSCAN_MLFLOW_SERVER may name another `mlflow` executable.
+MLFLOW_VENV := .venv-mlflow
+MLFLOW_SERVER := $(MLFLOW_VENV)/bin/mlflow
+MLFLOW_SERVER_REQUIREMENT ?= mlflow>=3.0,<4
+$(MLFLOW_SERVER):
+	[ -x $(MLFLOW_VENV)/bin/python ] || $(PYTHON) -m venv $(MLFLOW_VENV)
+	$(MLFLOW_VENV)/bin/python -m pip install --quiet '$(MLFLOW_SERVER_REQUIREMENT)'
+
+mlflow-server: $(MLFLOW_SERVER)
 
 setup: $(DEV)
 
@@ -41,13 +56,13 @@ demo: $(KERNELS) sample_data/credit.csv
 
 # `make test` runs the suite without the `slow` tests (statistical simulations, packaging builds:
 # `make test-slow`; CI runs both). Each stays under 5 minutes on 2 cores.
-test: $(DEV)
+test: $(DEV) $(MLFLOW_SERVER)
 	$(BIN)/python -m pytest -m "not slow"
 
 test-slow: $(DEV)
 	$(BIN)/python -m pytest -m slow
 
-test-all: $(DEV)
+test-all: $(DEV) $(MLFLOW_SERVER)
 	$(BIN)/python -m pytest
 
 # the fast suite and the demo with the lowest versions of the runtime dependencies that
@@ -105,4 +120,4 @@ wheel: $(DEV)
 	PYTHON=$(CURDIR)/$(BIN)/python scripts/build_wheel.sh dist
 
 clean:
-	rm -rf $(VENV) build reports site .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(MLFLOW_VENV) build reports site .pytest_cache .ruff_cache .hypothesis

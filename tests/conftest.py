@@ -1,9 +1,13 @@
-"""Shared fixtures: hypothesis profiles, the ../shared data location, the oracle import path."""
+"""Shared fixtures: hypothesis profiles, the ../shared data location, the oracle import path, a
+real MLflow tracking server."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -49,3 +53,120 @@ def compas_csv(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
         capture_output=True,
     )
     return out
+
+
+# --- a real MLflow tracking server (report.to_mlflow, output.mlflow) ----------------------------
+
+# The server is the full `mlflow` package in a venv of its own (`make mlflow-server`:
+# .venv-mlflow); the tests use the client of the test venv (fairscan[mlflow]).
+MLFLOW_SERVER_VARIABLE = "FAIRSCAN_MLFLOW_SERVER"  # the server's `mlflow` executable
+MLFLOW_START_SECONDS = 300.0  # a bounded wait for the first start on a busy 2-core runner
+
+
+@dataclass(frozen=True)
+class MlflowServer:
+    """A tracking server on 127.0.0.1 with an SQLite backend and a local artifact root."""
+
+    uri: str
+    root: Path  # its SQLite file, artifact folder and log
+
+
+def _mlflow_executable() -> Path | None:
+    given = os.environ.get(MLFLOW_SERVER_VARIABLE)
+    if given:
+        return Path(given)
+    for venv in (ROOT / ".venv-mlflow", Path(sys.prefix).parent / ".venv-mlflow"):
+        for name in ("bin/mlflow", "Scripts/mlflow.exe"):
+            if (venv / name).is_file():
+                return venv / name
+    return None
+
+
+def _healthy(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop the server and every process it started (its own session: one process group): a
+    polite SIGTERM, then SIGKILL for whatever is left of the group."""
+    import contextlib
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """Start ``mlflow server`` once per session, wait until /health answers, stop it after."""
+    import socket
+    import time
+
+    pytest.importorskip("mlflow", reason="the MLflow client is not installed (fairscan[mlflow])")
+    executable = _mlflow_executable()
+    if executable is None:
+        pytest.fail(
+            "no MLflow tracking server to start: run `make mlflow-server` (creates .venv-mlflow)"
+            f" or set {MLFLOW_SERVER_VARIABLE} to the `mlflow` executable of an environment "
+            "with the full mlflow package"
+        )
+    root = tmp_path_factory.mktemp("mlflow-server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    # the server venv is self-contained: none of the tests' MLflow settings or Python path
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MLFLOW_") and k not in ("PYTHONPATH", "PYTHONHOME")
+    }
+    # no background job runner (GenAI jobs): eight fewer processes on a 2-core runner
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
+    log = (root / "server.log").open("wb")
+    process = subprocess.Popen(
+        [
+            str(executable),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=root,
+        start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + MLFLOW_START_SECONDS
+        while not _healthy(f"{uri}/health"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                tail = (root / "server.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"the MLflow tracking server did not start:\n{tail}")
+            time.sleep(0.25)
+        yield MlflowServer(uri=uri, root=root)
+    finally:
+        _stop_group(process)
+        log.close()

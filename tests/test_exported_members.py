@@ -36,6 +36,7 @@ PACKAGE = [  # in the order of fairscan.__all__
     "DataError",
     "UsageError",
     "ScanError",
+    "ServiceError",
 ]
 
 API = {

@@ -42,6 +42,7 @@ _PUBLIC = {
     "DataError": "fairscan.errors",
     "UsageError": "fairscan.errors",
     "ScanError": "fairscan.errors",
+    "ServiceError": "fairscan.errors",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -6,7 +6,8 @@ Exception tree::
     ├── SpecError      the spec file is unreadable or invalid            (exit 2)
     ├── DataError      the data file is unreadable or unfit for a scan   (exit 2)
     ├── UsageError     bad command-line usage                            (exit 2)
-    └── ScanError      a scan could not be carried out                   (exit 2)
+    ├── ScanError      a scan could not be carried out                   (exit 2)
+    └── ServiceError   a service the reports go to failed (MLflow)       (exit 2)
 
 Every error carries one or more :class:`Issue` objects that name the spec field (and, once
 the spec loader has attached it, the file/line/column) or the data column, plus a hint that
@@ -114,6 +115,13 @@ class UsageError(FairscanError):
 
 class ScanError(FairscanError):
     kind = "scan"
+
+
+class ServiceError(FairscanError):
+    """A service a run reports to (an MLflow tracking server) failed after the reports were
+    written."""
+
+    kind = "service"
 
 
 def as_fairscan_error(exc: Exception, where: str) -> FairscanError:

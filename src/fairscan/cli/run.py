@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -25,6 +25,9 @@ from fairscan.cli.common import (
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
+
+if TYPE_CHECKING:
+    from fairscan.run.options import AuditOutcome
 
 
 def _stat_ok(path: Path, test: str) -> bool:
@@ -251,6 +254,7 @@ def run(
                 continue
             report = outcome.report
             print_summary(report, [str(p) for p in outcome.written], outcome.formats, quiet)
+            _print_delivery(outcome, quiet)
             code = int(process_exit_code(outcome.exit_code, exit_zero))
             worst = max(worst, code)
             rows.append(
@@ -371,3 +375,18 @@ def validate(
         except Exception as exc:
             worst = internal_error(exc, debug)
     raise typer.Exit(worst)
+
+
+def _print_delivery(outcome: AuditOutcome, quiet: bool) -> None:
+    """Where ``output.mlflow`` logged the run, or why it could not (after the reports were
+    written: they are kept, and the run exits 2)."""
+    logged = outcome.mlflow_run
+    if logged is not None and not quiet:
+        err.print(
+            f"MLflow: run {logged.run_id} (experiment {logged.experiment_id}) at "
+            f"{logged.tracking_uri}",
+            markup=False,
+            soft_wrap=True,
+        )
+    for error in outcome.delivery_errors:
+        print_error(error)

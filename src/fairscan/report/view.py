@@ -9,7 +9,7 @@ layer passes the registry's), so nothing depends on which module was imported fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,6 +96,39 @@ class ReportView(AuditReport):
         names = [str(f) for f in formats]
         check_formats(names)
         return write_reports(self, Path(out_dir), names, self._hooks if hooks is None else hooks)
+
+    def to_mlflow(
+        self,
+        run_id: str | None = None,
+        *,
+        experiment: str | None = None,
+        run_name: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        tracking_uri: str | None = None,
+    ) -> str:
+        """Log this report to MLflow (``pip install 'fairscan[mlflow]'``); the run's id.
+
+        Into run ``run_id`` if given, else the active run (``with mlflow.start_run():``) or
+        ``MLFLOW_RUN_ID``'s, else a new run in ``experiment`` (default: the spec's
+        ``output.mlflow.experiment``, else MLflow's default experiment). The tracking server:
+        ``tracking_uri``, else MLflow's (``MLFLOW_TRACKING_URI``). Logs params (spec name and
+        hash, data hash, settings), metrics per scan (``<scan>.p_value``,
+        ``<scan>.statistic``, ``<scan>.significant``, counts by baseline label), tags
+        (fairscan version, verdict) and the JSON, Markdown and HTML reports as artifacts
+        (:mod:`fairscan.report.mlflow_log`). ``fairscan.ServiceError`` when it fails.
+        """
+        from fairscan.report.mlflow_log import log_report
+
+        logged = log_report(
+            self,
+            self._hooks,
+            run_id=run_id,
+            experiment=experiment,
+            run_name=run_name,
+            tags=tags,
+            tracking_uri=tracking_uri,
+        )
+        return logged.run_id
 
     def summary(self) -> str:
         """A few plain lines: the verdict, then each scan's status and top finding."""

@@ -32,7 +32,7 @@ from fairscan.report.verdict import build_verdict, gate_verdict, still_significa
 from fairscan.report.view import ReportView
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
-from fairscan.run.reports import load_report, write_outcome
+from fairscan.run.reports import load_report, log_outcome, write_outcome
 from fairscan.run.specs import apply_overrides, locate
 from fairscan.scans import SCAN_TYPES, ScanContext, render_hooks
 from fairscan.scans.roles import bind_roles, threshold_warnings
@@ -129,7 +129,15 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         render_hooks(),
     )
     written = write_outcome(prepared, report, options) if options.write else []
-    return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
+    # after the reports are on disk: a failing tracking server loses none of them
+    mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
+    return AuditOutcome(
+        report=report,
+        written=written,
+        formats=tuple(spec.output.formats),
+        mlflow_run=mlflow_run,
+        delivery_errors=delivery_errors,
+    )
 
 
 def apply_gate(

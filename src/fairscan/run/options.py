@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from fairscan.errors import FairscanError
 from fairscan.progress import NullProgress, Progress
 from fairscan.report.models import AuditReport
 from fairscan.report.verdict import ExitCode
+
+if TYPE_CHECKING:
+    from fairscan.report.mlflow_log import MlflowRun
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,12 @@ class AuditOutcome:
     written: list[Path]
 
     formats: tuple[str, ...] = ()  # output.formats of the spec (the CLI delivers sinks: github)
+    mlflow_run: MlflowRun | None = None  # where output.mlflow logged the report
+    # what failed after the reports were written (an MLflow tracking server): the run exits 2
+    delivery_errors: tuple[FairscanError, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:
+        if self.delivery_errors:
+            return ExitCode.ERROR
         return ExitCode(self.report.verdict.exit_code)

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fairscan.errors import SpecError, UsageError
+from fairscan.errors import FairscanError, ServiceError, SpecError, UsageError
 from fairscan.report.baseline import retest_comparison
 from fairscan.report.formats import write_reports
+from fairscan.report.mlflow_log import MlflowRun, log_report
 from fairscan.report.models import AuditReport, BaselineComparison
 from fairscan.report.read import read_report
 from fairscan.report.verdict import report_fail_on
@@ -86,3 +88,27 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
         history_dir = Path(prepared.loaded.file_of("output.history")).parent
         append_run(history_dir / spec.output.history, report)
     return written
+
+
+def log_outcome(
+    prepared: PreparedAudit, report: AuditReport
+) -> tuple[MlflowRun | None, tuple[FairscanError, ...]]:
+    """``output.mlflow``: log the written run to MLflow; where it went, or why it failed (the
+    reports are already on disk: a failing tracking server loses nothing, the run exits 2)."""
+    settings = prepared.spec.output.mlflow
+    if settings is None:
+        return None, ()
+    try:
+        logged = log_report(
+            report,
+            render_hooks(),
+            experiment=settings.experiment,
+            run_name=settings.run_name,
+            tags=settings.tags,
+            field="output.mlflow",
+        )
+    except ServiceError as error:
+        kept = "the reports are written"
+        issues = [replace(i, hint=f"{i.hint}; {kept}" if i.hint else kept) for i in error.issues]
+        return None, (locate(prepared.loaded, ServiceError(issues=issues), prepared.located),)
+    return logged, ()

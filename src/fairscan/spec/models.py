@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -329,6 +330,59 @@ ReportFormat = Literal["json", "markdown", "junit", "github", "html"]
 DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown")
 
 
+# MLflow's rules for a tag key (mlflow.utils.validation): letters, digits, _ - . / and spaces
+MLFLOW_KEY_PATTERN = r"^[A-Za-z0-9_\-./ ]{1,250}$"
+MLFLOW_TAG_VALUE_LENGTH = 8000
+
+
+class MlflowSpec(StrictModel):
+    """``output.mlflow``: log each run to an MLflow tracking server (``fairscan[mlflow]``)."""
+
+    experiment: str = Field(
+        min_length=1,
+        max_length=500,
+        description="The MLflow experiment (created when absent). The tracking server comes "
+        "from MLFLOW_TRACKING_URI, its credentials from MLflow's own variables "
+        "(MLFLOW_TRACKING_USERNAME / _PASSWORD / _TOKEN): never from the spec.",
+        examples=["credit-model-fairness"],
+    )
+    run_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=250,
+        description="The run's name (default: the spec's name).",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra tags set on the run, e.g. {team: risk, model: gbm-v3}.",
+        json_schema_extra={
+            "propertyNames": {"pattern": MLFLOW_KEY_PATTERN},
+            "additionalProperties": {"type": "string", "maxLength": MLFLOW_TAG_VALUE_LENGTH},
+        },
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _mlflow_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        for key, value in tags.items():
+            # MLflow's own rule: the characters, and a key a path normalisation leaves alone
+            norm = posixpath.normpath(key)
+            if not re.match(MLFLOW_KEY_PATTERN, key) or norm != key or norm.startswith(("/", "..")):
+                raise rule_error(
+                    f"MLflow does not accept the tag key {truncate(repr(key))}",
+                    key,
+                    hint="use letters, digits, _ - . / and spaces (at most 250 characters; no "
+                    "leading, trailing or doubled /, no . or .. between slashes)",
+                )
+            if len(value) > MLFLOW_TAG_VALUE_LENGTH:
+                raise rule_error(
+                    f"the value of tag {truncate(repr(key))} is longer than MLflow's "
+                    f"{MLFLOW_TAG_VALUE_LENGTH} characters",
+                    key,
+                )
+        return tags
+
+
 class OutputSpec(StrictModel):
     dir: str = Field(default="reports", description="Report directory, relative to the spec file.")
     formats: list[ReportFormat] = Field(
@@ -348,13 +402,23 @@ class OutputSpec(StrictModel):
         "finding with its label, statistic, p-value and effect) to this SQLite file, relative "
         "to the spec file; `audit history PATH` prints the trends.",
     )
+    mlflow: MlflowSpec | None = Field(
+        default=None,
+        description="Log each run to MLflow after the reports are written (needs "
+        "`fairscan[mlflow]`; tracking server from MLFLOW_TRACKING_URI): params (spec name "
+        "and hash, data hash, settings), metrics per scan (`<scan>.p_value`, "
+        "`<scan>.statistic`, `<scan>.significant`, counts by baseline label), tags (fairscan "
+        "version, verdict) and the JSON, Markdown and HTML reports as artifacts. A tracking "
+        "server that fails exits 2 with the reason; the reports are kept.",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_absent_history(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """The resolved spec of a run without history keeps the keys it had."""
+        """The resolved spec of a run without history (or MLflow) keeps the keys it had."""
         dumped = handler(self)
-        if isinstance(dumped, dict) and dumped.get("history", ...) is None:
-            del dumped["history"]
+        for key in ("history", "mlflow"):
+            if isinstance(dumped, dict) and dumped.get(key, ...) is None:
+                del dumped[key]
         return dumped
 
 
