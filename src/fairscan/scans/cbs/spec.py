@@ -11,7 +11,13 @@ from pydantic import Field, model_validator
 from fairscan.errors import Issue
 from fairscan.scans.base import Role
 from fairscan.scans.roles import outcome_text
-from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, StrictModel, rule_error
+from fairscan.spec.base import (
+    DecisionOverrides,
+    FixedSubgroups,
+    MdssScanSpecBase,
+    StrictModel,
+    rule_error,
+)
 
 # metric shorthand -> (fairness, on, condition, event), methods.md §3.2 Table 1
 METRICS: dict[str, tuple[str, str, int | None, int]] = {
@@ -110,7 +116,7 @@ class CbsModels(StrictModel):
         return 1.0 if self.C is None else self.C
 
 
-class CbsSpec(MdssScanSpecBase, DecisionOverrides):
+class CbsSpec(FixedSubgroups, MdssScanSpecBase, DecisionOverrides):
     type: Literal["cbs"] = Field(description="Conditional Bias Scan (separation / sufficiency).")
     protected: ProtectedSpec = Field(description="The protected class.")
     fairness: Literal["separation", "sufficiency"] | None = Field(
