@@ -190,8 +190,6 @@ def draw_sums(
     return sums
 
 
-
-
 # --- one group's mean gap under the multinomial bootstrap (shift's given subgroups) -----------
 
 GAP_BOOTSTRAP = "multinomial bootstrap of the subgroup's gap (one group, no simultaneous bound)"
@@ -265,12 +263,13 @@ def gap_power(boot: GapBootstrap, side: str, effect: float, alpha: float) -> flo
         exceed = a.size - np.searchsorted(a, np.abs(values), side="left")
     return float(np.mean((1 + exceed) / (1 + d.size) <= alpha))
 
+
 __all__ = [
     "EXACT",
     "GAP_BOOTSTRAP",
-    "GapBootstrap",
     "PARAMETRIC",
     "FixedTest",
+    "GapBootstrap",
     "alternative",
     "constant_inside",
     "draw_sums",

@@ -635,7 +635,11 @@ def _given_finding(
         alt = engine.fixed_alternative(
             est, inside, settings, wanted, child_seed(seed, 1), max(ctx.replicates, 0)
         )
-        power = (None if null is None else simulated_power(null, alt, inputs.alpha_run), wanted, size)
+        power = (
+            None if null is None else simulated_power(null, alt, inputs.alpha_run),
+            wanted,
+            size,
+        )
     return given_finding(
         finding,
         subgroup=subgroup,

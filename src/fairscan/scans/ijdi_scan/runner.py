@@ -402,7 +402,7 @@ def _run_given(
     from fairscan.data.subgroups import resolve_subgroups
     from fairscan.engine.ijdi import fixed_draws, fixed_score
     from fairscan.engine.seeds import IjdiStream
-    from fairscan.scans.given import given_finding, given_result, monte_carlo_p, simulated_power
+    from fairscan.scans.given import given_finding, given_result, monte_carlo_p
     from fairscan.scans.mdss_runner import given_selection
 
     given = resolve_subgroups(spec.subgroups or [], ctx.data.attributes)

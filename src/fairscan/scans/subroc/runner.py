@@ -504,7 +504,9 @@ def _run_given(
                 "both classes" if spec.measure == "roc_auc" else "a positive"
             )
             p_value: float | None = 1.0
-            text = f"{label}: {measure} is undefined on its {t.size} rows ({t.positives} positives)."
+            text = (
+                f"{label}: {measure} is undefined on its {t.size} rows ({t.positives} positives)."
+            )
         else:
             test, p_value = GIVEN_TEST, (t.p_value if fixed.null is not None else None)
             text = (

@@ -1,0 +1,174 @@
+"""Baseline re-tests for the scan types beyond fpr/tpr/bias (issue 26): ijdi_scan, cbs, subroc
+and shift re-test each significant baseline finding on new data as a fixed subgroup, with the
+power to detect the baseline effect; persists / resolved / inconclusive as for the MDSS scans.
+
+The data: one subgroup (g1 = a and g2 = x) whose negatives are flagged high risk more often (an
+FPR bias, for ijdi/cbs/shift) and whose scores carry no information (an AUC bias, for subroc),
+in a baseline and a retrain; a fixed version without either bias; a small sample of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from fairscan.run.execute import run_audit
+from fairscan.run.options import RunOptions
+
+GROUP = {"g1": ["a"], "g2": ["x"]}
+CBS_GROUP = {"g1": ["a"]}  # within the protected class g2 = x
+
+SCANS: list[dict[str, Any]] = [
+    {"id": "ijdi", "type": "ijdi_scan", "lambda": 0, "penalty": 1, "restarts": 10},
+    {
+        "id": "cbs",
+        "type": "cbs",
+        "protected": {"column": "g2", "value": "x"},
+        "metric": "fpr",
+        "direction": "positive",
+        "restarts": 10,
+        "model_attributes": ["g1", "g3"],
+    },
+    {
+        "id": "subroc",
+        "type": "subroc",
+        "max_length": 2,
+        "min_cover": 50,
+        "top_k": 1,
+        "candidates": 5,
+        "significance": {"subsets": 199},
+    },
+    {
+        "id": "shift",
+        "type": "shift",
+        "metric": "fpr",
+        "features": ["income"],
+        "bootstrap": 199,
+        "subgroups": [GROUP],
+    },
+]
+
+
+def table(seed: int, biased: bool, n: int = 6000) -> pl.DataFrame:
+    rng = np.random.default_rng(20261126)  # the applicants: the same in every version
+    g1 = rng.choice(["a", "b", "c"], n)
+    g2 = rng.choice(["x", "y"], n)
+    g3 = rng.choice(["u", "v"], n)
+    income = rng.normal(30.0, 8.0, n)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    model = np.random.default_rng(seed)  # the model version
+    score = 1.0 / (1.0 + np.exp(-(2.5 * (y - 0.5) + model.normal(0.0, 1.0, n))))
+    flag = 0.1 + 0.6 * y
+    if biased:
+        inside = (g1 == "a") & (g2 == "x")
+        flag = flag + 0.2 * inside
+        score = np.where(inside, model.random(n), score)
+    high_risk = (model.random(n) < flag).astype(np.int64)
+    return pl.DataFrame(
+        {
+            "g1": g1,
+            "g2": g2,
+            "g3": g3,
+            "income": income,
+            "y": y,
+            "score": score.round(6),
+            "high_risk": high_risk,
+        }
+    )
+
+
+def _spec(root: Path, name: str, data: pl.DataFrame) -> Path:
+    csv = root / f"{name}.csv"
+    data.write_csv(csv)
+    spec = {
+        "version": 1,
+        "name": "every-type-retest",
+        "data": {"path": csv.name},
+        "columns": {"outcome": "y", "prediction": "score", "recommendation": "high_risk"},
+        "attributes": ["g1", "g2", "g3"],
+        "scans": SCANS,
+        "significance": {"replicates": 99, "alpha": 0.05, "seed": 3, "workers": 1},
+        "output": {"dir": name, "formats": ["json"]},
+        "gate": {"fail_on": "new_significant"},
+    }
+    path = root / f"{name}.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("every-type")
+    baseline = run_audit(_spec(root, "baseline", table(1, True)), RunOptions(workers=1))
+    path = root / "baseline" / "every-type-retest.json"
+    out: dict[str, Any] = {"baseline": baseline.report}
+    fixed = table(3, False)
+    versions = {
+        "retrain": table(2, True),
+        "fixed": fixed,
+        "small": fixed[np.sort(np.random.default_rng(4).choice(fixed.height, 150, replace=False))],
+    }
+    for name, data in versions.items():
+        spec = _spec(root, name, data)
+        out[name] = run_audit(spec, RunOptions(workers=1, baseline=path)).report
+    return out
+
+
+def _entry(report: Any, scan_id: str) -> Any:
+    entries = [e for e in report.baseline.entries if e.scan_id == scan_id and e.before]
+    assert len(entries) == 1, entries
+    return entries[0]
+
+
+@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+def test_the_baseline_finds_the_injected_subgroup(runs: dict[str, Any], scan_id: str) -> None:
+    scan = next(s for s in runs["baseline"].scans if s.id == scan_id)
+    assert scan.status == "significant", scan.error
+    top = scan.findings[0]
+    assert top.subgroup == (CBS_GROUP if scan_id == "cbs" else GROUP)
+    assert top.significant is True
+
+
+@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+def test_a_retrain_with_the_same_bias_persists(runs: dict[str, Any], scan_id: str) -> None:
+    report = runs["retrain"]
+    assert report.baseline.method == "retest"
+    entry = _entry(report, scan_id)
+    assert entry.label == "persists", entry
+    assert entry.after.p_value <= 0.05
+    assert report.baseline.counts["new"] == 0
+    assert report.verdict.exit_code == 0  # fail_on new_significant: nothing new
+
+
+@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+def test_the_removed_bias_is_resolved_with_power(runs: dict[str, Any], scan_id: str) -> None:
+    entry = _entry(runs["fixed"], scan_id)
+    assert entry.label == "resolved", entry
+    assert entry.power is not None and entry.power >= 0.8
+    assert entry.after.p_value > 0.05
+
+
+@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+def test_a_small_sample_is_inconclusive(runs: dict[str, Any], scan_id: str) -> None:
+    entry = _entry(runs["small"], scan_id)
+    assert entry.label == "inconclusive", entry
+    assert entry.reason
+
+
+def test_the_retest_is_the_given_subgroup_test(runs: dict[str, Any]) -> None:
+    """The re-test's `after` is the given-subgroup test of each type (its test named)."""
+    for scan_id, test in [
+        ("ijdi", "null redraw"),
+        ("cbs", "permutation"),
+        ("subroc", "random subsets"),
+        ("shift", "bootstrap"),
+    ]:
+        entry = _entry(runs["fixed"], scan_id)
+        assert entry.after is not None and entry.similarity == 1.0
+        assert entry.power is not None
+        del test  # the test's name is checked on the findings in tests/scans
