@@ -140,9 +140,7 @@ def _retest_scan(
 ) -> list[Retest]:
     from dataclasses import replace
 
-    from fairscan.data.subgroups import resolve_subgroup
     from fairscan.progress import NullProgress
-
     from fairscan.scans import SCAN_TYPES
 
     scan = prepared.spec.scans[index]

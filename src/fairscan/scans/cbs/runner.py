@@ -632,6 +632,9 @@ def _given_finding(
     power = None
     if wanted is not None and np.isfinite(wanted) and (settings.gaussian or wanted > 0):
         size = wanted if settings.gaussian else float(np.log(wanted))
+        if null is None and ctx.replicates > 0:  # no deviation now: the null for the power
+            job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
+            null = run_replicates(job, ctx.replicates, workers=ctx.workers, executor=ctx.executor)
         alt = engine.fixed_alternative(
             est, inside, settings, wanted, child_seed(seed, 1), max(ctx.replicates, 0)
         )
@@ -649,7 +652,7 @@ def _given_finding(
         alpha=inputs.alpha_run,
         test=test,
         effect_size=effect_size,
-        replicates=0 if null is None else ctx.replicates,
+        replicates=0 if exceed is None else ctx.replicates,
         exceed_count=exceed,
         power=power,
     )
