@@ -11,8 +11,9 @@ the labels (:mod:`fairscan.report.baseline`) read one shape:
 * ``test``: the test in words; ``replicates`` and ``exceed_count`` where it is simulated;
 * ``effect_size``: the scan's effect on a scale where 0 is no effect (log odds multiplier,
   mean shift, AUC gap, metric gap), which the re-test compares with the baseline's;
-* ``power``, ``power_at`` and ``baseline_effect_size``: only in a re-test, the power of this
-  test at the run's level to detect the baseline finding's effect.
+* ``power``, ``power_at``, ``baseline_effect_size`` and ``power_method``: only in a re-test,
+  the power of this test at the run's level to detect the baseline finding's effect, and how
+  it was computed.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def given_finding(
     replicates: int = 0,
     exceed_count: int | None = None,
     power: tuple[float | None, float, float] | None = None,
+    power_method: str | None = None,
 ) -> Finding:
     """``finding`` as given subgroup ``index``: its subgroup and label, its p-value (no search
     correction), and the ``given_subgroup`` block. ``power``: (power, the baseline effect as the
@@ -75,6 +77,7 @@ def given_finding(
     }
     if power is not None:
         figures["power"], figures["power_at"], figures["baseline_effect_size"] = power
+        figures["power_method"] = power_method
     p_text = "untested" if p_value is None else f"p = {p_value:.4g}"
     return finding.model_copy(
         update={

@@ -655,6 +655,7 @@ def _given_finding(
         replicates=0 if exceed is None else ctx.replicates,
         exceed_count=exceed,
         power=power,
+        power_method="the subgroup's events drawn at the baseline effect with the fitted expectations held fixed (models not refitted: an approximation)",
     )
 
 

@@ -444,6 +444,7 @@ def _run_given(
                 replicates=0 if null is None else ctx.replicates,
                 exceed_count=exceed,
                 power=power,
+                power_method="redraws with the subgroup's null odds multiplied by the baseline q",
             )
         )
     timer.significance += time.perf_counter() - mark

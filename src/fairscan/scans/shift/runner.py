@@ -603,6 +603,7 @@ def _run_given(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
                 replicates=int(boot.centred.shape[0]),
                 exceed_count=exceed,
                 power=power,
+                power_method="the bootstrap law moved to the baseline gap (location shift: an approximation)",
             )
         )
     done = time.perf_counter()
