@@ -1,6 +1,8 @@
 """Baseline re-tests for the scan types beyond fpr/tpr/bias (issue 26): ijdi_scan, cbs, subroc
 and shift re-test each significant baseline finding on new data as a fixed subgroup, with the
-power to detect the baseline effect; persists / resolved / inconclusive as for the MDSS scans.
+power to detect the baseline effect; flag reads its flagged group again in the new run (its
+own, unadjusted p-value and a normal-approximation power); persists / resolved / inconclusive
+as for the MDSS scans.
 
 The data: one subgroup (g1 = a and g2 = x) whose negatives are flagged high risk more often (an
 FPR bias, for ijdi/cbs/shift) and whose scores carry no information (an AUC bias, for subroc),
@@ -50,6 +52,14 @@ SCANS: list[dict[str, Any]] = [
         "features": ["income"],
         "bootstrap": 199,
         "subgroups": [GROUP],
+    },
+    {
+        "id": "flag",
+        "type": "flag",
+        "metric": "fpr",
+        "groups": {"attributes": ["g1", "g2"], "min_size": 30},
+        "tolerance": 0.02,
+        "bootstrap": 199,
     },
 ]
 
@@ -121,11 +131,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _entry(report: Any, scan_id: str) -> Any:
     entries = [e for e in report.baseline.entries if e.scan_id == scan_id and e.before]
+    if scan_id == "flag":  # every flagged group is re-tested: the injected one here
+        entries = [e for e in entries if e.before.subgroup == GROUP]
     assert len(entries) == 1, entries
     return entries[0]
 
 
-@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+TYPES = ["ijdi", "cbs", "subroc", "shift", "flag"]
+
+
+@pytest.mark.parametrize("scan_id", TYPES)
 def test_the_baseline_finds_the_injected_subgroup(runs: dict[str, Any], scan_id: str) -> None:
     scan = next(s for s in runs["baseline"].scans if s.id == scan_id)
     assert scan.status == "significant", scan.error
@@ -137,7 +152,7 @@ def test_the_baseline_finds_the_injected_subgroup(runs: dict[str, Any], scan_id:
     assert top.significant is True
 
 
-@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+@pytest.mark.parametrize("scan_id", TYPES)
 def test_a_retrain_with_the_same_bias_persists(runs: dict[str, Any], scan_id: str) -> None:
     report = runs["retrain"]
     assert report.baseline.method == "retest"
@@ -148,7 +163,7 @@ def test_a_retrain_with_the_same_bias_persists(runs: dict[str, Any], scan_id: st
     assert report.verdict.exit_code == 0  # fail_on new_significant: nothing new
 
 
-@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "subroc", "shift"])
+@pytest.mark.parametrize("scan_id", TYPES)
 def test_the_removed_bias_is_resolved_with_power(runs: dict[str, Any], scan_id: str) -> None:
     entry = _entry(runs["fixed"], scan_id)
     assert entry.label == "resolved", entry
@@ -156,7 +171,7 @@ def test_the_removed_bias_is_resolved_with_power(runs: dict[str, Any], scan_id: 
     assert entry.after.p_value > 0.05
 
 
-@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "shift"])
+@pytest.mark.parametrize("scan_id", ["ijdi", "cbs", "shift", "flag"])
 def test_a_small_sample_is_inconclusive(runs: dict[str, Any], scan_id: str) -> None:
     """40 rows: not significant, never resolved (underpowered, or not re-testable)."""
     entry = _entry(runs["small"], scan_id)
@@ -175,7 +190,22 @@ def test_subroc_on_a_small_sample_is_resolved_only_with_power(runs: dict[str, An
 
 
 def test_the_retest_compares_the_baseline_subgroup_itself(runs: dict[str, Any]) -> None:
-    for scan_id in ("ijdi", "cbs", "subroc", "shift"):
+    for scan_id in TYPES:
         entry = _entry(runs["fixed"], scan_id)
         assert entry.after is not None and entry.similarity == 1.0
         assert entry.after.subgroup == entry.before.subgroup
+
+
+@pytest.mark.parametrize(
+    ("side", "gap", "tolerance"),
+    [("above", 0.1, 0.02), ("below", -0.1, -0.02), ("two-sided", -0.1, 0.02)],
+)
+def test_flag_power_is_the_one_sided_normal_power(side: str, gap: float, tolerance: float) -> None:
+    from scipy.stats import norm
+
+    from fairscan.scans.certification.retest import _power
+
+    scale, alpha = 0.04, 0.05
+    shift = abs(gap) - abs(tolerance)  # distance past the tolerance on the flagged side
+    want = norm.sf(norm.isf(alpha) - shift / scale)
+    assert _power(gap, tolerance, scale, side, alpha) == pytest.approx(want, rel=1e-9)

@@ -50,6 +50,13 @@ def _canonical(subgroup: dict[str, list[str]]) -> str:
     return ";".join(f"{a}={'|'.join(sorted(v))}" for a, v in sorted(subgroup.items()))
 
 
+def _finding_key(finding: Finding) -> str:
+    """A finding's identity: its named group, else its subgroup."""
+    if finding.group is not None:
+        return f"group:{finding.group}"
+    return _canonical(finding.subgroup or {})
+
+
 def finding_side(finding: Finding) -> BaselineSide:
     """What the comparison keeps of a finding."""
     subgroup = finding.subgroup
@@ -322,12 +329,14 @@ def retest_comparison(
         if scan.id not in retested:
             continue
         before = [r.before for r in retests if r.scan_id == scan.id]
-        keys = {_canonical(f.subgroup or {}) for f in before}
+        keys = {_finding_key(f) for f in before}
         for finding in scan.findings:
-            if finding.significant is not True or _canonical(finding.subgroup or {}) in keys:
+            if finding.significant is not True or _finding_key(finding) in keys:
                 continue
             scores = [
-                overlap(scan.id, f.subgroup or {}, finding.subgroup or {}) if overlap else None
+                overlap(scan.id, f.subgroup or {}, finding.subgroup or {})
+                if overlap and f.group is None and finding.group is None
+                else None  # named groups: compared by name only
                 for f in before
             ]
             best = max((s for s in scores if s is not None), default=0.0)

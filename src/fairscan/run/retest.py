@@ -6,10 +6,11 @@ power to detect the baseline effect (:mod:`fairscan.report.baseline` labels the 
 Scan types with a fixed-subgroup test are those whose spec has ``subgroups`` (every subset
 and pattern scan: fpr/tpr/bias/ijdi scans, cbs, subroc, and shift for subgroups of the scan
 attributes); the power each re-test reports is against the effect its scan type reads from the
-baseline finding (``ScanType.baseline_effect``). Named groups (certify, flag, shift's tilts)
-are evaluated on the new data by the run itself and keep the matching of two reports, where a
-group no longer significant is ``inconclusive`` (no power is computed for their simultaneous
-bounds).
+baseline finding (``ScanType.baseline_effect``). A flag scan evaluates the same named groups
+on the new data itself: its type reads each baseline group's re-test from this run's scan
+(``ScanType.retest_named``). Certify's groups and shift's tilts keep the matching of two
+reports, where a group no longer significant is ``inconclusive`` (no power is computed for
+their simultaneous bounds).
 """
 
 from __future__ import annotations
@@ -65,12 +66,23 @@ def retested_comparison(
     """The comparison with ``baseline`` by re-testing on ``prepared``'s data (``runner``: the
     run layer's one-scan runner, :func:`fairscan.run.execute.run_scan`)."""
     check_comparable(baseline, report, baseline_path)
+    from fairscan.scans import SCAN_TYPES
+
     retests: list[Retest] = []
     for index, scan in enumerate(prepared.spec.scans):
         old = next((s for s in baseline.scans if s.id == scan.id), None)
-        if old is None or old.type != scan.type or "subgroups" not in type(scan).model_fields:
+        if old is None or old.type != scan.type:
             continue
         significant = [f for f in old.findings if f.significant is True]
+        named = SCAN_TYPES[scan.type].retest_named
+        now = next((s for s in report.scans if s.id == scan.id), None)
+        if named is not None and now is not None and now.status != "error":
+            for finding in significant:  # the run evaluated the same named groups itself
+                after, reason = named(finding, now)
+                retests.append(Retest(scan.id, finding, after, reason or None))
+            continue
+        if "subgroups" not in type(scan).model_fields:
+            continue
         if any(f.subgroup is None for f in significant):
             continue  # named groups (shift's tilts): the run evaluates them itself
         retests += _retest_scan(

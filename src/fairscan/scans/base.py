@@ -211,6 +211,10 @@ class ScanType:
     # the protected class), so a re-test is matched with the baseline finding it re-tests
     retest_effect: Callable[[Finding], float | None] | None = None
     retest_key: Callable[[Finding], str | None] | None = None
+    # a type of named groups that the run itself evaluates on the new data (flag): the re-test
+    # of a baseline finding read from this run's scan, (baseline finding, scan) -> (the
+    # re-test as a finding with a ``given_subgroup`` block, or None and the reason)
+    retest_named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""
