@@ -32,7 +32,7 @@ PINNED = {
     IjdiStream: {"SEARCH": 0, "NULL": 1, "MITIGATION": 2, "FIXED": 3},
     AuditStream: {"BOOTSTRAP": 0},
     ShiftStream: {"BOOTSTRAP": 0, "NYSTROEM": 1, "TILT": 2, "FIXED": 3},
-    SubrocStream: {"SPLIT": 0, "NULL": 1, "FIXED": 2},
+    SubrocStream: {"SPLIT": 0, "NULL": 1, "FIXED": 2, "POWER": 3},
     ReplicateStream: {"SEARCH": 0},
 }
 

@@ -65,6 +65,7 @@ class SubrocStream(IntEnum):
     SPLIT = 0  # the search/validation split
     NULL = 1  # random subsets, child (positives, negatives) per subgroup size
     FIXED = 2  # given subgroups: random subsets, child (positives, negatives) per size
+    POWER = 3  # a re-test's power: child k, subgroup k's subsets under the alternative
 
 
 @unique

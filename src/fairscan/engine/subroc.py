@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
-from fairscan.engine.seeds import child_seed
+from fairscan.engine.seeds import child_seed, replicate_rng
 from fairscan.engine.subroc_kernels import (
     MEASURE_ARL,
     MEASURE_PR,
@@ -570,3 +570,45 @@ def fixed_subset_tests(
         p = (1 + exceed) / (1 + subsets)
         out.append(FixedSubsetTest(PatternTest(value, stat, len(rows), p_c, n_c, exceed, p), null))
     return overall, out
+
+
+def alternative_statistics(
+    y: np.ndarray,
+    score: np.ndarray,
+    positives: int,
+    negatives: int,
+    measure_name: str,
+    gap: float,
+    replicates: int,
+    seed: np.random.SeedSequence,
+) -> np.ndarray:
+    """The relative score of random subsets (``positives`` and ``negatives`` drawn without
+    replacement, as the null) in which each positive is, with probability pi, scored like a
+    random negative: a subgroup the classifier ranks worse, with pi set so that the expected
+    gap is ``gap`` (the baseline's): a positive scored like a negative ranks at chance, so the
+    measure moves toward its chance value (ROC AUC 1/2, PR AUC the prevalence) by the share pi
+    (ranking loss: by pi times the chance gap of its negatives). Used for a re-test's power."""
+    y = np.asarray(y)
+    score = np.asarray(score, dtype=np.float64)
+    overall = measure(y, score, measure_name)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if measure_name == "roc_auc":
+        room = overall - 0.5
+    elif measure_name == "pr_auc":
+        room = overall - positives / max(positives + negatives, 1)
+    else:  # ranking loss N (1 - AUC): chance N / 2, so the room is N (AUC - 1/2)
+        room = negatives * (measure(y, score, "roc_auc") - 0.5)
+    share = float(np.clip(gap / room, 0.0, 1.0)) if room > 0 else 1.0
+    sign = -1.0 if measure_name == "ranking_loss" else 1.0
+    out = np.empty(replicates)
+    labels = np.r_[np.ones(positives, np.int8), np.zeros(negatives, np.int8)]
+    for r in range(replicates):
+        rng = replicate_rng(seed, r)
+        p_rows = rng.choice(pos, positives, replace=False)
+        n_rows = rng.choice(neg, negatives, replace=False)
+        p_scores = score[p_rows].copy()
+        chance = rng.random(positives) < share
+        p_scores[chance] = score[rng.choice(neg, int(chance.sum()))]
+        value = measure(labels, np.r_[p_scores, score[n_rows]], measure_name)
+        out[r] = sign * (overall - value)
+    return out

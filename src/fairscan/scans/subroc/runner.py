@@ -474,7 +474,7 @@ def _run_given(
     inside minus overall) on every audited row (no search: nothing to hold out), tested against
     random subsets with its numbers of positives and negatives (methods.md §6.6 steps 2-4)."""
     from fairscan.data.subgroups import resolve_subgroups, subgroup_rows
-    from fairscan.engine.subroc import fixed_subset_tests
+    from fairscan.engine.subroc import alternative_statistics, fixed_subset_tests
     from fairscan.scans.given import given_finding, given_result, simulated_power
 
     given = resolve_subgroups(spec.subgroups or [], ctx.data.attributes)
@@ -534,14 +534,18 @@ def _run_given(
         )
         delta = ctx.detect[k] if k < len(ctx.detect) else None
         power = None
-        if delta is not None and np.isfinite(delta):
-            null = fixed.null
-            # location shift: the subgroup's statistic moved by the baseline gap
-            power = (
-                None if null is None else simulated_power(null, null + delta, alpha),
+        if delta is not None and np.isfinite(delta) and fixed.null is not None:
+            alt = alternative_statistics(
+                y,
+                score,
+                t.positives,
+                t.negatives,
+                spec.measure,
                 float(delta),
-                float(delta),
+                subsets,
+                child_seed(ctx.seed, SubrocStream.POWER, k),
             )
+            power = (simulated_power(fixed.null, alt, alpha), float(delta), float(delta))
         findings.append(
             given_finding(
                 finding,
@@ -555,7 +559,7 @@ def _run_given(
                 replicates=subsets if fixed.null is not None else 0,
                 exceed_count=t.exceed if fixed.null is not None else None,
                 power=power,
-                power_method="the random-subset null moved by the baseline AUC gap (location shift: an approximation)",
+                power_method="random subsets whose positives are, each with a probability set to give the baseline gap in expectation, scored like a random negative",
             )
         )
     done = time.perf_counter()
