@@ -200,3 +200,27 @@ def test_flag_power_is_the_one_sided_normal_power(side: str, gap: float, toleran
     shift = abs(gap) - abs(tolerance)  # distance past the tolerance on the flagged side
     want = norm.sf(norm.isf(alpha) - shift / scale)
     assert _power(gap, tolerance, scale, side, alpha) == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("scan_id", ["cbs", "subroc"])  # one generic path; cbs matches by class
+def test_a_baseline_value_unknown_now_is_inconclusive_with_the_reason(
+    runs: dict[str, Any], tmp_path: Path, scan_id: str
+) -> None:
+    """A baseline subgroup naming a value the new data lacks: inconclusive with the reason,
+    never a traceback; the other scans are re-tested as usual."""
+    import json
+
+    old = json.loads(runs["baseline"].model_dump_json())
+    scan = next(s for s in old["scans"] if s["id"] == scan_id)
+    scan["findings"][0]["subgroup"] = {"g1": ["zzz"]}
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    spec = _spec(tmp_path, "retrain", table(2, True))
+    report = run_audit(spec, RunOptions(workers=1, baseline=path, write=False)).report
+    entry = next(
+        e for e in report.baseline.entries if e.scan_id == scan_id and e.before is not None
+    )
+    assert entry.label == "inconclusive"
+    assert "'zzz' is not a value of g1" in entry.reason
+    others = [e for e in report.baseline.entries if e.scan_id != scan_id and e.before]
+    assert others and all(e.label == "persists" for e in others)
