@@ -450,6 +450,9 @@ def _run_given(
     timer.significance += time.perf_counter() - mark
     first = IjdiPass(cells, IjdiOutcome(best, outcome.inside, 1, True), None, degenerate)
     result = _result(spec, ctx, inputs, first, findings, None, timer)
+    if spec.mitigation is not None:
+        note = "mitigation is not run on given subgroups: it corrects what a search finds"
+        result = result.model_copy(update={"warnings": [*result.warnings, note]})
     return given_result(result, findings, [f.detail["given_subgroup"]["test"] for f in findings])
 
 
