@@ -116,7 +116,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("every-type")
     baseline = run_audit(_spec(root, "baseline", table(1, True)), RunOptions(workers=1))
     path = root / "baseline" / "every-type-retest.json"
-    out: dict[str, Any] = {"baseline": baseline.report}
+    out: dict[str, Any] = {"baseline": baseline.report, "root": root}
     fixed = table(3, False)
     versions = {
         "retrain": table(2, True),
@@ -224,3 +224,20 @@ def test_a_baseline_value_unknown_now_is_inconclusive_with_the_reason(
     assert "'zzz' is not a value of g1" in entry.reason
     others = [e for e in report.baseline.entries if e.scan_id != scan_id and e.before]
     assert others and all(e.label == "persists" for e in others)
+
+
+def test_diff_with_data_retests_every_type(runs: dict[str, Any]) -> None:
+    """`audit diff OLD NEW --data FILE` re-tests with NEW's resolved spec (a CBS spec with
+    `metric:` reloads from it) and labels every type as the run did."""
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    root = runs["root"]
+    old, new = (root / name / "every-type-retest.json" for name in ("baseline", "fixed"))
+    result = CliRunner().invoke(
+        app, ["diff", str(old), str(new), "--data", str(root / "fixed.csv")]
+    )
+    assert result.exit_code == 0, result.output
+    for scan_id in TYPES:
+        assert f"| **resolved** | `{scan_id}` |" in result.stdout

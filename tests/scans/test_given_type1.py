@@ -134,12 +134,12 @@ def simulate(name: str, tables: int, seed: int) -> dict[float, float]:
     return _rates([SIMULATIONS[name](rng, t) for t in range(tables)])
 
 
-FAST_TABLES = {"cbs": 30, "ijdi_scan": 100}
+FAST_TABLES = {"cbs": 30, "ijdi_scan": 100, "shift": 100, "shift_two_sided": 100}
 
 
 @pytest.mark.parametrize("name", sorted(SIMULATIONS))
 def test_type_one_error_fast(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """200 null tables (IJDI 100, CBS 30 with 19 permutations): the rate stays below alpha + 3 SE."""
+    """100-200 null tables (CBS 30 with 19 permutations): the rate stays below alpha + 3 SE."""
     tables = FAST_TABLES.get(name, 200)
     monkeypatch.setitem(SIMULATIONS, "cbs", lambda rng, t: cbs_p(rng, t, replicates=19))
     rates = simulate(name, tables, seed=26)
