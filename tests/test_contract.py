@@ -239,3 +239,63 @@ def test_integer_weights_equal_the_replicated_table(
     _close(want["verdict"], got["verdict"])
     assert got["attributes"] == want["attributes"]
     assert got["provenance"]["rows_after_filter"] == want["provenance"]["rows_after_filter"]
+
+
+# --- given subgroups and the baseline re-test (issue 26), over every registered type ---------
+
+INJECTED = "ethnicity = 'C' and age_group = '18-24'"
+# CBS scans within its protected class (ethnicity = C): the subgroup uses the other attributes
+GIVEN: dict[str, list[Any]] = {"cbs": ["age_group = '18-24'", {"sex": "Female"}]}
+NAMED_GROUPS = {"certify", "flag"}  # a fixed collection of named groups, evaluated as given
+
+
+def _given_types() -> list[str]:
+    return sorted(t for t in EXAMPLES if "subgroups" in SCAN_TYPES[t].spec_model.model_fields)
+
+
+def test_every_searching_type_tests_given_subgroups() -> None:
+    assert set(_given_types()) == set(SCAN_TYPES) - NAMED_GROUPS
+
+
+@pytest.mark.parametrize("scan_type", _given_types())
+def test_given_subgroups_fit_the_one_model(tmp_path: Path, scan_type: str) -> None:
+    spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text(encoding="utf-8"))
+    given = GIVEN.get(scan_type, [INJECTED, {"sex": "Female"}])
+    spec["scans"][0]["subgroups"] = given
+    if scan_type == "subroc":
+        spec["scans"][0]["significance"] = {"subsets": 99}
+    path = tmp_path / "given.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    report = run_audit(path, RunOptions(write=False)).report
+    (scan,) = report.scans
+    assert scan.status != "error", scan.error
+    assert scan.parameters["mode"] == "given subgroups"
+    assert scan.parameters["given_subgroup_tests"]  # the test used, in words
+    assert len(scan.findings) == len(given)
+    for k, finding in enumerate(scan.findings):
+        _check_finding(finding)
+        block = finding.detail["given_subgroup"]
+        assert block["index"] == k and block["test"] in scan.parameters["given_subgroup_tests"]
+        assert "no search correction" in finding.description
+        assert finding.p_value is not None and finding.adjusted_p_value is None
+        assert finding.effect.inside_count == finding.size > 0
+    injected = scan.findings[0]
+    if scan_type != "subroc":  # the sample's bias is in the decisions, not the scores' ranking
+        assert injected.significant is True, injected  # the injected bias, tested alone
+    assert report.verdict.significant_findings == sum(f.significant is True for f in scan.findings)
+    markdown = render(report, "markdown", render_hooks())
+    assert injected.description in markdown
+
+
+def test_a_reaudit_on_the_same_data_changes_nothing(audited: Any) -> None:
+    """Re-tested against its own report on the same data: every significant finding persists
+    (a fixed-subgroup re-test, or the named group evaluated again), nothing new or resolved."""
+    scan_type, outcome = audited
+    (json_path,) = [p for p in outcome.written if p.suffix == ".json"]
+    spec = json_path.parent.parent / f"{scan_type}.audit.yaml"
+    report = run_audit(spec, RunOptions(write=False, baseline=json_path)).report
+    counts = report.baseline.counts
+    assert counts["new"] == 0 and counts["resolved"] == 0 and counts["shifted"] == 0
+    assert counts["persists"] == outcome.report.verdict.significant_findings
+    if scan_type in _given_types() and scan_type != "shift" and counts["persists"]:
+        assert report.baseline.method == "retest"

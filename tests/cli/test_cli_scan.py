@@ -485,3 +485,23 @@ def test_subgroup_flag_errors_name_the_flag(
     outcome = cli("scan", biased, *SYNTHETIC, *FAST, "--subgroup", subgroup, code=2)
     assert "--subgroup" in outcome.stderr and message in flat(outcome.stderr)
     assert TRACEBACK not in outcome.stderr
+
+
+def test_subgroup_flag_on_an_ijdi_scan(cli: Invoke, project: Project, biased: Path) -> None:
+    """--subgroup is not limited to the FPR/TPR/bias scans: the IJDI-Scan tests it under its
+    own null redraw."""
+    out = project.root / "given-ijdi"
+    cli(
+        "scan",
+        biased,
+        *("--type", "ijdi_scan", "--outcome", "y", "--recommendation", "rec"),
+        *("--attributes", "sex,region,age_group", "--set", "lambda=0", "--set", "restarts=5"),
+        *FAST,
+        *("--subgroup", "region = 'S' and age_group = 'a'", "--out", out),
+        code=1,
+    )
+    scan = json.loads(next(out.glob("*.json")).read_text())["scans"][0]
+    assert scan["parameters"]["mode"] == "given subgroups"
+    (injected,) = scan["findings"]
+    assert injected["significant"] is True
+    assert "null redraw" in injected["detail"]["given_subgroup"]["test"]

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # Every seeded report depends on these numbers: changing one changes published results.
 PINNED = {
     MdssStream: {"SEARCH": 0, "NULL": 1, "FIXED": 2},
-    IjdiStream: {"SEARCH": 0, "NULL": 1, "MITIGATION": 2},
+    IjdiStream: {"SEARCH": 0, "NULL": 1, "MITIGATION": 2, "FIXED": 3},
     AuditStream: {"BOOTSTRAP": 0},
-    ShiftStream: {"BOOTSTRAP": 0, "NYSTROEM": 1, "TILT": 2},
-    SubrocStream: {"SPLIT": 0, "NULL": 1},
+    ShiftStream: {"BOOTSTRAP": 0, "NYSTROEM": 1, "TILT": 2, "FIXED": 3},
+    SubrocStream: {"SPLIT": 0, "NULL": 1, "FIXED": 2, "POWER": 3},
     ReplicateStream: {"SEARCH": 0},
 }
 

@@ -956,3 +956,87 @@ def reliability(
         if rows_per[b] > 0 and w_per[b] > 0
     ]
     return brier, table
+
+
+# --------------------------------------------------------------------------------------------
+# A given subgroup (issue 26): its conditional score under the permutation null, no search
+# --------------------------------------------------------------------------------------------
+
+
+def fixed_llr(est: CbsEstimate, inside: np.ndarray, settings: CbsSettings) -> float:
+    """The unpenalised score F(S) of the subgroup whose rows (a mask over all rows) are
+    ``inside``: the protected scanned rows in it against their expectations (0 when the run is
+    not auditable or S holds none of them). The penalty of a fixed S is a constant."""
+    if not est.auditable or est.observed is None or est.expected is None:
+        return 0.0
+    local = inside[est.protected]
+    if not local.any():
+        return 0.0
+    observed = est.observed[local]
+    expected = np.full(observed.shape[0], 0.5) if settings.gaussian else est.expected[local]
+    problem = ScanProblem.build(np.zeros((observed.shape[0], 1), np.int32), observed, expected)
+    selection = np.ones((1, 1), dtype=bool)
+    return score_cells(problem.cells(), selection, settings, est.sigma).llr
+
+
+@dataclass(frozen=True)
+class CbsFixedPermutation:
+    """Permutation replicate of one given subgroup: permute A over all rows, refit both models
+    (the same rules as :class:`CbsPermutation`) and score the same subgroup, whose protected
+    rows are now the permuted ones; a replicate whose models cannot be fitted scores 0."""
+
+    data: CbsData
+    protected: np.ndarray  # (n,) bool, the real A
+    settings: CbsSettings
+    inside: np.ndarray  # (n,) bool: the subgroup's rows
+    seed: np.random.SeedSequence
+
+    @cached_property
+    def models(self) -> PatternModels:
+        return PatternModels.build(self.data, self.settings, self.protected)
+
+    def prepared(self) -> CbsFixedPermutation:
+        _ = self.models
+        _blas_controller(_uses_scikit_learn(self.settings))
+        return self
+
+    def __call__(self, index: int) -> float:
+        a = replicate_rng(self.seed, index).permutation(self.protected)
+        with _one_blas_thread(self.settings):
+            est = estimate(self.data, self.settings, a, self.models)
+        return fixed_llr(est, self.inside, self.settings)
+
+
+def fixed_alternative(
+    est: CbsEstimate,
+    inside: np.ndarray,
+    settings: CbsSettings,
+    effect: float,
+    seed: np.random.SeedSequence,
+    replicates: int,
+) -> np.ndarray:
+    """F(S) under an effect of the baseline's size with the expectations held at their fitted
+    values (the power's approximation: the models are not refitted): Bernoulli, the events of
+    S's protected rows drawn with odds I-hat * ``effect`` (q); Gaussian, sum Delta over S drawn
+    normal around |S| * ``effect`` (mu) with the spread of Delta in S."""
+    out = np.zeros(replicates)
+    if not est.auditable or est.observed is None or est.expected is None:
+        return out
+    local = inside[est.protected]
+    n = int(local.sum())
+    if not n:
+        return out
+    sigma = float(est.sigma if est.sigma is not None else 1.0)
+    expected = est.expected[local]
+    spread = float(np.std(est.observed[local], ddof=1)) if n > 1 else sigma
+    for r in range(replicates):
+        rng = replicate_rng(seed, r)
+        if settings.gaussian:
+            s = n * effect + np.sqrt(n) * spread * rng.standard_normal()
+            out[r] = s * s / (2.0 * sigma * sigma * n) if s * settings.direction > 0 else 0.0
+            continue
+        p = effect * expected / (1.0 - expected + effect * expected)
+        observed = rng.binomial(1, np.clip(p, 0.0, 1.0)).astype(np.float64)
+        problem = ScanProblem.build(np.zeros((n, 1), np.int32), observed, expected)
+        out[r] = score_cells(problem.cells(), np.ones((1, 1), bool), settings, None).llr
+    return out

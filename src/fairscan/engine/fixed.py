@@ -190,13 +190,92 @@ def draw_sums(
     return sums
 
 
+# --- one group's mean gap under the multinomial bootstrap (shift's given subgroups) -----------
+
+GAP_BOOTSTRAP = "multinomial bootstrap of the subgroup's gap (one group, no simultaneous bound)"
+
+
+@dataclass(frozen=True)
+class GapBootstrap:
+    """The gap eps(S) = mean of L over S - theta and its centred bootstrap draws."""
+
+    estimate: float
+    theta: float
+    centred: np.ndarray  # eps*_b(S) - eps(S) over the resamples with rows of S
+
+
+def gap_bootstrap(
+    L: np.ndarray,
+    inside: np.ndarray,
+    *,
+    theta: float | None,
+    resamples: int,
+    seed: np.random.SeedSequence,
+) -> GapBootstrap:
+    """Cherian-Candès' bootstrap (methods.md §5.3) for the one group S: multinomial(n; 1/n)
+    resample counts w, eps*_b = sum_S w L / sum_S w - theta*_b with theta*_b the resample's
+    mean of L (``theta`` None: estimated, Algorithm 8's target) or the known ``theta``.
+    Resample ``b`` uses its own stream; a resample with no row of S is left out."""
+    n = L.shape[0]
+    mean = float(L.mean()) if theta is None else float(theta)
+    estimate = float(L[inside].mean()) - mean
+    sums = np.empty((resamples, 3))
+    probabilities = np.full(n, 1.0 / n)
+    Lin = np.where(inside, L, 0.0)
+    for b in range(resamples):
+        w = replicate_rng(seed, b).multinomial(n, probabilities).astype(np.float64)
+        sums[b] = (w @ Lin, w @ inside, w @ L)
+    kept = sums[:, 1] > 0
+    theta_b = sums[kept, 2] / n if theta is None else np.full(int(kept.sum()), mean)
+    centred = sums[kept, 0] / sums[kept, 1] - theta_b - estimate
+    return GapBootstrap(estimate, mean, centred)
+
+
+def gap_p_value(boot: GapBootstrap, side: str, shift: float = 0.0) -> tuple[float, int]:
+    """The bootstrap p-value of H0: no gap on the harmful side (lower: eps <= 0, a higher
+    metric is harmful; upper: eps >= 0; both: eps = 0), at the estimate moved by ``shift``:
+    (1 + #{centred draws at least as extreme}) / (1 + B)."""
+    value = boot.estimate + shift
+    d = boot.centred
+    tol = 1e-12 * max(1.0, abs(value))
+    if side == "lower":
+        exceed = int(np.count_nonzero(d >= value - tol))
+    elif side == "upper":
+        exceed = int(np.count_nonzero(d <= value + tol))
+    else:
+        exceed = int(np.count_nonzero(np.abs(d) >= abs(value) - tol))
+    return (1 + exceed) / (1 + len(d)), exceed
+
+
+def gap_power(boot: GapBootstrap, side: str, effect: float, alpha: float) -> float | None:
+    """Power at ``alpha`` against a gap ``effect`` (a baseline's), by the bootstrap law moved
+    to it: the share of draws ``effect + d_b`` whose p-value is at most ``alpha``."""
+    d = np.sort(boot.centred)
+    if not d.size:
+        return None
+    values = effect + d
+    if side == "lower":
+        exceed = d.size - np.searchsorted(d, values, side="left")
+    elif side == "upper":
+        exceed = np.searchsorted(d, values, side="right")
+    else:
+        a = np.sort(np.abs(d))
+        exceed = a.size - np.searchsorted(a, np.abs(values), side="left")
+    return float(np.mean((1 + exceed) / (1 + d.size) <= alpha))
+
+
 __all__ = [
     "EXACT",
+    "GAP_BOOTSTRAP",
     "PARAMETRIC",
     "FixedTest",
+    "GapBootstrap",
     "alternative",
     "constant_inside",
     "draw_sums",
     "fixed_power",
     "fixed_test",
+    "gap_bootstrap",
+    "gap_p_value",
+    "gap_power",
 ]

@@ -190,3 +190,63 @@ def rescore(
     cells: IjdiCells, selection: np.ndarray, expected: np.ndarray, penalty: float
 ) -> SubgroupScore:
     return score_subgroup(_search_cells(cells, expected), selection, 1, penalty)
+
+
+# --- a given subgroup (issue 26): its score under the scan's null redraw, no search ----------
+
+
+def fixed_expectations(cells: IjdiCells, inside: np.ndarray, lam: float) -> np.ndarray:
+    """The scan expectations of a fixed subgroup S: the loop of Algorithm 1 with S* held at S.
+
+    Edge case 1 makes p(S) = p(~S) and never fires again; edge case 2 then makes the censored
+    mean of S equal its uncensored mean and never fires again either, so the loop settles after
+    at most these two corrections (in this order, as in :func:`ijdi_loop`).
+    """
+    u, _, _ = uncensored_expectations(cells, lam)
+    expected = np.clip(u, 0.0, 1.0)
+    first = edge_case_1(cells.base_rate, u, cells.weight, inside, lam)
+    if first is not None:
+        _, u, _ = first
+        expected = np.maximum(expected, np.clip(u, 0.0, 1.0))
+    second = edge_case_2(expected, u, cells.weight, inside)
+    if second is not None:
+        expected, _ = second
+    return censored_expectations(expected)
+
+
+def fixed_score(
+    cells: IjdiCells, selection: np.ndarray, lam: float, penalty: float
+) -> SubgroupScore:
+    """The IJDI score F(S) of a fixed subgroup (positive direction) at its own expectations."""
+    inside = members(cells.codes, selection)
+    return rescore(cells, selection, fixed_expectations(cells, inside, lam), penalty)
+
+
+def fixed_draws(
+    cells: IjdiCells,
+    selection: np.ndarray,
+    *,
+    lam: float,
+    seed: np.random.SeedSequence,
+    replicates: int,
+    q: float | None = None,
+) -> np.ndarray:
+    """F(S) in ``replicates`` redraws of the recommendations (replicate ``r``: its own stream).
+
+    Under the null (``q`` None) every record is redrawn from the censored expectations of the
+    original base rates, as the scan's own null replicates (methods.md §4.6); pbar_b, the
+    expectations and the edge cases are recomputed from each replicate. With ``q`` the records
+    in S are drawn with their null odds multiplied by ``q`` (the alternative of a power)."""
+    from fairscan.engine.seeds import replicate_rng
+
+    inside = members(cells.codes, selection)
+    expected = null_expectations(cells, lam)
+    if q is not None:
+        tilted = q * expected / (1.0 - expected + q * expected)
+        expected = np.where(inside, tilted, expected)
+    counts = cells.weight.astype(np.int64)
+    out = np.empty(replicates)
+    for r in range(replicates):
+        observed = replicate_rng(seed, r).binomial(counts, expected).astype(np.float64)
+        out[r] = fixed_score(cells.with_observed(observed), selection, lam, 0.0).llr
+    return out

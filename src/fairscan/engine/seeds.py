@@ -38,6 +38,7 @@ class IjdiStream(IntEnum):
     SEARCH = 0
     NULL = 1  # the first pass's randomization test
     MITIGATION = 2  # child k: the test after mitigation step k
+    FIXED = 3  # given subgroups: child k draws subgroup k's null (its child 1: a power's)
 
 
 @unique
@@ -54,6 +55,7 @@ class ShiftStream(IntEnum):
     BOOTSTRAP = 0  # multiplier bootstrap
     NYSTROEM = 1  # landmark rows of the low-rank kernel
     TILT = 2  # child j: rows kept from tilt j's sample when it exceeds exact_max_rows
+    FIXED = 3  # given subgroups: child k, subgroup k's bootstrap
 
 
 @unique
@@ -62,6 +64,8 @@ class SubrocStream(IntEnum):
 
     SPLIT = 0  # the search/validation split
     NULL = 1  # random subsets, child (positives, negatives) per subgroup size
+    FIXED = 2  # given subgroups: random subsets, child (positives, negatives) per size
+    POWER = 3  # a re-test's power: child k, subgroup k's subsets under the alternative
 
 
 @unique

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
-from fairscan.engine.seeds import child_seed
+from fairscan.engine.seeds import child_seed, replicate_rng
 from fairscan.engine.subroc_kernels import (
     MEASURE_ARL,
     MEASURE_PR,
@@ -512,3 +512,103 @@ def significance(
     return SignificanceResult(
         overall=overall, tests=tests, adjusted=adjusted, null_pairs=len(cache)
     )
+
+
+# --- given subgroups (issue 26): the random-subset test of one subgroup, no search -------------
+
+
+@dataclass
+class FixedSubsetTest:
+    """The random-subset test of one given subgroup, and the null statistics it used."""
+
+    test: PatternTest
+    null: np.ndarray | None  # statistics of the random subsets (None: untested)
+
+
+def fixed_subset_tests(
+    y: np.ndarray,
+    score: np.ndarray,
+    masks: list[np.ndarray],
+    measure_name: str,
+    subsets: int,
+    seed: np.random.SeedSequence,
+    *,
+    workers: int = 1,
+) -> tuple[float, list[FixedSubsetTest]]:
+    """(the measure on all rows, each subgroup's test): the statistic of subgroup ``mask`` is
+    its raw relative score (methods.md §6.6 step 2, larger = worse) and its null the same
+    statistic over ``subsets`` random subsets with as many positives and negatives, drawn
+    without replacement (§6.6 step 3); p = (1 + #{null >= observed}) / (1 + R). The rows are
+    all the rows given: with no search there is nothing to hold out."""
+    mcode = MEASURES[measure_name]
+    order, ys, grp = _sorted_inputs(np.asarray(y), score)
+    n = len(ys)
+    overall = float(measure_sorted(np.arange(n, dtype=np.int64), ys, grp, mcode))
+    pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
+    neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
+    sign = -1.0 if mcode == MEASURE_ARL else 1.0
+    cache: dict[tuple[int, int], np.ndarray] = {}
+    out: list[FixedSubsetTest] = []
+    for mask in masks:
+        rows = np.flatnonzero(np.asarray(mask)[order]).astype(np.int64)
+        p_c = int(ys[rows].sum())
+        n_c = len(rows) - p_c
+        value = float(measure_sorted(rows, ys, grp, mcode)) if len(rows) else float("nan")
+        stat = sign * (overall - value)
+        if not np.isfinite(stat) or subsets == 0:
+            out.append(FixedSubsetTest(PatternTest(value, stat, len(rows), p_c, n_c, 0, 1.0), None))
+            continue
+        pair = (p_c, n_c)
+        if pair not in cache:
+            rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
+            up = rng.random((subsets, p_c))
+            un = rng.random((subsets, n_c))
+            values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=workers)
+            cache[pair] = sign * (overall - values)
+        null = cache[pair]
+        exceed = int(np.count_nonzero(null >= stat - TIE_TOLERANCE * max(1.0, abs(stat))))
+        p = (1 + exceed) / (1 + subsets)
+        out.append(FixedSubsetTest(PatternTest(value, stat, len(rows), p_c, n_c, exceed, p), null))
+    return overall, out
+
+
+def alternative_statistics(
+    y: np.ndarray,
+    score: np.ndarray,
+    positives: int,
+    negatives: int,
+    measure_name: str,
+    gap: float,
+    replicates: int,
+    seed: np.random.SeedSequence,
+) -> np.ndarray:
+    """The relative score of random subsets (``positives`` and ``negatives`` drawn without
+    replacement, as the null) in which each positive is, with probability pi, scored like a
+    random negative: a subgroup the classifier ranks worse, with pi set so that the expected
+    gap is ``gap`` (the baseline's): a positive scored like a negative ranks at chance, so the
+    measure moves toward its chance value (ROC AUC 1/2, PR AUC the prevalence) by the share pi
+    (ranking loss: by pi times the chance gap of its negatives). Used for a re-test's power."""
+    y = np.asarray(y)
+    score = np.asarray(score, dtype=np.float64)
+    overall = measure(y, score, measure_name)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if measure_name == "roc_auc":
+        room = overall - 0.5
+    elif measure_name == "pr_auc":
+        room = overall - positives / max(positives + negatives, 1)
+    else:  # ranking loss N (1 - AUC): chance N / 2, so the room is N (AUC - 1/2)
+        room = negatives * (measure(y, score, "roc_auc") - 0.5)
+    share = float(np.clip(gap / room, 0.0, 1.0)) if room > 0 else 1.0
+    sign = -1.0 if measure_name == "ranking_loss" else 1.0
+    out = np.empty(replicates)
+    labels = np.r_[np.ones(positives, np.int8), np.zeros(negatives, np.int8)]
+    for r in range(replicates):
+        rng = replicate_rng(seed, r)
+        p_rows = rng.choice(pos, positives, replace=False)
+        n_rows = rng.choice(neg, negatives, replace=False)
+        p_scores = score[p_rows].copy()
+        chance = rng.random(positives) < share
+        p_scores[chance] = score[rng.choice(neg, int(chance.sum()))]
+        value = measure(labels, np.r_[p_scores, score[n_rows]], measure_name)
+        out[r] = sign * (overall - value)
+    return out

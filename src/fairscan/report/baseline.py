@@ -50,6 +50,13 @@ def _canonical(subgroup: dict[str, list[str]]) -> str:
     return ";".join(f"{a}={'|'.join(sorted(v))}" for a, v in sorted(subgroup.items()))
 
 
+def _finding_key(finding: Finding) -> str:
+    """A finding's identity: its named group, else its subgroup."""
+    if finding.group is not None:
+        return f"group:{finding.group}"
+    return _canonical(finding.subgroup or {})
+
+
 def finding_side(finding: Finding) -> BaselineSide:
     """What the comparison keeps of a finding."""
     subgroup = finding.subgroup
@@ -237,19 +244,42 @@ def retest_label(retest: Retest) -> tuple[str, str | None, float | None]:
     power = given.get("power")
     if after.p_value is None:
         return "inconclusive", "the re-test is untested (replicates: 0)", power
-    q_before, q_now = _odds(retest.before), _odds(after)
     if power is None:
         return "inconclusive", "no power could be computed for this test", None
+    before, now = _effect_sizes(retest.before, after, given)
     if power < POWER_TARGET:
+        shown = "" if before is None else f" ({_effect_text(retest.before, given, before)})"
         return (
             "inconclusive",
             f"not significant now, but the re-test had power {power:.2f} < {POWER_TARGET} to "
-            f"detect the baseline effect (q = {q_before:.3g}) on {after.size} rows",
+            f"detect the baseline effect{shown} on {after.size} rows",
             power,
         )
-    if q_before is None or q_now is None or abs(math.log(q_now)) >= abs(math.log(q_before)):
+    if before is None or now is None or abs(now) >= abs(before):
         return "inconclusive", "the effect did not move toward zero", power
     return "resolved", None, power
+
+
+def _effect_sizes(
+    before: Finding, after: Finding, given: dict[str, Any]
+) -> tuple[float | None, float | None]:
+    """(baseline, now) effect on a scale where 0 is no effect: the sizes the re-test recorded
+    (log odds, mean shift, AUC gap, metric gap), else the log of the odds multipliers q."""
+    then, now = given.get("baseline_effect_size"), given.get("effect_size")
+    if isinstance(then, int | float) and isinstance(now, int | float):
+        return float(then), float(now)
+    q_before, q_now = _odds(before), _odds(after)
+    return (
+        None if q_before is None else math.log(q_before),
+        None if q_now is None else math.log(q_now),
+    )
+
+
+def _effect_text(before: Finding, given: dict[str, Any], size: float) -> str:
+    q = _odds(before)
+    if "baseline_effect_size" not in given and q is not None:
+        return f"q = {q:.3g}"
+    return f"effect {given.get('power_at', size):.3g}"
 
 
 def _entry(scan_type: str, scan_id: str, label: str, **fields: object) -> BaselineEntry:
@@ -299,12 +329,14 @@ def retest_comparison(
         if scan.id not in retested:
             continue
         before = [r.before for r in retests if r.scan_id == scan.id]
-        keys = {_canonical(f.subgroup or {}) for f in before}
+        keys = {_finding_key(f) for f in before}
         for finding in scan.findings:
-            if finding.significant is not True or _canonical(finding.subgroup or {}) in keys:
+            if finding.significant is not True or _finding_key(finding) in keys:
                 continue
             scores = [
-                overlap(scan.id, f.subgroup or {}, finding.subgroup or {}) if overlap else None
+                overlap(scan.id, f.subgroup or {}, finding.subgroup or {})
+                if overlap and f.group is None and finding.group is None
+                else None  # named groups: compared by name only
                 for f in before
             ]
             best = max((s for s in scores if s is not None), default=0.0)

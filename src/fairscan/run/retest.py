@@ -3,8 +3,14 @@
 baseline's values and bin edges, and is tested alone under the scan's null model, with the
 power to detect the baseline effect (:mod:`fairscan.report.baseline` labels the results).
 
-Scan types with a fixed-subgroup test are those whose spec has ``subgroups`` (fpr_scan,
-tpr_scan, bias_scan); the others keep the matching of two reports.
+Scan types with a fixed-subgroup test are those whose spec has ``subgroups`` (every subset
+and pattern scan: fpr/tpr/bias/ijdi scans, cbs, subroc, and shift for subgroups of the scan
+attributes); the power each re-test reports is against the effect its scan type reads from the
+baseline finding (``ScanType.baseline_effect``). A flag scan evaluates the same named groups
+on the new data itself: its type reads each baseline group's re-test from this run's scan
+(``ScanType.retest_named``). Certify's groups and shift's tilts keep the matching of two
+reports, where a group no longer significant is ``inconclusive`` (no power is computed for
+their simultaneous bounds).
 """
 
 from __future__ import annotations
@@ -60,12 +66,25 @@ def retested_comparison(
     """The comparison with ``baseline`` by re-testing on ``prepared``'s data (``runner``: the
     run layer's one-scan runner, :func:`fairscan.run.execute.run_scan`)."""
     check_comparable(baseline, report, baseline_path)
+    from fairscan.scans import SCAN_TYPES
+
     retests: list[Retest] = []
     for index, scan in enumerate(prepared.spec.scans):
         old = next((s for s in baseline.scans if s.id == scan.id), None)
-        if old is None or old.type != scan.type or "subgroups" not in type(scan).model_fields:
+        if old is None or old.type != scan.type:
             continue
         significant = [f for f in old.findings if f.significant is True]
+        named = SCAN_TYPES[scan.type].retest_named
+        now = next((s for s in report.scans if s.id == scan.id), None)
+        if named is not None and now is not None and now.status != "error":
+            for finding in significant:  # the run evaluated the same named groups itself
+                after, reason = named(finding, now)
+                retests.append(Retest(scan.id, finding, after, reason or None))
+            continue
+        if "subgroups" not in type(scan).model_fields:
+            continue
+        if any(f.subgroup is None for f in significant):
+            continue  # named groups (shift's tilts): the run evaluates them itself
         retests += _retest_scan(
             prepared,
             index,
@@ -133,19 +152,17 @@ def _retest_scan(
 ) -> list[Retest]:
     from dataclasses import replace
 
-    from fairscan.data.subgroups import resolve_subgroup
     from fairscan.progress import NullProgress
+    from fairscan.scans import SCAN_TYPES
 
     scan = prepared.spec.scans[index]
+    entry = SCAN_TYPES[scan.type]
     out: dict[int, Retest] = {}
     testable: list[tuple[int, Finding]] = []
     for k, finding in enumerate(findings):
         reason = _edges_reason(finding, baseline, prepared)
         if reason is None:
-            try:
-                resolve_subgroup(finding.subgroup or {}, prepared.data.attributes, "subgroup")
-            except ScanError as error:
-                reason = f"not re-testable on the new data: {error.issues[0].message}"
+            reason = _rows_reason(finding, prepared)
         if reason is not None:
             out[k] = Retest(scan.id, finding, None, reason)
         else:
@@ -155,7 +172,7 @@ def _retest_scan(
         scans = list(prepared.spec.scans)
         scans[index] = given
         spec = prepared.spec.model_copy(update={"scans": scans})
-        detect = tuple(f.detail.get("q") for _, f in testable)
+        detect = tuple(entry.baseline_effect(f) for _, f in testable)
         result = runner(
             replace(prepared, spec=spec),
             index,
@@ -166,11 +183,39 @@ def _retest_scan(
             detect=detect,
         )
         for j, (k, finding) in enumerate(testable):
-            if result.status == "error" or j >= len(result.findings):
-                out[k] = Retest(scan.id, finding, None, f"the re-test failed: {result.error}")
+            after = _retest_of(result.findings, j, entry.finding_key(finding), entry.finding_key)
+            if result.status == "error" or after is None:
+                why = result.error or "no finding of the subgroup on the new data"
+                out[k] = Retest(scan.id, finding, None, f"the re-test failed: {why}")
             else:
-                out[k] = Retest(scan.id, finding, result.findings[j])
+                out[k] = Retest(scan.id, finding, after)
     return [out[k] for k in sorted(out)]
+
+
+def _retest_of(
+    findings: list[Finding], index: int, key: str | None, key_of: Callable[[Finding], str | None]
+) -> Finding | None:
+    """The re-test's finding of given subgroup ``index`` (of the baseline finding's ``key``,
+    e.g. its CBS protected class)."""
+    for finding in findings:
+        given = finding.detail.get("given_subgroup", {})
+        if given.get("index") == index and (key is None or key_of(finding) == key):
+            return finding
+    return None
+
+
+def _rows_reason(finding: Finding, prepared: PreparedAudit) -> str | None:
+    """Why a baseline finding's subgroup cannot be re-tested on the new data (None: it can)."""
+    from fairscan.data.subgroups import resolve_subgroup, subgroup_rows
+
+    data = prepared.data
+    try:
+        subgroup = resolve_subgroup(finding.subgroup or {}, data.attributes, "subgroup")
+    except ScanError as error:
+        return f"not re-testable on the new data: {error.issues[0].message}"
+    if not subgroup_rows(subgroup, data.attributes, data.codes).any():
+        return "the subgroup has no row in the new data: nothing to re-test"
+    return None
 
 
 __all__ = ["check_comparable", "retested_comparison"]

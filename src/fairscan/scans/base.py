@@ -205,6 +205,26 @@ class ScanType:
     # rows with their counts), always or for the specs this says; the others get the data
     # expanded to one row per data row
     weighted_rows: bool | Callable[[Any], bool] = False
+    # baseline re-test (issue 26): the effect of a finding of this type, as the parameter its
+    # given-subgroup test computes a power against (None: default, the finding's odds or rate
+    # multiplier ``detail.q``); and what besides the subgroup tells its findings apart (CBS:
+    # the protected class), so a re-test is matched with the baseline finding it re-tests
+    retest_effect: Callable[[Finding], float | None] | None = None
+    retest_key: Callable[[Finding], str | None] | None = None
+    # a type of named groups that the run itself evaluates on the new data (flag): the re-test
+    # of a baseline finding read from this run's scan, (baseline finding, scan) -> (the
+    # re-test as a finding with a ``given_subgroup`` block, or None and the reason)
+    retest_named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+
+    def baseline_effect(self, finding: Finding) -> float | None:
+        """The effect a re-test of ``finding`` computes its power against."""
+        if self.retest_effect is not None:
+            return self.retest_effect(finding)
+        q = finding.detail.get("q")
+        return float(q) if isinstance(q, int | float) else None
+
+    def finding_key(self, finding: Finding) -> str | None:
+        return self.retest_key(finding) if self.retest_key is not None else None
 
     def reads_weighted_rows(self, spec: Any) -> bool:
         """Whether the runner of ``spec`` works on aggregated rows with their counts."""

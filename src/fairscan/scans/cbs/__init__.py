@@ -16,6 +16,8 @@ models), :mod:`.render` (Markdown/HTML hooks).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.cbs.spec import (
     METRICS,
@@ -31,10 +33,28 @@ from fairscan.scans.cbs.spec import (
     needs,
 )
 
+if TYPE_CHECKING:
+    from fairscan.report.models import Finding
+
+
+def _retest_effect(finding: Finding) -> float | None:
+    """A CBS finding's effect for a re-test's power: q (Bernoulli) or mu (Gaussian)."""
+    value = finding.detail.get("cbs", {}).get("value")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _retest_key(finding: Finding) -> str | None:
+    """The protected class a CBS finding belongs to."""
+    protected = finding.detail.get("cbs", {}).get("protected")
+    return str(protected) if protected is not None else None
+
+
 CBS = ScanType(
     type="cbs",
     spec_model=CbsSpec,
     runner=lazy_runner("fairscan.scans.cbs.runner", "run_cbs"),
+    retest_effect=_retest_effect,
+    retest_key=_retest_key,
     needs=needs,
     needs_doc="outcome; plus the recommendation (on: recommendations) or the prediction as a "
     "probability in [0, 1] (on: predictions)",

@@ -40,6 +40,7 @@ from fairscan.scans.cbs.models import (
 )
 from fairscan.scans.cbs.spec import CbsModels, CbsSpec, Scalar, metric_name
 from fairscan.scans.features import design_matrix
+from fairscan.scans.given import given_result
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -514,8 +515,151 @@ def _result(
 def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
     timer = ScanTimer()
     inputs = _inputs(spec, ctx)
+    if spec.subgroups:
+        return _run_given(spec, ctx, inputs, timer)
     outputs = [
         _run_class(spec, ctx, inputs, index, label, a, timer)
         for index, (label, a) in enumerate(inputs.classes)
     ]
     return _result(spec, ctx, inputs, outputs, timer)
+
+
+# --- given subgroups (issue 26) ---------------------------------------------------------------
+
+GIVEN_TEST = "permutation of the protected class, models refitted (CBS's null, one subgroup)"
+
+
+def _run_given(spec: CbsSpec, ctx: ScanContext, inputs: CbsInputs, timer: ScanTimer) -> ScanResult:
+    """Each given subgroup (over the scan attributes) scored on each protected class's rows
+    against the expectations of comparable non-protected records, and tested by permuting the
+    class and refitting both models (methods.md §3.7) with the subgroup held fixed: one finding
+    per class and subgroup, at the run's alpha / classes (Bonferroni over the runs)."""
+    from fairscan.data.subgroups import resolve_subgroups, subgroup_rows
+
+    given = resolve_subgroups(spec.subgroups or [], inputs.attributes)
+    rows = [subgroup_rows(s, inputs.attributes, inputs.data.codes) for s in given]
+    outputs, findings = [], []
+    for index, (label, a) in enumerate(inputs.classes):
+        mark = time.perf_counter()
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            est = engine.estimate(inputs.data, inputs.settings, a)
+        timer.search += time.perf_counter() - mark
+        base: dict[str, Any] = {
+            "protected": label,
+            "scanned_rows": int(est.protected.sum()),
+            "comparison_rows": int(est.comparison.sum()),
+            "alpha": inputs.alpha_run,
+        }
+        if not est.auditable:
+            run = CbsRun(status="not_auditable", reason=est.reason, **base)
+            outputs.append(CbsRunOutput(run, None, [f"{label}: not auditable: {est.reason}"]))
+            continue
+        warnings = [f"{label}: {note}" for note in est.notes]
+        problem = est.problem(inputs.data.codes, inputs.settings)
+        cells = problem.cells()
+        for k, (subgroup, inside) in enumerate(zip(given, rows, strict=True)):
+            if not (inside & est.protected).any():
+                warnings.append(
+                    f"{label}: the given subgroup {subgroup_label(subgroup, inputs.attributes)} "
+                    "has no scanned protected row"
+                )
+                continue
+            mark = time.perf_counter()
+            findings.append(
+                _given_finding(spec, ctx, inputs, index, label, a, est, problem, cells, k, subgroup)
+            )
+            timer.significance += time.perf_counter() - mark
+        run = CbsRun(
+            status="significant"
+            if any(f.significant and f.detail["cbs"]["protected"] == label for f in findings)
+            else "not_significant",
+            **base,
+        )
+        outputs.append(CbsRunOutput(run, None, warnings))
+    result = _result(spec, ctx, inputs, outputs, timer)
+    if all(o.run.status == "not_auditable" for o in outputs):
+        return result
+    return given_result(result, findings, [f.detail["given_subgroup"]["test"] for f in findings])
+
+
+def _given_finding(
+    spec: CbsSpec,
+    ctx: ScanContext,
+    inputs: CbsInputs,
+    index: int,
+    label: str,
+    a: np.ndarray,
+    est: engine.CbsEstimate,
+    problem: Any,
+    cells: Any,
+    k: int,
+    subgroup: dict[str, list[str]],
+) -> Finding:
+    from fairscan.scans.given import given_finding, monte_carlo_p, simulated_power
+    from fairscan.scans.mdss_runner import given_selection
+
+    settings = inputs.settings
+    selection = given_selection(inputs.attributes, problem, subgroup)
+    best = engine.score_cells(cells, selection, settings, est.sigma)
+    outcome = engine.CbsOutcome(est, problem, cells, best)
+    inside = subgroup_rows_of(inputs, subgroup)
+    seed = child_seed(ctx.seed, MdssStream.FIXED, index, k)
+    null = None
+    if best.llr <= 0.0:
+        p_value, test, exceed = 1.0, "no deviation in the scan's direction", None
+    elif ctx.replicates > 0:
+        ctx.progress.start(f"{spec.id}: permutations ({label}, subgroup {k})", ctx.replicates)
+        try:
+            job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
+            null = run_replicates(
+                job,
+                ctx.replicates,
+                workers=ctx.workers,
+                on_progress=ctx.progress.advance,
+                executor=ctx.executor,
+            )
+        finally:
+            ctx.progress.done()
+        p_value, exceed = monte_carlo_p(best.llr, null)
+        test = GIVEN_TEST
+    else:
+        p_value, test, exceed = None, GIVEN_TEST, None
+    finding = _finding(spec, inputs, label, outcome, None)
+    effect_size = best.log_q  # log q, or mu-hat for the Gaussian score
+    wanted = ctx.detect[k] if k < len(ctx.detect) else None
+    power = None
+    if wanted is not None and np.isfinite(wanted) and (settings.gaussian or wanted > 0):
+        size = wanted if settings.gaussian else float(np.log(wanted))
+        if null is None and ctx.replicates > 0:  # no deviation now: the null for the power
+            job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
+            null = run_replicates(job, ctx.replicates, workers=ctx.workers, executor=ctx.executor)
+        alt = engine.fixed_alternative(
+            est, inside, settings, wanted, child_seed(seed, 1), max(ctx.replicates, 0)
+        )
+        power = (
+            None if null is None else simulated_power(null, alt, inputs.alpha_run),
+            wanted,
+            size,
+        )
+    return given_finding(
+        finding,
+        subgroup=subgroup,
+        attributes=inputs.attributes,
+        index=k,
+        p_value=p_value,
+        alpha=inputs.alpha_run,
+        test=test,
+        effect_size=effect_size,
+        replicates=0 if exceed is None else ctx.replicates,
+        exceed_count=exceed,
+        power=power,
+        power_method="the subgroup's events drawn at the baseline effect with the fitted expectations held fixed (models not refitted: an approximation)",
+    )
+
+
+def subgroup_rows_of(inputs: CbsInputs, subgroup: dict[str, list[str]]) -> np.ndarray:
+    from fairscan.data.subgroups import subgroup_rows
+
+    return subgroup_rows(subgroup, inputs.attributes, inputs.data.codes)

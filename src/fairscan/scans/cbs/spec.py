@@ -11,7 +11,13 @@ from pydantic import Field, model_validator
 from fairscan.errors import Issue
 from fairscan.scans.base import Role
 from fairscan.scans.roles import outcome_text
-from fairscan.spec.base import DecisionOverrides, MdssScanSpecBase, StrictModel, rule_error
+from fairscan.spec.base import (
+    DecisionOverrides,
+    FixedSubgroups,
+    MdssScanSpecBase,
+    StrictModel,
+    rule_error,
+)
 
 # metric shorthand -> (fairness, on, condition, event), methods.md §3.2 Table 1
 METRICS: dict[str, tuple[str, str, int | None, int]] = {
@@ -110,7 +116,7 @@ class CbsModels(StrictModel):
         return 1.0 if self.C is None else self.C
 
 
-class CbsSpec(MdssScanSpecBase, DecisionOverrides):
+class CbsSpec(FixedSubgroups, MdssScanSpecBase, DecisionOverrides):
     type: Literal["cbs"] = Field(description="Conditional Bias Scan (separation / sufficiency).")
     protected: ProtectedSpec = Field(description="The protected class.")
     fairness: Literal["separation", "sufficiency"] | None = Field(
@@ -173,17 +179,19 @@ class CbsSpec(MdssScanSpecBase, DecisionOverrides):
                 ("condition", condition),
                 ("event", event),
             ):
-                if key in self.model_fields_set and getattr(self, key) != implied:
+                value = getattr(self, key)
+                # a resolved spec (a report's provenance, `audit diff --data`) dumps the
+                # defaults beside `metric`: only a value other than the default conflicts
+                default = type(self).model_fields[key].default
+                if key in self.model_fields_set and value not in (implied, default):
                     raise rule_error(
-                        f"metric {self.metric} implies {key}: {implied}, not {getattr(self, key)}",
-                        key,
+                        f"metric {self.metric} implies {key}: {implied}, not {value}", key
                     )
         elif self.fairness is None or self.on is None:
             raise rule_error("give `metric`, or both `fairness` and `on`", "fairness")
         fairness, on, condition, _ = self.cell
-        if "sigma" in self.model_fields_set and not (
-            fairness == "separation" and on == "predictions"
-        ):
+        sigma_given = "sigma" in self.model_fields_set and self.sigma != 1.0  # 1: the default
+        if sigma_given and not (fairness == "separation" and on == "predictions"):
             raise rule_error(
                 "`sigma` applies to the Gaussian score only (separation for predictions)", "sigma"
             )

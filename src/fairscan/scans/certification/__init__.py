@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fairscan.metric_table import NEEDS_DOC
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.certification.retest import retest_flag
 from fairscan.scans.certification.spec import (
     CertifySpec,
     FlagSpec,
@@ -36,6 +37,7 @@ FLAG = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
+    retest_named=retest_flag,
 )
 
 CERTIFY = ScanType(

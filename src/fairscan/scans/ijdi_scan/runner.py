@@ -16,7 +16,7 @@ import numpy as np
 
 from fairscan.data.labels import subgroup_label
 from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
-from fairscan.engine.mdss import ScanProblem, is_material
+from fairscan.engine.mdss import ScanProblem, is_material, members
 from fairscan.engine.randomization import (
     NullResult,
     run_replicates,
@@ -376,6 +376,8 @@ def _result(
 def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     timer = ScanTimer()
     inputs = _inputs(spec, ctx)
+    if spec.subgroups:
+        return _run_given(spec, ctx, inputs, timer)
     first = _scan_pass(
         spec, ctx, inputs, inputs.recommendation, child_seed(ctx.seed, IjdiStream.NULL), timer
     )
@@ -384,3 +386,98 @@ def run_ijdi_scan(spec: IjdiScanSpec, ctx: ScanContext) -> ScanResult:
     if spec.mitigation is not None and findings and first.null is not None:
         mitigation = _mitigate(spec, ctx, inputs, first, timer)
     return _result(spec, ctx, inputs, first, findings, mitigation, timer)
+
+
+# --- given subgroups (issue 26) ---------------------------------------------------------------
+
+GIVEN_TEST = "IJDI score under the scan's null redraw (parametric draws)"
+
+
+def _run_given(
+    spec: IjdiScanSpec, ctx: ScanContext, inputs: IjdiInputs, timer: ScanTimer
+) -> ScanResult:
+    """Each given subgroup scored at its own IJDI expectations (the edge-case loop with S* held
+    at it) and tested against the same score in redraws of the recommendations from the
+    scan's null (methods.md §4.6), with pbar_b and the edge cases recomputed in each."""
+    from fairscan.data.subgroups import resolve_subgroups
+    from fairscan.engine.ijdi import fixed_draws, fixed_score
+    from fairscan.engine.seeds import IjdiStream
+    from fairscan.scans.given import given_finding, given_result, monte_carlo_p
+    from fairscan.scans.mdss_runner import given_selection
+
+    given = resolve_subgroups(spec.subgroups or [], ctx.data.attributes)
+    rows, problem = inputs.side_rows, inputs.problem
+    cells = IjdiCells.from_records(
+        problem.codes, inputs.recommendation[rows], inputs.base_rate[rows], problem.cardinality
+    )
+    mark = time.perf_counter()
+    degenerate = float(cells.observed.sum()) in (0.0, float(cells.weight.sum()))
+    findings = []
+    for k, subgroup in enumerate(given):
+        selection = given_selection(ctx.data.attributes, problem, subgroup)
+        best = fixed_score(cells, selection, inputs.lam, spec.penalty)
+        seed = child_seed(ctx.seed, IjdiStream.FIXED, k)
+        p_value, exceed, null = None, None, None
+        if not is_material(best) or degenerate:
+            p_value, test = 1.0, "no deviation in the scan's direction"
+        elif ctx.replicates > 0:
+            null = fixed_draws(
+                cells, selection, lam=inputs.lam, seed=seed, replicates=ctx.replicates
+            )
+            p_value, exceed = monte_carlo_p(best.llr, null)
+            test = GIVEN_TEST
+        else:
+            test = GIVEN_TEST
+        outcome = IjdiOutcome(best, members(cells.codes, selection), 1, True)
+        finding = _finding(ctx, spec, inputs, IjdiPass(cells, outcome, None, degenerate))
+        power = _given_power(ctx, k, cells, selection, inputs.lam, seed, null)
+        findings.append(
+            given_finding(
+                finding,
+                subgroup=subgroup,
+                attributes=ctx.data.attributes,
+                index=k,
+                p_value=p_value,
+                alpha=ctx.alpha,
+                test=test,
+                effect_size=best.log_q,
+                replicates=0 if null is None else ctx.replicates,
+                exceed_count=exceed,
+                power=power,
+                power_method="redraws with the subgroup's null odds multiplied by the baseline q",
+            )
+        )
+    timer.significance += time.perf_counter() - mark
+    first = IjdiPass(cells, IjdiOutcome(best, outcome.inside, 1, True), None, degenerate)
+    result = _result(spec, ctx, inputs, first, findings, None, timer)
+    if spec.mitigation is not None:
+        note = "mitigation is not run on given subgroups: it corrects what a search finds"
+        result = result.model_copy(update={"warnings": [*result.warnings, note]})
+    return given_result(result, findings, [f.detail["given_subgroup"]["test"] for f in findings])
+
+
+def _given_power(
+    ctx: ScanContext,
+    k: int,
+    cells: IjdiCells,
+    selection: np.ndarray,
+    lam: float,
+    seed: np.random.SeedSequence,
+    null: np.ndarray | None,
+) -> tuple[float | None, float, float] | None:
+    """Power against the baseline odds multiplier q a re-test asks for (``ctx.detect[k]``):
+    the same redraws with the subgroup's null odds multiplied by q."""
+    from fairscan.engine.ijdi import fixed_draws
+    from fairscan.scans.given import simulated_power
+
+    q = ctx.detect[k] if k < len(ctx.detect) else None
+    if q is None or not (np.isfinite(q) and q > 0):
+        return None
+    if ctx.replicates <= 0:
+        return (None, q, float(np.log(q)))
+    if null is None:
+        null = fixed_draws(cells, selection, lam=lam, seed=seed, replicates=ctx.replicates)
+    alt = fixed_draws(
+        cells, selection, lam=lam, seed=child_seed(seed, 1), replicates=ctx.replicates, q=q
+    )
+    return (simulated_power(null, alt, ctx.alpha), q, float(np.log(q)))

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from fairscan.scans.base import Role
-from fairscan.spec.base import MdssScanSpecBase, StrictModel, rule_error
+from fairscan.spec.base import FixedSubgroups, MdssScanSpecBase, StrictModel, rule_error
 
 
 class IjdiCosts(StrictModel):
@@ -35,7 +35,7 @@ class MitigationSpec(StrictModel):
     )
 
 
-class IjdiScanSpec(MdssScanSpecBase):
+class IjdiScanSpec(FixedSubgroups, MdssScanSpecBase):
     type: Literal["ijdi_scan"] = Field(
         description="Base-rate-adjusted error-rate imbalance (Insufficiently Justified Disparate Impact)."
     )

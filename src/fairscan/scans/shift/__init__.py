@@ -17,15 +17,28 @@ finding's detail). With no named tilt the scan reports t* and the worst case, st
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fairscan.metric_table import NEEDS_DOC
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.metric_inputs import needs
 from fairscan.scans.shift.spec import ShiftSpec, extra_columns
 
+if TYPE_CHECKING:
+    from fairscan.report.models import Finding
+
+
+def _retest_effect(finding: Finding) -> float | None:
+    """A shift finding's effect for a re-test's power: its gap (estimate)."""
+    value = finding.detail.get("estimate")
+    return float(value) if isinstance(value, int | float) else None
+
+
 SHIFT = ScanType(
     type="shift",
     spec_model=ShiftSpec,
     runner=lazy_runner("fairscan.scans.shift.runner", "run_shift"),
+    retest_effect=_retest_effect,
     needs=needs,
     needs_doc=NEEDS_DOC,
     title="Bounds under distribution shift (RKHS tilts)",

@@ -21,7 +21,13 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from fairscan.metric_table import CATALOGUE, MetricInput, MetricName
-from fairscan.spec.base import DecisionOverrides, ScanSpecBase, StrictModel, rule_error
+from fairscan.spec.base import (
+    DecisionOverrides,
+    FixedSubgroups,
+    ScanSpecBase,
+    StrictModel,
+    rule_error,
+)
 from fairscan.spec.constraints import BOOTSTRAP
 
 
@@ -77,7 +83,7 @@ class SampleTilt(StrictModel):
 Tilt = CenterTilt | SampleTilt
 
 
-class ShiftSpec(ScanSpecBase, DecisionOverrides):
+class ShiftSpec(FixedSubgroups, ScanSpecBase, DecisionOverrides):
     type: Literal["shift"] = Field(
         description="Bounds under covariate shift: RKHS tilts (Algorithms 5 and 8)."
     )

@@ -25,6 +25,8 @@ Modules: :mod:`.spec` (spec models), :mod:`.runner` (validate -> inputs -> engin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.subroc.spec import (
     SubrocSignificanceSpec,
@@ -33,10 +35,23 @@ from fairscan.scans.subroc.spec import (
     extra_columns,
 )
 
+if TYPE_CHECKING:
+    from fairscan.report.models import Finding
+
+
+def _retest_effect(finding: Finding) -> float | None:
+    """A SubROC finding's effect for a re-test's power: its raw relative score (the AUC gap),
+    on the validation set for a searched pattern (the search set's is selected, so biased)."""
+    given = finding.detail.get("given_subgroup")
+    value = given.get("effect_size") if given else finding.detail.get("validation_statistic")
+    return float(value) if isinstance(value, int | float) else None
+
+
 SUBROC = ScanType(
     type="subroc",
     spec_model=SubrocSpec,
     runner=lazy_runner("fairscan.scans.subroc.runner", "run_subroc"),
+    retest_effect=_retest_effect,
     needs=("outcome", "score"),
     title="SubROC",
     summary=(

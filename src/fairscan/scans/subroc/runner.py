@@ -423,6 +423,8 @@ def build_result(
 def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
     started = time.perf_counter()
     inputs = subroc_inputs(spec, ctx)
+    if spec.subgroups:
+        return _run_given(spec, ctx, inputs, started)
     found = run_search(spec, ctx, inputs)
     search_done = time.perf_counter()
     tested = run_test(spec, ctx, inputs, found.patterns)
@@ -458,3 +460,125 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
         detail={DETAIL_KEY: result.model_dump(mode="json")},
         warnings=inputs.warnings,
     )
+
+
+# --- given subgroups (issue 26) ---------------------------------------------------------------
+
+GIVEN_TEST = "random subsets of equal class counts (SubROC's significance test, one subgroup)"
+
+
+def _run_given(
+    spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs, started: float
+) -> ScanResult:
+    """Each given subgroup's raw relative score (the measure overall minus inside; ranking loss
+    inside minus overall) on every audited row (no search: nothing to hold out), tested against
+    random subsets with its numbers of positives and negatives (methods.md §6.6 steps 2-4)."""
+    from fairscan.data.subgroups import resolve_subgroups, subgroup_rows
+    from fairscan.engine.subroc import alternative_statistics, fixed_subset_tests
+    from fairscan.scans.given import given_finding, given_result, simulated_power
+
+    given = resolve_subgroups(spec.subgroups or [], ctx.data.attributes)
+    rows = inputs.in_search | inputs.in_validation
+    y, score, codes = inputs.y[rows], inputs.score[rows], inputs.codes[rows]
+    subsets = spec.significance.subsets if ctx.replicates > 0 else 0
+    masks = [subgroup_rows(s, ctx.data.attributes, codes) for s in given]
+    overall, tests = fixed_subset_tests(
+        y,
+        score,
+        masks,
+        spec.measure,
+        subsets,
+        child_seed(ctx.seed, SubrocStream.FIXED),
+        workers=ctx.workers,
+    )
+    measure = MEASURE_TEXT[spec.measure]
+    n = int(rows.sum())
+    alpha = spec.significance.alpha if spec.significance.alpha is not None else ctx.alpha
+    findings = []
+    for k, (subgroup, fixed) in enumerate(zip(given, tests, strict=True)):
+        t = fixed.test
+        label = subgroup_label(subgroup, ctx.data.attributes)
+        stat = finite_or_none(t.statistic)
+        if stat is None:
+            test = f"undefined: {measure} needs " + (
+                "both classes" if spec.measure == "roc_auc" else "a positive"
+            )
+            p_value: float | None = 1.0
+            text = (
+                f"{label}: {measure} is undefined on its {t.size} rows ({t.positives} positives)."
+            )
+        else:
+            test, p_value = GIVEN_TEST, (t.p_value if fixed.null is not None else None)
+            text = (
+                f"{label}: {measure} = {t.value:.3f} vs {overall:.3f} on all {n} audited rows "
+                f"({t.size} rows, {t.positives} positives, {t.negatives} negatives)."
+            )
+        finding = Finding(
+            subgroup=subgroup,
+            label=label,
+            size=t.size,
+            statistic=Statistic(name="gap", value=stat),
+            effect=Effect(
+                metric=measure,
+                inside=finite_or_none(t.value),
+                reference=overall,
+                reference_name="everyone audited",
+                inside_count=t.size,
+                reference_count=n,
+            ),
+            p_value=p_value,
+            adjusted_p_value=None,
+            significant=None,
+            description=text,
+            detail={"positives": t.positives, "negatives": t.negatives},
+        )
+        delta = ctx.detect[k] if k < len(ctx.detect) else None
+        power = None
+        if delta is not None and np.isfinite(delta) and fixed.null is not None:
+            alt = alternative_statistics(
+                y,
+                score,
+                t.positives,
+                t.negatives,
+                spec.measure,
+                float(delta),
+                subsets,
+                child_seed(ctx.seed, SubrocStream.POWER, k),
+            )
+            power = (simulated_power(fixed.null, alt, alpha), float(delta), float(delta))
+        findings.append(
+            given_finding(
+                finding,
+                subgroup=subgroup,
+                attributes=ctx.data.attributes,
+                index=k,
+                p_value=p_value,
+                alpha=alpha,
+                test=test,
+                effect_size=stat,
+                replicates=subsets if fixed.null is not None else 0,
+                exceed_count=t.exceed if fixed.null is not None else None,
+                power=power,
+                power_method="random subsets whose positives are, each with a probability set to give the baseline gap in expectation, scored like a random negative",
+            )
+        )
+    done = time.perf_counter()
+    result = ScanResult(
+        id=spec.id,
+        type=spec.type,
+        status="no_finding",
+        parameters={**spec.model_dump(mode="json"), "alpha": alpha, "subsets_used": subsets},
+        timing=ScanTiming(
+            search_seconds=0.0, significance_seconds=done - started, total_seconds=done - started
+        ),
+        population=Population(
+            description=f"every audited row ({n}; no search, so no search/validation split)",
+            size=n,
+            observed_rate=float(y.mean()) if n else None,
+            expected_rate=None,
+            observed_label=outcome_text(ctx.role_names, 1),
+        ),
+        findings=[],
+        warnings=[w for w in inputs.warnings if "min_cover" not in w],
+    )
+    return given_result(result, findings, [f.detail["given_subgroup"]["test"] for f in findings])

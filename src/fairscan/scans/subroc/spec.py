@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from fairscan.spec.base import ScanSpecBase, StrictModel, rule_error
+from fairscan.spec.base import FixedSubgroups, ScanSpecBase, StrictModel, rule_error
 
 
 class SubrocSplitSpec(StrictModel):
@@ -69,7 +69,7 @@ class SubrocSignificanceSpec(StrictModel):
     )
 
 
-class SubrocSpec(ScanSpecBase):
+class SubrocSpec(FixedSubgroups, ScanSpecBase):
     type: Literal["subroc"] = Field(
         description="SubROC: subgroups where a soft classifier's ranking performance is worst."
     )
