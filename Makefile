@@ -82,7 +82,8 @@ docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The site on http://127.0.0.1:8000 (DOCS_ADDR), rebuilt on every change. site/index.html also
-# opens straight from disk (mkdocs.yml: use_directory_urls: false), with search only when served.
+# opens straight from disk (mkdocs.yml: use_directory_urls false, the offline plugin); search
+# from disk loads one small script from unpkg.com (served, it needs no network).
 DOCS_ADDR ?= 127.0.0.1:8000
 docs-serve: $(DEV)
 	$(BIN)/python scripts/build_docs.py

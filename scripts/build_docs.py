@@ -184,7 +184,9 @@ METHODS_SECTIONS: dict[str, tuple[str, str]] = {
     "6": ("subroc.md", "SubROC"),
 }
 
-METHODS_REFERENCE = re.compile(r"methods\.md\s*§\s*(\d+(?:\.\d+)*)[a-z]?(?:\s*-\s*§?\d+(?:\.\d+)*)?")
+METHODS_REFERENCE = re.compile(
+    r"methods\.md\s*§\s*(\d+(?:\.\d+)*)[a-z]?(?:\s*-\s*§?\d+(?:\.\d+)*)?"
+)
 
 
 def methods_links(text: str, prefix: str) -> str:

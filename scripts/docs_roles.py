@@ -38,13 +38,17 @@ def _identifier(target: str, public: Mapping[str, str]) -> str | None:
     parts = target.lstrip("~.").split(".")
     # the longest prefix whose last name is public: fairscan.errors.SpecError, SpecError.x
     for index, name in enumerate(parts):
-        if name in public and (index == 0 or parts[:index] in (["fairscan"], public[name].split("."))):
+        if name in public and (
+            index == 0 or parts[:index] in (["fairscan"], public[name].split("."))
+        ):
             rest = parts[index + 1 :]
             return ".".join([public[name], name, *rest])
     return None
 
 
-def rewrite_roles(text: str, public: Mapping[str, str], members: frozenset[str] = frozenset()) -> str:
+def rewrite_roles(
+    text: str, public: Mapping[str, str], members: frozenset[str] = frozenset()
+) -> str:
     """Replace the Sphinx roles of ``text``: links for the public API, code for the rest.
 
     ``public`` maps each public name to its module (``fairscan._PUBLIC``); ``members`` are the

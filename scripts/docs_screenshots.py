@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VIEWPORT = {"width": 1200, "height": 900}
+WIDTH, HEIGHT = 1200, 900
 
 
 def chromium_path() -> str | None:
@@ -46,12 +46,12 @@ def screenshot(page_path: Path, out: Path, *, clip_height: int | None = None) ->
     with sync_playwright() as play:
         browser = play.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
-            page.goto(page_path.resolve().as_uri(), wait_until="load")
-            height = clip_height or VIEWPORT["height"]
-            page.screenshot(
-                path=str(out), clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height}
+            page = browser.new_page(
+                viewport={"width": WIDTH, "height": HEIGHT}, device_scale_factor=1
             )
+            page.goto(page_path.resolve().as_uri(), wait_until="load")
+            height = clip_height or HEIGHT
+            page.screenshot(path=str(out), clip={"x": 0, "y": 0, "width": WIDTH, "height": height})
         finally:
             browser.close()
 
@@ -63,7 +63,9 @@ def demo_report(folder: Path) -> Path:
     from fairscan.cli import app
 
     spec = (ROOT / "audits" / "sample.audit.yaml").read_text(encoding="utf-8")
-    spec = spec.replace("../sample_data/credit.csv", (ROOT / "sample_data" / "credit.csv").as_posix())
+    spec = spec.replace(
+        "../sample_data/credit.csv", (ROOT / "sample_data" / "credit.csv").as_posix()
+    )
     spec = re.sub(r"formats: \[[^]]*\]", "formats: [html]", spec)
     path = folder / "sample.audit.yaml"
     path.write_text(spec, encoding="utf-8")

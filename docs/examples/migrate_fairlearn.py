@@ -24,7 +24,9 @@ report = fairscan.audit(
     ],
     significance={"alpha": 0.1, "seed": 0},
 )
-print(report.findings.select("label", "size", "effect_inside", "effect_reference", "adjusted_p_value"))
+print(
+    report.findings.select("label", "size", "effect_inside", "effect_reference", "adjusted_p_value")
+)
 
 # Simultaneous 90% lower bounds on each ethnicity's FPR gap to the overall rate; the groups
 # certified above 0 are the findings (every group's bound is in the report)
