@@ -75,6 +75,7 @@ def scan_page(type_: str) -> str:
         "",
         info.needs[0].upper() + info.needs[1:] + ".",
         "",
+        *example_section(type_),
         "## Parameters",
         "",
         "Write them in the scan's entry of `scans:` (`- {id: ..., type: "
@@ -95,7 +96,6 @@ def scan_page(type_: str) -> str:
     lines.append("")
     if info.reading:
         lines += ["## Reading the result", "", info.reading, ""]
-    lines += example_section(type_)
     lines += [
         "## Shared settings",
         "",
@@ -143,7 +143,7 @@ def example_section(type_: str, root: Path = ROOT) -> list[str]:
         "```",
         "",
         f"`audit run` exits 1 when the scan has a significant finding. `{type_}` scans in your "
-        "own spec take the same keys; the table above lists them all.",
+        "own spec take the same keys; the table below lists them all.",
         "",
     ]
 

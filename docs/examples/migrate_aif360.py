@@ -1,4 +1,4 @@
-# Runs from the repository root: python docs/examples/migrate_aif360.py (the test suite does)
+# python docs/examples/migrate_aif360.py (from the repository root)
 import polars as pl
 
 import fairscan
@@ -6,21 +6,30 @@ import fairscan
 df = pl.read_csv("sample_data/credit.csv")
 attributes = ["sex", "ethnicity", "age_group", "region"]
 
-# Calibration: where are the predicted probabilities over-estimated? (AIF360: overpredicted=True)
+# Calibration: where are probabilities over-estimated?
 report = fairscan.audit(
     df,
     outcome="default",
     prediction="score",
     attributes=attributes,
-    scans=[{"id": "calibration", "type": "bias_scan", "direction": "negative", "penalty": 1}],
-    significance={"replicates": 199, "seed": 0},  # 999 (the default) for the audit you keep
+    scans=[
+        {
+            "id": "calibration",
+            "type": "bias_scan",
+            "direction": "negative",  # overpredicted=True
+            "penalty": 1,
+        }
+    ],
+    # 999 replicates (the default) for the audit you keep
+    significance={"replicates": 199, "seed": 0},
 )
 finding = report.scans[0].findings[0]
-print(finding.subgroup)  # {'ethnicity': ['C'], 'age_group': ['18-24']}: attribute -> values
-print(finding.statistic.value, finding.detail["q"])  # penalised score, odds multiplier q
-print(finding.p_value, finding.significant)  # the search-corrected p-value
+print(finding.subgroup)  # attribute -> selected values
+print(finding.statistic.value)  # the penalised score
+print(finding.detail["q"])  # the odds multiplier q
+print(finding.p_value, finding.significant)
 
-# FPR-Scan: no filtering or constant expectations by hand (AIF360: overpredicted=False)
+# FPR-Scan: no filtering or constant expectations
 report = fairscan.audit(
     df,
     outcome="default",
@@ -29,9 +38,9 @@ report = fairscan.audit(
     scans=[{"id": "fpr", "type": "fpr_scan", "penalty": 1}],
     significance={"replicates": 199, "seed": 0},
 )
-print(report.findings.select("label", "size", "effect_inside", "effect_reference", "p_value"))
+print(report.findings.select("label", "size", "p_value"))
 
-# Given subgroups, no search (AIF360: mdss_bias_score)
+# Given subgroups, no search (mdss_bias_score)
 report = fairscan.audit(
     df,
     outcome="default",
