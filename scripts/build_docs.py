@@ -7,9 +7,13 @@ Every generated page comes from one source, so the site cannot drift from the co
 * ``docs/reference/spec.md``: the spec's JSON Schema, ``schemas/audit-spec.schema.json``;
 * ``docs/reference/api.md``: the public API, ``fairscan.__all__`` (rendered by mkdocstrings);
 * ``docs/reports.md`` and ``docs/ci.md``: the README's "Reports" and "Baselines and the CI gate"
-  / "CI" sections (the README is their single source).
+  / "CI" sections (the README is their single source);
+* ``docs/own-data.md``: ``scripts/docs_templates/own-data.md`` with the real outputs of
+  ``audit init`` and ``audit validate`` on the sample data (so the page shows what users see).
 
-The hand-written pages (``index.md``, ``quickstart.md``, ``own-data.md``) are not touched.
+Each scan page also shows its runnable example, ``docs/examples/<type>.audit.yaml`` (included
+when the site is built), and every ``methods.md §N`` reference of a help text becomes a link to
+the site's Methods section (``METHODS_SECTIONS``). The other pages are hand-written.
 ``tests/test_docs.py`` fails when a generated page is stale; ``--check`` says which without
 writing (CI runs ``make docs DOCS_FLAGS=--check``).
 

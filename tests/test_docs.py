@@ -290,3 +290,26 @@ def test_no_placeholders_in_the_docs_or_readme() -> None:
         text = path.read_text(encoding="utf-8")
         for placeholder in ("OWNER/", "YOUR_ORG", "TODO", "TBD", "lorem ipsum"):
             assert placeholder not in text, (path, placeholder)
+
+
+def test_whole_specs_on_hand_written_pages_validate(tmp_path: Path) -> None:
+    """A complete spec shown on a page (```yaml with `version: 1` on the sample data) passes
+    `audit validate`, data included, as a user saving it in the repository's root would run it."""
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    generated = {ROOT / p for p in _build_docs().pages(ROOT)}
+    specs = []
+    for page in _site_markdown():
+        if page in generated:
+            continue
+        for block in re.findall(r"```yaml[^\n]*\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            if re.search(r"(?m)^version: 1$", block) and "sample_data/" in block:
+                data = (ROOT / "sample_data").as_posix()
+                path = tmp_path / f"{page.stem}-{len(specs)}.audit.yaml"
+                path.write_text(block.replace("sample_data", data), encoding="utf-8")
+                specs.append(path)
+    assert len(specs) >= 2, specs  # the migration guides' specs at least
+    result = CliRunner().invoke(app, ["validate", *map(str, specs)])
+    assert result.exit_code == 0, result.output
