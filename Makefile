@@ -9,7 +9,7 @@ KERNELS := $(VENV)/.kernels-stamp
 DEV     := $(VENV)/.dev-stamp
 KERNEL_SOURCES := pyproject.toml setup.py $(wildcard src/fairscan/engine/*.pyx src/fairscan/engine/*.pxd)
 
-.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs sample-data compas adult bench wheel clean mlflow-server
+.PHONY: setup demo test test-slow test-all test-lowest lint format schemas docs docs-serve sample-data compas adult bench wheel clean mlflow-server
 
 $(KERNELS): $(KERNEL_SOURCES)
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -95,6 +95,14 @@ DOCS_FLAGS ?=
 docs: $(DEV)
 	$(BIN)/python scripts/build_docs.py $(DOCS_FLAGS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# The site on http://127.0.0.1:8000 (DOCS_ADDR), rebuilt on every change. site/index.html also
+# opens straight from disk (mkdocs.yml: use_directory_urls false, the offline plugin); search
+# from disk loads one small script from unpkg.com (served, it needs no network).
+DOCS_ADDR ?= 127.0.0.1:8000
+docs-serve: $(DEV)
+	$(BIN)/python scripts/build_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
 
 # COMPAS table derived from ../shared/data (never committed): build/compas.csv
 compas: $(DEV)

@@ -7,9 +7,13 @@ Every generated page comes from one source, so the site cannot drift from the co
 * ``docs/reference/spec.md``: the spec's JSON Schema, ``schemas/audit-spec.schema.json``;
 * ``docs/reference/api.md``: the public API, ``fairscan.__all__`` (rendered by mkdocstrings);
 * ``docs/reports.md`` and ``docs/ci.md``: the README's "Reports" and "Baselines and the CI gate"
-  / "CI" sections (the README is their single source).
+  / "CI" sections (the README is their single source);
+* ``docs/own-data.md``: ``scripts/docs_templates/own-data.md`` with the real outputs of
+  ``audit init`` and ``audit validate`` on the sample data (so the page shows what users see).
 
-The hand-written pages (``index.md``, ``quickstart.md``, ``own-data.md``) are not touched.
+Each scan page also shows its runnable example, ``docs/examples/<type>.audit.yaml`` (included
+when the site is built), and every ``methods.md §N`` reference of a help text becomes a link to
+the site's Methods section (``METHODS_SECTIONS``). The other pages are hand-written.
 ``tests/test_docs.py`` fails when a generated page is stale; ``--check`` says which without
 writing (CI runs ``make docs DOCS_FLAGS=--check``).
 
@@ -75,6 +79,7 @@ def scan_page(type_: str) -> str:
         "",
         info.needs[0].upper() + info.needs[1:] + ".",
         "",
+        *example_section(type_),
         "## Parameters",
         "",
         "Write them in the scan's entry of `scans:` (`- {id: ..., type: "
@@ -103,7 +108,104 @@ def scan_page(type_: str) -> str:
         "What a report contains is the [report contract](../reports.md).",
         "",
     ]
-    return "\n".join(lines)
+    return methods_links("\n".join(lines), "../")
+
+
+# --- runnable examples (docs/examples/<type>.audit.yaml) ---------------------------------------
+
+EXAMPLES = Path("docs/examples")
+
+
+def example_section(type_: str, root: Path = ROOT) -> list[str]:
+    """The scan page's "Example": its spec (included from docs/examples/) and the commands.
+
+    The spec runs on the shipped sample data from a checkout of the repository;
+    tests/test_docs.py validates every example spec against its data (``audit validate``).
+    """
+    spec = EXAMPLES / f"{type_}.audit.yaml"
+    if not (root / spec).is_file():
+        raise SystemExit(f"scan type {type_!r} has no example: write {spec}")
+    question = [
+        line[1:].strip()
+        for line in (root / spec).read_text(encoding="utf-8").splitlines()[1:]
+        if line.startswith("#")
+    ]
+    return [
+        "## Example",
+        "",
+        " ".join(question)
+        + " This spec runs on the shipped sample data (`sample_data/credit.csv`, described in the "
+        "[quick start](../quickstart.md#the-sample-data)) from a checkout of the repository:",
+        "",
+        f'```yaml title="{spec.as_posix()}"',
+        f'--8<-- "{spec.as_posix()}"',
+        "```",
+        "",
+        "```console",
+        f"$ audit validate {spec.as_posix()}     # the spec and the data, without scanning",
+        f"$ audit run {spec.as_posix()}          # reports (JSON, Markdown, HTML) in reports/",
+        "```",
+        "",
+        f"`audit run` exits 1 when the scan has a significant finding. `{type_}` scans in your "
+        "own spec take the same keys; the table below lists them all.",
+        "",
+    ]
+
+
+# --- links to the Methods section --------------------------------------------------------------
+
+# The engine's specification (methods.md) is not part of the repository; its user-facing content
+# is the site's Methods section (docs/methods/), written for users. A reference such as
+# "methods.md §3.2" in a help text becomes a link to the page and heading that cover it.
+METHODS_SECTIONS: dict[str, tuple[str, str]] = {
+    "1": ("subset-scan.md", "Subset scanning"),
+    "1.2": ("subset-scan.md#subgroups", "Subset scanning: subgroups"),
+    "1.3": ("subset-scan.md#binning", "Subset scanning: binning numeric attributes"),
+    "1.4": ("subset-scan.md#score", "Subset scanning: the score"),
+    "1.5": ("subset-scan.md#significance", "Subset scanning: significance"),
+    "1.6": ("subset-scan.md#reproducibility", "Subset scanning: reproducibility"),
+    "2": ("subset-scan.md#bias-scan", "Bias Scan"),
+    "2.4": ("subset-scan.md#critical-value", "Bias Scan: the analytic critical value"),
+    "2.5": ("subset-scan.md#critical-value", "Bias Scan: detectability"),
+    "3": ("cbs.md", "Conditional Bias Scan"),
+    "3.2": ("cbs.md#metrics", "CBS: metrics and harm directions"),
+    "3.3": ("cbs.md#expectations", "CBS: expectations from comparable records"),
+    "3.4": ("cbs.md#scores", "CBS: scores"),
+    "3.5": ("cbs.md#scores", "CBS: scores"),
+    "3.7": ("cbs.md#permutation-test", "CBS: the permutation test"),
+    "4": ("error-rates.md", "FPR-, TPR- and IJDI-Scan"),
+    "4.2": ("error-rates.md#fpr-tpr", "FPR-Scan and TPR-Scan"),
+    "4.3": ("error-rates.md#ijdi", "IJDI: the criterion"),
+    "4.5": ("error-rates.md#corrections", "IJDI: corrections"),
+    "4.6": ("error-rates.md#ijdi-significance", "IJDI: significance"),
+    "4.8": ("error-rates.md#mitigation", "IJDI: mitigation"),
+    "5": ("inference.md", "Flagging, certification and shifts"),
+    "5.3": ("inference.md#bounds", "Certification: bounds"),
+    "5.5": ("inference.md#boolean", "Certification: Boolean certificates"),
+    "5.6": ("inference.md#flagging", "Flagging with FDR control"),
+    "5.7": ("inference.md#metrics", "Flagging and certification: metrics"),
+    "5.8": ("inference.md#shift", "Distribution shifts"),
+    "6": ("subroc.md", "SubROC"),
+}
+
+METHODS_REFERENCE = re.compile(
+    r"methods\.md\s*§\s*(\d+(?:\.\d+)*)[a-z]?(?:\s*-\s*§?\d+(?:\.\d+)*)?"
+)
+
+
+def methods_links(text: str, prefix: str) -> str:
+    """``methods.md §3.2`` -> a link to the Methods page covering it (``prefix``: to docs/)."""
+
+    def link(match: re.Match[str]) -> str:
+        number = match.group(1)
+        while number not in METHODS_SECTIONS:
+            if "." not in number:
+                raise SystemExit(f"no Methods page for methods.md §{match.group(1)}")
+            number = number.rsplit(".", 1)[0]
+        page, title = METHODS_SECTIONS[number]
+        return f"[{title}]({prefix}methods/{page})"
+
+    return METHODS_REFERENCE.sub(link, text)
 
 
 def scans_index() -> str:
@@ -345,7 +447,7 @@ def spec_reference(schema: dict[str, Any]) -> str:
             *rows(definition.get("properties", {}), definition.get("required", []), path + "."),
             "",
         ]
-    return "\n".join(lines)
+    return methods_links("\n".join(lines), "../")
 
 
 # --- API reference (fairscan.__all__) ----------------------------------------------------------
@@ -428,6 +530,76 @@ def readme_page(readme: str, title: str, intro: str, sections: list[str]) -> str
     )
 
 
+# --- "Audit your own data": the real `audit init` and `audit validate` outputs ---------------
+
+TEMPLATES = Path("scripts/docs_templates")
+
+
+def _cli(args: list[str]) -> tuple[int, str]:
+    """Run ``audit ARGS`` in-process in the current directory: (exit code, what it printed)."""
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "100", "NO_COLOR": "1"})
+    return result.exit_code, result.output.rstrip("\n")
+
+
+def _console(args: list[str], output: str) -> str:
+    return "\n".join([f"$ audit {' '.join(args)}", output])
+
+
+def own_data_page(root: Path = ROOT) -> str:
+    """``docs/own-data.md``: the template with the outputs of `audit init` and `audit validate`
+    on a copy of ``sample_data/credit.csv`` named ``credit.csv`` (so the page shows what a user
+    running these commands sees, and goes stale when the starter spec or a message changes)."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    import yaml
+
+    template = (root / TEMPLATES / "own-data.md").read_text(encoding="utf-8")
+    values: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
+        shutil.copyfile(root / "sample_data" / "credit.csv", "credit.csv")
+        init = ["init", "credit.csv", "-o", "credit.audit.yaml"]
+        code, output = _cli(init)
+        if code != 0:
+            raise SystemExit(f"audit init failed ({code}):\n{output}")
+        spec = Path("credit.audit.yaml").read_text(encoding="utf-8")
+        values["init.console"] = _console(init, output)
+        values["init.spec"] = spec.rstrip("\n")
+        names = [f"`{name}`" for name in yaml.safe_load(spec)["attributes"]]
+        values["init.attributes"] = (
+            ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        )
+        validate = ["validate", "credit.audit.yaml"]
+        code, output = _cli(validate)
+        if code != 0:
+            raise SystemExit(f"audit validate failed on the starter spec ({code}):\n{output}")
+        values["validate.console"] = _console(validate, output)
+        outcome = yaml.safe_load(spec)["columns"]["outcome"]
+        Path("credit.audit.yaml").write_text(
+            spec.replace(f"outcome: {outcome}\n", f"outcome: {outcome[:-2]}{outcome[:-3:-1]}\n"),
+            encoding="utf-8",
+        )
+        code, output = _cli(validate)
+        if code != 2:
+            raise SystemExit(f"audit validate accepted a misspelt outcome ({code}):\n{output}")
+        values["validate_error.console"] = _console(validate, output) + "\n$ echo $?\n2"
+
+    def fill(match: re.Match[str]) -> str:
+        return values[match.group(1)]
+
+    body = re.sub(r"\{\{ ([\w.]+) \}\}", fill, template)
+    banner = _banner(
+        f"{(TEMPLATES / 'own-data.md').as_posix()} and the outputs of `audit init` and "
+        "`audit validate` on sample_data/credit.csv"
+    )
+    return banner + "\n\n" + body
+
+
 # --- all generated pages -----------------------------------------------------------------------
 
 
@@ -442,6 +614,7 @@ def pages(root: Path = ROOT) -> dict[Path, str]:
         out[Path(f"docs/scans/{type_}.md")] = scan_page(type_)
     out[Path("docs/reference/spec.md")] = spec_reference(schema)
     out[Path("docs/reference/api.md")] = api_reference()
+    out[Path("docs/own-data.md")] = own_data_page(root)
     out[Path("docs/reports.md")] = readme_page(
         readme,
         "Reports: the result contract",

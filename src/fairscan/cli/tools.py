@@ -268,8 +268,9 @@ def power(
 ) -> None:
     """How strong a miscalibration in a subgroup must be for the Bias Scan to detect it.
 
-    Reports the analytic critical value h(alpha) and Delta_thresh (methods.md §2.5): the factor by
-    which the predicted odds in the subgroup must be inflated for its score to exceed h(alpha).
+    Reports the analytic critical value h(alpha) and Delta_thresh (the Bias Scan paper, Theorems 1
+    and 4): the factor by which the predicted odds in the subgroup must be inflated for its score
+    to exceed h(alpha).
     """
     from fairscan.api import power_analysis
 

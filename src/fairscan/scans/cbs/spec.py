@@ -50,7 +50,7 @@ class ProtectedSpec(StrictModel):
     )
     each_value: bool = Field(
         default=False,
-        description="Run one CBS per value of the column (Bonferroni over runs, methods.md §3.7).",
+        description="Run one CBS per value of the column (Bonferroni over the runs).",
     )
 
     @model_validator(mode="after")
@@ -62,7 +62,7 @@ class ProtectedSpec(StrictModel):
 
 
 MODELS_DOC = (
-    "Models of I-hat (methods.md §3.3), keys below. Default: logistic regression for both, "
+    "Models of I-hat (the expected metric of comparable non-protected rows), keys below. Default: logistic regression for both, "
     "unregularised (the paper's fits), with a tiny ridge refitted only when separation makes "
     "the unregularised fit diverge (said in the scan's warnings). gradient_boosting (+ Platt "
     "scaling, cv = 3): a training set with fewer than 3 rows of a class makes the run not "
@@ -73,7 +73,7 @@ MODELS_DOC = (
 SIGMA_DOC = (
     "Gaussian score only (separation for predictions, metrics bpc / bnc / fpe): sigma of "
     "F(S) = (sum of Delta)^2 / (2 sigma^2 |S|), Delta = logit P - logit I-hat. Default 1: the "
-    "paper's reported scores (methods.md §3.5). `sd`: the sample SD (ddof 1) of Delta over the "
+    "paper's reported scores. `sd`: the sample SD (ddof 1) of Delta over the "
     "scanned protected rows, recomputed in every permutation replicate and floored at 1e-6; "
     "when all Delta are equal the run is not auditable (degenerate, F = 0). Or a positive "
     "number. F scales as 1/sigma^2 and the penalty does not, so the same penalty weighs more "
@@ -141,7 +141,8 @@ class CbsSpec(FixedSubgroups, MdssScanSpecBase, DecisionOverrides):
     direction: Literal["positive", "negative", "harm"] = Field(
         default="harm",
         description="positive: protected metric higher than comparable non-protected; negative: "
-        "lower; harm: the harmful direction of methods.md §3.2.",
+        "lower; harm: the metric's harmful direction when outcome 1 and a positive "
+        "recommendation are the adverse ones (see the Methods section of the docs: CBS).",
     )
     adverse: Literal[0, 1] = Field(
         default=1,

@@ -13,7 +13,7 @@ from fairscan.spec.base import FixedSubgroups, MdssScanSpecBase, StrictModel, ru
 
 
 class IjdiCosts(StrictModel):
-    """Relative costs from which lambda is derived (methods.md §4.3, App. B)."""
+    """Relative costs from which lambda is derived (the IJDI paper, App. B)."""
 
     fp: float = Field(gt=0, description="Cost of a false positive.")
     fn: float = Field(gt=0, description="Cost of a false negative.")
@@ -28,7 +28,7 @@ class IjdiCosts(StrictModel):
 class MitigationSpec(StrictModel):
     method: Literal["iterative_thresholds"] = Field(
         description="Per-subgroup thresholds eta(S*) on the prediction, applied until no "
-        "significant finding is left (methods.md §4.8)."
+        "significant finding is left (the IJDI paper, Section 6)."
     )
     max_corrections: int = Field(
         default=20, ge=1, le=1000, description="Cap on the number of corrections."
