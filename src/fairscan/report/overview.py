@@ -43,9 +43,7 @@ def readable_label(finding: Finding, attributes: Mapping[str, Sequence[str]]) ->
         if plain not in label:
             continue
         short = (
-            f"{name} ≠ {missing[0]}"
-            if len(missing) == 1
-            else f"{name} ∉ {{{', '.join(missing)}}}"
+            f"{name} ≠ {missing[0]}" if len(missing) == 1 else f"{name} ∉ {{{', '.join(missing)}}}"
         )
         label = label.replace(plain, short, 1)
     return label
@@ -156,8 +154,12 @@ def _edges(edges: Sequence[float]) -> str:
 def _scan_settings(scan: ScanResult) -> str:
     """The scan's own settings (its spec without the keys every scan has), as ``k = v``."""
     skip = {"id", "type"}
+
+    def shown(value: object) -> str:
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
     parts = [
-        f"{key} = {value}"
+        f"{key} = {shown(value)}"
         for key, value in scan.parameters.items()
         if key not in skip and value not in (None, [], {})
     ]
@@ -181,16 +183,16 @@ def audited_items(report: AuditReport) -> list[tuple[str, str]]:
     else:
         data = prov.data_path
     rows.append(("data", f"{data} (sha256 {prov.data_sha256[:16]}…)"))
-    kept = (
-        percent(prov.rows_after_filter / prov.data_rows, 1) if prov.data_rows else "n/a"
-    )
+    kept = percent(prov.rows_after_filter / prov.data_rows, 1) if prov.data_rows else "n/a"
     rows.append(
         ("rows", f"{prov.data_rows} in the data, {prov.rows_after_filter} audited ({kept})")
     )
     rows.append(("filter", prov.filter or "none (every row)"))
     columns = params.get("columns")
     if isinstance(columns, dict):
-        roles = [f"{k} = {v}" for k, v in columns.items() if v is not None and k != "threshold_rule"]
+        roles = [
+            f"{k} = {v}" for k, v in columns.items() if v is not None and k != "threshold_rule"
+        ]
         if roles:
             rows.append(("columns", ", ".join(roles)))
     bins = report.bins or {}
