@@ -88,8 +88,8 @@ def rate_intervals(finding: Finding) -> str | None:
         )
     elif e.reference is not None:
         text += (
-            f"; reference: {percent(e.reference, 1)}, the model's own expectation (no sampling "
-            "interval)"
+            f"; reference: {percent(e.reference, 1)}, the expectation inside the subgroup (a "
+            "given figure, not a sampled rate: no interval)"
         )
     return f"{text}. {SEARCH_CAVEAT}"
 
