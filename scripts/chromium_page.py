@@ -46,19 +46,33 @@ def find_chromium() -> str | None:
     return None
 
 
+def _above(fd: int, lowest: int) -> int:
+    """``fd`` duplicated to a descriptor >= ``lowest`` (the original closed)."""
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
+    os.close(fd)
+    return moved
+
+
 class Browser:
     """One headless Chromium and one page, driven by DevTools commands over fds 3 and 4."""
 
     def __init__(self, chromium: str, profile: Path, timeout: float = 60.0) -> None:
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
+        # the browser's ends moved above 3 and 4 first, so that placing one cannot overwrite
+        # the other
+        to_browser_r = _above(to_browser_r, 10)
+        from_browser_w = _above(from_browser_w, 10)
         # Chromium reads commands on fd 3 and writes replies on fd 4; the Debian launcher is a
-        # shell script, so the descriptors are moved into place by a shell, then exec'd
+        # shell script, so the descriptors are moved into place by bash (dash takes no fd
+        # above 9), then exec'd
         command = [
-            "sh",
+            shutil.which("bash") or "bash",
             "-c",
             f'exec "$@" 3<&{to_browser_r} 4>&{from_browser_w}',
-            "sh",
+            "bash",
             chromium,
             *FLAGS,
             f"--user-data-dir={profile}",
@@ -150,14 +164,22 @@ class Browser:
             raise RuntimeError(f"script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, png: Path) -> None:
-        """The whole page (not just the viewport) as a PNG."""
+    def screenshot(self, png: Path, height: int | None = None) -> None:
+        """The whole page (not just the viewport) as a PNG; its top ``height`` CSS pixels
+        when given."""
+        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": True}
+        if height is not None:
+            width = self.evaluate("document.documentElement.scrollWidth")
+            full = self.evaluate("document.documentElement.scrollHeight")
+            params["clip"] = {
+                "x": 0,
+                "y": 0,
+                "width": width,
+                "height": min(height, full),
+                "scale": 1,
+            }
         png.write_bytes(
-            base64.b64decode(
-                self.send(
-                    "Page.captureScreenshot", page=True, format="png", captureBeyondViewport=True
-                )["data"]
-            )
+            base64.b64decode(self.send("Page.captureScreenshot", page=True, **params)["data"])
         )
 
     def pdf(self, out: Path, paper: str = "a4") -> bytes:

@@ -146,11 +146,16 @@ def _svg(width: int, height: int, body: Sequence[str], label: str) -> str:
     )
 
 
-def figure(svg: str, caption: str, kind: str) -> str:
-    """A chart with its caption; ``kind`` goes to ``data-chart`` (bars, null, forest, roc...)."""
+def figure(svg: str, caption: str, kind: str, style: str = "") -> str:
+    """A chart with its caption; ``kind`` goes to ``data-chart`` (bars, null, forest, roc...);
+    ``style``: inline styles of the figure and its caption (``(figure, caption)`` joined by
+    ``|``), for pages without the report's stylesheet."""
+    figure_style, _, caption_style = style.partition("|")
+    fs = f' style="{escape(figure_style)}"' if figure_style else ""
+    cs = f' style="{escape(caption_style)}"' if caption_style else ""
     return (
-        f'<figure class="chart" data-chart="{escape(kind)}">{svg}'
-        f"<figcaption>{escape(caption)}</figcaption></figure>"
+        f'<figure class="chart" data-chart="{escape(kind)}"{fs}>{svg}'
+        f"<figcaption{cs}>{escape(caption)}</figcaption></figure>"
     )
 
 
@@ -488,11 +493,13 @@ def roc_chart(
     return figure(svg, f"ROC curve of {label} vs the whole search set.", "roc")
 
 
-def _short(label: str, limit: int = 44) -> str:
+def _short(label: str, limit: int = 52) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def overview_chart(rows: Sequence[tuple[str, Finding]], caption: str | None = None) -> str:
+def overview_chart(
+    rows: Sequence[tuple[str, Finding]], caption: str | None = None, style: str = ""
+) -> str:
     """Each finding's rate inside (red dot) against its reference (blue dot) on one 0-100%
     axis, the difference as the line between them; significant findings in bold. Findings
     whose metric is not a rate are left out (the overview table lists them). Empty when none
@@ -509,9 +516,9 @@ def overview_chart(rows: Sequence[tuple[str, Finding]], caption: str | None = No
     hi_value = max(max(f.effect.inside or 0.0, f.effect.reference or 0.0) for _, f in shown)
     ticks = _nice_ticks(0.0, max(hi_value * 1.05, 0.01), 5)
     hi = max(ticks[-1], hi_value)
-    label_w = max(140, min(320, int(7.0 * max(len(_short(n)) for n, _ in shown))))
+    label_w = max(140, min(370, int(7.0 * max(len(_short(n)) for n, _ in shown))))
     left, right, top, row_h = label_w + 12, 150, 24, 26
-    plot_w = 680 - left - right
+    plot_w = max(220, 720 - left - right)
     width = left + plot_w + right
     bottom = top + row_h * len(shown)
     height = bottom + 34
@@ -554,25 +561,26 @@ def overview_chart(rows: Sequence[tuple[str, Finding]], caption: str | None = No
     svg = _svg(width, height, body, "overview: each top finding's rate inside vs its reference")
     text = caption or (
         "The top findings of each scan: the rate inside the group (red) against its reference "
-        "(blue); the label's scan is in brackets, significant findings in bold, the difference "
-        "in percentage points on the right."
+        "(blue), significant findings in bold, the difference in percentage points and the "
+        "rate inside on the right; [scan id] when several scans report findings."
     )
-    return figure(svg, text, "overview")
+    return figure(svg, text, "overview", style)
 
 
-def _overview_rows(report: AuditReport) -> list[tuple[str, Finding]]:
+def overview_rows(report: AuditReport) -> list[tuple[str, Finding]]:
     rows = []
+    several = sum(1 for scan in report.scans if scan.findings) > 1
     for scan in report.scans:
         labels = scan_labels(report, scan)
         for i, finding in enumerate(scan.findings[:OVERVIEW_PER_SCAN]):
-            rows.append((f"{labels[i]} [{scan.id}]", finding))
+            rows.append((f"{labels[i]} [{scan.id}]" if several else labels[i], finding))
     return rows
 
 
 def _overview_html(report: AuditReport) -> str:
     """Before the scans: the effects of every scan's top findings and the attributes they
     constrain."""
-    rows = _overview_rows(report)
+    rows = overview_rows(report)
     if not rows:
         return ""
     parts = ['<section class="box overview" id="overview"><h2>Overview</h2>']
