@@ -648,16 +648,27 @@ def _further_html(scan: ScanResult, labels: Sequence[str]) -> str:
     if not shown:
         return ""
     nested = containers(scan.findings)
-    rows = []
+    numeric = {0, 2, 3, 4, 5, 6, 7}
+    cls = [' class="n"' if i in numeric else "" for i in range(len(COMPACT_HEAD))]
+    out = [
+        f'<div class="further"><h3>Further findings ({len(shown)})</h3>'
+        '<p class="muted">One row each, with its sentence under the label.</p>'
+        '<div class="tw"><table><thead><tr>',
+        *(f"<th{cls[i]}>{escape(h)}</th>" for i, h in enumerate(COMPACT_HEAD)),
+        "</tr></thead><tbody>",
+    ]
     for i, finding in enumerate(shown, start=FULL_FINDINGS):
         label = labels[i] + (f" (inside #{nested[i] + 1})" if i in nested else "")
-        rows.append(compact_row(i + 1, finding, label))
-    return (
-        f'<div class="further"><h3>Further findings ({len(shown)})</h3>'
-        '<p class="muted">One row each; every figure is in the JSON report.</p>'
-        + html_table(COMPACT_HEAD, rows, {0, 2, 3, 4, 5, 6})
-        + "</div>"
-    )
+        row = compact_row(i + 1, finding, label)
+        cells = []
+        for j, value in enumerate(row):
+            text = escape(value)
+            if j == 1:  # the label, then the finding's sentence
+                text = f'<strong>{text}</strong><br><span class="muted">{escape(finding.description)}</span>'
+            cells.append(f"<td{cls[j]}>{text}</td>")
+        out.append(f'<tr id="{escape(scan.id)}-finding-{i + 1}">{"".join(cells)}</tr>')
+    out.append("</tbody></table></div></div>")
+    return "".join(out)
 
 
 def _scan_html(

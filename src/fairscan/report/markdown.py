@@ -149,6 +149,7 @@ COMPACT_HEAD = [
     "inside",
     "reference",
     "difference",
+    "statistic",
     "p-value",
     "significant",
 ]
@@ -165,6 +166,7 @@ def compact_row(index: int, finding: Finding, label: str) -> list[object]:
         effect_cell(e.metric, e.inside, e.inside_count, rate),
         effect_cell(e.metric, e.reference, e.reference_count, rate),
         effect_size(finding),
+        f"{statistic_words(finding.statistic.name)} {fmt_value(finding.statistic.value)}",
         fmt_p(headline_p(finding)),
         significance_words(finding.significant),
     ]
@@ -217,13 +219,17 @@ def _further_lines(scan: ScanResult, labels: list[str]) -> list[str]:
         return []
     nested = containers(scan.findings)
     rows = []
+    notes = []
     for i, finding in enumerate(shown, start=FULL_FINDINGS):
         label = labels[i] + (f" (inside #{nested[i] + 1})" if i in nested else "")
         rows.append(compact_row(i + 1, finding, label))
+        notes.append(f"{i + 1}. {finding.description}")
     return [
-        f"Further findings ({len(shown)}; each in full in the JSON report):",
+        f"Further findings ({len(shown)}), one row each:",
         "",
-        *table(COMPACT_HEAD, rows, {0, 2, 3, 4, 5, 6}),
+        *table(COMPACT_HEAD, rows, {0, 2, 3, 4, 5, 6, 7}),
+        "",
+        *notes,
         "",
     ]
 
