@@ -215,7 +215,10 @@ _CARD = (
     f"{_FONT};color:#1d2330;background:#fff;border:1px solid #dde1e8;border-radius:8px;"
     "padding:10px 14px;margin:4px 0;max-width:1100px;line-height:1.45;font-size:13px"
 )
-_TABLE = "border-collapse:collapse;margin:6px 0;font-size:12.5px;color:#1d2330;background:#fff"
+_TABLE = (
+    "border-collapse:collapse;table-layout:auto;margin:6px 0;font-size:12.5px;color:#1d2330;"
+    "background:#fff"
+)
 _CELL = (
     "border:1px solid #dde1e8;padding:3px 8px;vertical-align:top;color:#1d2330;white-space:normal"
 )
