@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -35,12 +36,14 @@ def demo_report(folder: Path) -> Path:
     """The demo audit's JSON and HTML reports in ``folder``; the JSON path."""
     from fairscan.api import RunOptions, run_audit
 
+    # the repository's layout (audits/, sample_data/), so the report names the data as
+    # `audit run audits/sample.audit.yaml` does
+    (folder / "audits").mkdir()
+    (folder / "sample_data").mkdir()
+    shutil.copyfile(ROOT / "sample_data" / "credit.csv", folder / "sample_data" / "credit.csv")
     text = (ROOT / "audits" / "sample.audit.yaml").read_text(encoding="utf-8")
-    text = text.replace(
-        "../sample_data/credit.csv", (ROOT / "sample_data" / "credit.csv").as_posix()
-    )
     text = re.sub(r"formats: \[[^]]*\]", "formats: [json, html]", text)
-    spec = folder / "sample.audit.yaml"
+    spec = folder / "audits" / "sample.audit.yaml"
     spec.write_text(text, encoding="utf-8")
     run_audit(spec, RunOptions(out_dir=folder))
     return folder / "sample-credit.json"
