@@ -55,6 +55,9 @@ def test_the_model_block_is_in_every_format(tmp_path: Path) -> None:
     assert f"Model: {line}" in render(report, "markdown", hooks)
     assert f"<strong>Model:</strong> {line}" in render(report, "html", hooks)
     assert line in ReportView.of(report, hooks)._repr_html_()
+    junit = render(report, "junit", hooks)
+    assert '<property name="model.name" value="credit-risk" />' in junit
+    assert '<property name="model.version" value="2.3.1" />' in junit
 
 
 def test_without_a_model_block_the_report_has_no_model_key(tmp_path: Path) -> None:

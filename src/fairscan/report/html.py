@@ -691,7 +691,8 @@ def _scan_html(
         rate = (
             ""
             if pop.observed_rate is None
-            else f"; {escape(pop.observed_label)}: {escape(percent(pop.observed_rate, 1))}"
+            else f"; {escape(pop.observed_label)}: "
+            f"{escape(rate_with_count(pop.observed_rate, pop.size))}"
         )
         parts.append(
             f"<p>Scanned population: {escape(pop.description)}, {pop.size} rows{rate}.</p>"

@@ -249,7 +249,7 @@ def _scan_section(
         rate = (
             ""
             if pop.observed_rate is None
-            else f"; {pop.observed_label}: {percent(pop.observed_rate, 1)}"
+            else f"; {pop.observed_label}: {rate_with_count(pop.observed_rate, pop.size)}"
         )
         lines += [f"Scanned population: {pop.description}, {pop.size} rows{rate}.", ""]
     if hooks is not None and hooks.lead_markdown is not None:
