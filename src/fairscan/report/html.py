@@ -81,6 +81,7 @@ pre{background:#f0f2f5;padding:8px;overflow:auto}
 .tw{overflow-x:auto;max-width:100%}
 .nested{border-left:4px solid #2e6db4;padding:2px 10px;margin:6px 0;font-size:.9em}
 .model{font-size:.95em}
+.intervals{font-size:.85em;color:#444}
 @page{size:auto;margin:12mm}
 @media print{
 body{background:#fff;font-size:10pt;line-height:1.35}
