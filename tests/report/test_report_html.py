@@ -240,8 +240,8 @@ def test_html_is_well_formed_and_has_a_bar_chart_and_null_histogram_per_finding(
     assert charts.count("null") == 2
     # each bar chart: inside, expected and reference bars, with row counts
     assert text.count('class="bar"') >= 6
-    assert "0.6648  n = 349" in text
-    assert "0.2608  n = 3014" in text
+    assert "66.5% (232 of 349)" in text
+    assert "26.1% (n = 3014)" in text
     assert "expected inside" in text and "the other true negatives" in text
 
 
@@ -249,10 +249,10 @@ def test_bar_chart_without_expectation_or_values():
     f = finding(expected=None, reference_count=None)
     text = render_html(_report(scan([f])))
     tree = _parse(text)
-    assert _charts(tree) == ["bars"]  # no null distribution: no histogram
+    assert _charts(tree) == ["overview", "bars"]  # no null distribution: no histogram
     assert text.count('class="bar"') == 2
     empty = finding(inside=None, reference=None, expected=None)
-    assert _charts(_parse(render_html(_report(scan([empty]))))) == []
+    assert _charts(_parse(render_html(_report(scan([empty]))))) == []  # nothing to draw
 
 
 def test_null_histogram_marks_the_observed_score_and_quantile():
@@ -271,14 +271,14 @@ def test_null_histogram_marks_the_observed_score_and_quantile():
 def test_forest_plot_from_a_scan_hook():
     text = render_html(_report(_flag_scan()), HOOKS)
     tree = _parse(text)
-    assert _charts(tree) == ["bars", "forest"]
+    assert _charts(tree) == ["overview", "bars", "forest"]
     points = [a for t, a, _ in tree.tags if t == "circle" and a.get("class") == "point"]
     intervals = [a for t, a, _ in tree.tags if t == "line" and a.get("class") == "interval"]
     assert len(points) == len(intervals) == 3
     assert points[0]["fill"] == INSIDE  # the flagged group comes first, in red
     assert "red = flagged" in text and "Gap of false positive rate" in text
     # without the hook the finding still renders, without the type's chart
-    assert _charts(_parse(render_html(_report(_flag_scan())))) == ["bars"]
+    assert _charts(_parse(render_html(_report(_flag_scan())))) == ["overview", "bars"]
 
 
 def test_forest_plot_two_sided_marks_both_tolerances_and_caps_the_rows():
@@ -303,7 +303,7 @@ def test_forest_plot_two_sided_marks_both_tolerances_and_caps_the_rows():
 def test_roc_curves_from_a_finding_hook():
     text = render_html(_report(_subroc_scan()), HOOKS)
     tree = _parse(text)
-    assert _charts(tree) == ["bars", "roc"]
+    assert _charts(tree) == ["bars", "roc"]  # ROC AUC is no rate: no overview chart
     curves = [a for t, a, _ in tree.tags if t == "polyline" and a.get("class") == "roc"]
     assert len(curves) == 2
     for curve in curves:

@@ -7,16 +7,19 @@ Like every renderer, this reads only the result contract. polars is imported onl
 
 from __future__ import annotations
 
-import json
+import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fairscan.report.html import escape, html_table
-from fairscan.report.markdown import SUMMARY_HEAD, summary_rows, verdict_line
+from fairscan.report.html import escape, overview_chart, overview_rows
+from fairscan.report.markdown import SUMMARY_HEAD, effect_cell, summary_rows, verdict_line
 from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.overview import effect_size, model_text, readable_label
 from fairscan.report.text import (
     fmt_p,
     fmt_value,
     headline_p,
+    is_rate,
     significance_words,
     statistic_words,
 )
@@ -50,7 +53,16 @@ def repr_line(report: AuditReport) -> str:
 # --- the findings table --------------------------------------------------------------------
 
 
-def _findings_schema() -> dict[str, Any]:
+def _subgroup_fields(report: AuditReport) -> list[str]:
+    """The ``subgroup`` struct's fields: every attribute, then any other a finding names."""
+    names = list(report.attributes)
+    for scan in report.scans:
+        for finding in scan.findings:
+            names += [n for n in (finding.subgroup or {}) if n not in names]
+    return names
+
+
+def _findings_schema(fields: Sequence[str]) -> dict[str, Any]:
     import polars as pl
 
     return {
@@ -58,7 +70,7 @@ def _findings_schema() -> dict[str, Any]:
         "type": pl.String,
         "rank": pl.Int64,
         "label": pl.String,
-        "subgroup": pl.String,
+        "subgroup": pl.Struct({name: pl.List(pl.String) for name in fields}),
         "group": pl.String,
         "size": pl.Int64,
         "statistic": pl.String,
@@ -93,15 +105,19 @@ FINDINGS_COLUMNS = (
 )
 
 
-def _finding_row(scan: ScanResult, rank: int, finding: Finding) -> dict[str, Any]:
+def _finding_row(
+    scan: ScanResult, rank: int, finding: Finding, fields: Sequence[str]
+) -> dict[str, Any]:
+    subgroup = finding.subgroup
     return {
         "scan_id": scan.id,
         "type": scan.type,
         "rank": rank,
         "label": finding.label,
+        # a struct: one field per attribute, its selected values (null: unconstrained)
         "subgroup": None
-        if finding.subgroup is None
-        else json.dumps(finding.subgroup, ensure_ascii=False),
+        if subgroup is None
+        else {name: (list(subgroup[name]) if name in subgroup else None) for name in fields},
         "group": finding.group,
         "size": finding.size,
         "statistic": finding.statistic.name,
@@ -118,16 +134,50 @@ def _finding_row(scan: ScanResult, rank: int, finding: Finding) -> dict[str, Any
 
 def findings_frame(report: AuditReport) -> pl.DataFrame:
     """One row per finding over all scans, in scan order and, within a scan, most important
-    first (``rank`` 1). ``subgroup`` is the JSON text of the attribute -> values mapping (null for
-    a named group, whose name is in ``group``); undefined numbers are null."""
+    first (``rank`` 1). ``subgroup`` is a struct with one field per attribute, holding the
+    values the finding selects (null where it leaves the attribute unconstrained; the whole
+    struct is null for a named group, whose name is in ``group``); undefined numbers are null.
+    Its notebook display shows labels and descriptions in full."""
     import polars as pl
 
+    fields = _subgroup_fields(report)
     rows = [
-        _finding_row(scan, rank, finding)
+        _finding_row(scan, rank, finding, fields)
         for scan in report.scans
         for rank, finding in enumerate(scan.findings, start=1)
     ]
-    return pl.DataFrame(rows, schema=_findings_schema(), orient="row")
+    frame = pl.DataFrame(rows, schema=_findings_schema(fields), orient="row")
+    return _full_text_frame(frame)
+
+
+def _full_text_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` displayed (in a notebook, or printed) with its text in full: polars cuts
+    strings to a few characters by default, which would cut every label. Operations on it give
+    plain polars frames."""
+    full = _findings_frame_type().__new__(_findings_frame_type())
+    full._df = frame._df
+    return full
+
+
+@functools.cache
+def _findings_frame_type() -> type[pl.DataFrame]:
+    import polars as pl
+
+    def full_text() -> pl.Config:
+        return pl.Config(fmt_str_lengths=1000, tbl_cols=-1, tbl_width_chars=10_000)
+
+    class FindingsFrame(pl.DataFrame):
+        """The findings table: a polars DataFrame that shows its text in full."""
+
+        def _repr_html_(self, **kwargs: Any) -> str:
+            with full_text():
+                return super()._repr_html_(**kwargs)
+
+        def __str__(self) -> str:
+            with full_text():
+                return super().__str__()
+
+    return FindingsFrame
 
 
 # --- text and HTML summaries ---------------------------------------------------------------
@@ -157,8 +207,63 @@ def summary_text(report: AuditReport) -> str:
     return "\n".join(lines)
 
 
+# Inline styles only: notebook front-ends strip or override stylesheets (JupyterLab right-aligns
+# every cell and drops borders; an untrusted notebook drops <style>), and a dark theme would
+# otherwise paint light text on the white card. Inline styles win over all of them.
+_FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
+_CARD = (
+    f"{_FONT};color:#1d2330;background:#fff;border:1px solid #dde1e8;border-radius:8px;"
+    "padding:10px 14px;margin:4px 0;max-width:1100px;line-height:1.45;font-size:13px"
+)
+_TABLE = (
+    "border-collapse:collapse;table-layout:auto;margin:6px 0;font-size:12.5px;color:#1d2330;"
+    "background:#fff"
+)
+_CELL = (
+    "border:1px solid #dde1e8;padding:3px 8px;vertical-align:top;color:#1d2330;white-space:normal"
+)
+_HEAD_CELL = f"{_CELL};background:#f3f5f8;font-weight:600"
+_LEFT = "text-align:left"
+_RIGHT = "text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap"
+_MUTED = "color:#5b6270;font-size:12px;margin:6px 0 0"
+
+
+def styled_table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: set[int]) -> str:
+    """A table whose every cell carries its own style (borders, alignment, colours): it looks
+    the same in Jupyter, JupyterLab, VS Code and a bare browser. Cells are escaped."""
+
+    def align(i: int) -> str:
+        return _RIGHT if i in numeric else _LEFT
+
+    out = [f'<table style="{_TABLE}"><thead><tr>']
+    out += [f'<th style="{_HEAD_CELL};{align(i)}">{escape(h)}</th>' for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells = "".join(
+            f'<td style="{_CELL};{align(i)}">{escape(v)}</td>' for i, v in enumerate(row)
+        )
+        out.append(f'<tr style="background:#fff">{cells}</tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def effect_text(finding: Finding) -> str:
+    """``false positive rate 71.0% (142 of 200) vs 9.4% (714 of 7582)``: the metric, then
+    inside vs the reference, rates as percentages with their counts."""
+    e = finding.effect
+    rate = is_rate(e.metric, e.inside, e.reference)
+    inside = effect_cell(e.metric, e.inside, e.inside_count, rate)
+    reference = effect_cell(e.metric, e.reference, e.reference_count, rate)
+    return f"{e.metric}: {inside} vs {reference}"
+
+
+TOP_HEAD = ["scan", "finding", "size", "effect (inside vs reference)", "difference", "statistic"]
+TOP_HEAD += ["p-value", "significant"]
+
+
 def summary_html(report: AuditReport) -> str:
-    """Compact HTML for notebooks: the verdict, one row per scan and the top findings.
+    """Compact HTML for notebooks: the verdict, one row per scan, the overview chart of the top
+    findings' effects and the top findings with their full labels.
 
     Every data string is escaped; inline styles only (no script, no stylesheet).
     """
@@ -166,42 +271,56 @@ def summary_html(report: AuditReport) -> str:
     style = _VERDICT_STYLE.get(v.status, "")
     verdict = verdict_line(report).replace("**", "")
     parts = [
-        '<div class="fairscan-report">',
-        f"<p><strong>Fairness audit: {escape(report.name)}</strong> "
-        f'<span style="{style};padding:2px 8px;border-radius:5px;font-weight:600">'
-        f"{escape(verdict)}</span></p>",
+        f'<div class="fairscan-report" style="{_CARD}">',
+        f'<div style="font-size:15px;font-weight:600;margin:0 0 6px">Fairness audit: '
+        f"{escape(report.name)} "
+        f'<span style="{style};padding:2px 8px;border-radius:5px;font-weight:600;font-size:13px">'
+        f"{escape(verdict)}</span></div>",
     ]
     if report.description:
-        parts.append(f"<p>{escape(report.description)}</p>")
-    parts.append(html_table(SUMMARY_HEAD, summary_rows(report), {3, 5, 6}))
+        parts.append(f'<div style="margin:2px 0">{escape(report.description)}</div>')
+    model = model_text(report)
+    if model is not None:
+        parts.append(f'<div style="margin:2px 0"><b>Model:</b> {escape(model)}</div>')
+    parts.append(styled_table(SUMMARY_HEAD, summary_rows(report), {3, 5, 6}))
+    chart = overview_chart(
+        overview_rows(report),
+        style="margin:6px 0|color:#5b6270;font-size:12px;max-width:640px",
+    )
+    if chart:
+        parts.append(chart)
     top = top_findings(report)
     if top:
         rows = []
         for scan, finding in top:
-            effect = finding.effect
             rows.append(
                 [
                     scan.id,
-                    finding.label,
+                    readable_label(finding, report.attributes),
                     finding.size,
-                    f"{effect.metric} {fmt_value(effect.inside)} vs {fmt_value(effect.reference)}",
+                    effect_text(finding),
+                    effect_size(finding),
                     f"{statistic_words(finding.statistic.name)} "
                     f"{fmt_value(finding.statistic.value)}",
                     fmt_p(headline_p(finding)),
                     significance_words(finding.significant),
                 ]
             )
-        head = ["scan", "finding", "size", "effect", "statistic", "p-value", "significant"]
-        parts += ["<p><strong>Top findings</strong></p>", html_table(head, rows, {2, 4, 5})]
+        parts += [
+            '<div style="font-weight:600;margin:8px 0 0">Top findings</div>',
+            styled_table(TOP_HEAD, rows, {2, 4, 5, 6}),
+        ]
     for scan in report.scans:
         if scan.error:
             first = scan.error.splitlines()[0] if scan.error.strip() else "error"
-            parts.append(f"<p>Scan {escape(scan.id)} failed: {escape(first)}</p>")
+            parts.append(
+                f'<div style="margin:4px 0">Scan {escape(scan.id)} failed: {escape(first)}</div>'
+            )
     total = sum(len(scan.findings) for scan in report.scans)
     noun = "finding" if total == 1 else "findings"
     parts.append(
-        f'<p style="color:#666;font-size:.85em">{total} {noun} in <code>report.findings</code>; '
+        f'<div style="{_MUTED}">{total} {noun} in <code>report.findings</code>; '
         "<code>report.to_html()</code> or <code>report.write(dir)</code> for the full report "
-        "with charts.</p></div>"
+        "with every chart.</div></div>"
     )
     return "".join(parts)

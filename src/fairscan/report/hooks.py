@@ -19,6 +19,10 @@ from fairscan.report.models import Finding, ScanResult
 class RenderHooks:
     """Optional per-type renderers of ``scans[].detail`` and ``findings[].detail``."""
 
+    # Markdown lines before the scan's findings (its overview: e.g. a forest plot's table)
+    lead_markdown: Callable[[ScanResult], list[str]] | None = None
+    # HTML before the scan's findings (its overview chart, e.g. the forest plot)
+    lead_html: Callable[[ScanResult], str] | None = None
     # extra Markdown lines after the scan's findings
     markdown: Callable[[ScanResult], list[str]] | None = None
     # extra HTML after the scan's findings

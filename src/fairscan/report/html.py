@@ -18,15 +18,31 @@ from collections.abc import Callable, Sequence
 from fairscan.data.labels import subgroup_label
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.markdown import (
+    COMPACT_HEAD,
+    CONSTRAINED_HEAD,
+    FULL_FINDINGS,
     MAX_FINDINGS,
+    OVERVIEW_PER_SCAN,
     SUMMARY_HEAD,
+    compact_row,
+    constrained_row,
+    expected_shown,
     finding_columns,
     null_sentence,
+    scan_labels,
     summary_rows,
     verdict_line,
 )
 from fairscan.report.models import AuditReport, Effect, Finding, NullDistribution, ScanResult
-from fairscan.report.text import fmt_number, fmt_value, percent
+from fairscan.report.overview import (
+    audited_items,
+    constrained_attributes,
+    containers,
+    effect_size,
+    model_text,
+    nested_note,
+)
+from fairscan.report.text import fmt_number, fmt_value, is_rate, percent, rate_with_count
 from fairscan.report.verdict import status_text
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
@@ -62,6 +78,29 @@ section>h2:first-child{margin-top:.2em}
 .warn{background:#fff8e1;border-left:4px solid #e0a800;padding:4px 10px;margin:6px 0}
 pre{background:#f0f2f5;padding:8px;overflow:auto}
 .muted{color:#666;font-size:.85em}
+.tw{overflow-x:auto;max-width:100%}
+.nested{border-left:4px solid #2e6db4;padding:2px 10px;margin:6px 0;font-size:.9em}
+.model{font-size:.95em}
+.intervals{font-size:.85em;color:#444}
+@page{size:auto;margin:12mm}
+@media print{
+body{background:#fff;font-size:10pt;line-height:1.35}
+main{max-width:none;padding:0}
+section.scan,section.box{background:none;border:none;border-radius:0;padding:0;margin:0 0 12px}
+.chart,pre,.warn,.badge{background:none}
+.chart{border:none;padding:0}
+.badge{border:1px solid #999}
+pre{white-space:pre-wrap;border:1px solid #ccc}
+.tw{overflow:visible}
+table{width:100%;font-size:8pt}
+th,td{padding:2px 4px;overflow-wrap:anywhere}
+td.n,th.n{overflow-wrap:normal}
+.charts{display:block}
+figure.chart{display:block;margin:4px 0}
+svg.plot{max-width:100%;height:auto}
+.finding,.charts,figure,tr,.overview{break-inside:avoid}
+h1,h2,h3{break-after:avoid}
+}
 """
 
 
@@ -108,18 +147,23 @@ def _svg(width: int, height: int, body: Sequence[str], label: str) -> str:
     )
 
 
-def figure(svg: str, caption: str, kind: str) -> str:
-    """A chart with its caption; ``kind`` goes to ``data-chart`` (bars, null, forest, roc...)."""
+def figure(svg: str, caption: str, kind: str, style: str = "") -> str:
+    """A chart with its caption; ``kind`` goes to ``data-chart`` (bars, null, forest, roc...);
+    ``style``: inline styles of the figure and its caption (``(figure, caption)`` joined by
+    ``|``), for pages without the report's stylesheet."""
+    figure_style, _, caption_style = style.partition("|")
+    fs = f' style="{escape(figure_style)}"' if figure_style else ""
+    cs = f' style="{escape(caption_style)}"' if caption_style else ""
     return (
-        f'<figure class="chart" data-chart="{escape(kind)}">{svg}'
-        f"<figcaption>{escape(caption)}</figcaption></figure>"
+        f'<figure class="chart" data-chart="{escape(kind)}"{fs}>{svg}'
+        f"<figcaption{cs}>{escape(caption)}</figcaption></figure>"
     )
 
 
 def html_table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: set[int]) -> str:
     """A table with escaped cells; columns whose index is in ``numeric`` are right-aligned."""
     cls = [' class="n"' if i in numeric else "" for i in range(len(head))]
-    out = ["<table><thead><tr>"]
+    out = ['<div class="tw"><table><thead><tr>']
     out += [f"<th{cls[i]}>{escape(h)}</th>" for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for row in rows:
@@ -127,7 +171,7 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: s
             f"<td{cls[i] if i < len(cls) else ''}>{escape(v)}</td>" for i, v in enumerate(row)
         )
         out.append(f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
@@ -135,15 +179,24 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[object]], numeric: s
 
 
 def bar_chart(effect: Effect, caption: str | None = None) -> str:
-    """The effect's metric inside, expected inside (when given) and in the reference, with row
-    counts. Empty when none of the three is defined."""
+    """The effect's metric inside, expected inside (when it differs from the reference) and in
+    the reference, with row counts; rates as percentages. Empty when none is defined."""
+    rate = is_rate(effect.metric, effect.inside, effect.reference, effect.expected)
+
+    def shown(value: float | None, count: int | None) -> str:
+        if rate:
+            return rate_with_count(value, count)
+        return f"{fmt_value(value)}  n = {count}" if count is not None else fmt_value(value)
+
     rows: list[tuple[str, float | None, str, str]] = [
-        ("inside", effect.inside, f"n = {effect.inside_count}", INSIDE)
+        ("inside", effect.inside, shown(effect.inside, effect.inside_count), INSIDE)
     ]
-    if effect.expected is not None:
-        rows.append(("expected inside", effect.expected, "", EXPECTED))
-    ref_count = "" if effect.reference_count is None else f"n = {effect.reference_count}"
-    rows.append(("reference", effect.reference, ref_count, OUTSIDE))
+    if expected_shown(effect):
+        rows.append(("expected inside", effect.expected, shown(effect.expected, None), EXPECTED))
+    ref_name = "reference" if expected_shown(effect) or effect.expected is None else "expected"
+    rows.append(
+        (ref_name, effect.reference, shown(effect.reference, effect.reference_count), OUTSIDE)
+    )
     values = [v for _, v, _, _ in rows if v is not None and math.isfinite(v)]
     if not values:
         return ""
@@ -153,13 +206,16 @@ def bar_chart(effect: Effect, caption: str | None = None) -> str:
         hi = lo + 1.0
     ticks = _nice_ticks(lo, hi * 1.05 if hi > 0 else hi)
     lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
-    left, right, top, row_h = 112, 128, 10, 30
-    plot_w = 420 - left - right
+    left, right, top, row_h = 112, 150, 10, 30
+    plot_w = 440 - left - right
     width = left + plot_w + right
     height = top + row_h * len(rows) + 26
 
     def x(v: float) -> float:
         return left + (v - lo) / (hi - lo) * plot_w
+
+    def tick(t: float) -> str:
+        return f"{100 * t:g}%" if rate else f"{t:g}"
 
     body = []
     for t in ticks:
@@ -167,8 +223,8 @@ def bar_chart(effect: Effect, caption: str | None = None) -> str:
             f'<line x1="{_n(x(t))}" y1="{top}" x2="{_n(x(t))}" y2="{top + row_h * len(rows)}" '
             'stroke="#e3e6ea"/>'
         )
-        body.append(_text(x(t), top + row_h * len(rows) + 14, f"{t:g}", "middle", fill="#555"))
-    for i, (label, value, counts, color) in enumerate(rows):
+        body.append(_text(x(t), top + row_h * len(rows) + 14, tick(t), "middle", fill="#555"))
+    for i, (label, value, text, color) in enumerate(rows):
         y0 = top + i * row_h
         body.append(_text(left - 6, y0 + 19, label, "end"))
         if value is None or not math.isfinite(value):
@@ -178,16 +234,22 @@ def bar_chart(effect: Effect, caption: str | None = None) -> str:
         body.append(
             f'<rect class="bar" x="{_n(x0)}" y="{y0 + 6}" width="{_n(max(x1 - x0, 1.0))}" '
             f'height="{row_h - 10}" fill="{color}"><title>{escape(label)}: '
-            f"{escape(fmt_value(value))} ({escape(counts or 'no count')})</title></rect>"
+            f"{escape(text)}</title></rect>"
         )
-        body.append(_text(x1 + 5, y0 + 19, f"{fmt_value(value)}  {counts}".rstrip()))
+        body.append(_text(x1 + 5, y0 + 19, text))
     body.append(
         f'<line x1="{_n(x(0.0))}" y1="{top}" x2="{_n(x(0.0))}" '
         f'y2="{top + row_h * len(rows)}" stroke="#333"/>'
     )
     svg = _svg(width, height, body, f"bar chart: {effect.metric} inside vs the reference")
+    same = (
+        ""
+        if expected_shown(effect) or effect.expected is None
+        else " The reference here is what is expected inside the subgroup itself."
+    )
     text = caption or (
-        f"{effect.metric}: inside vs the reference ({effect.reference_name}), with row counts."
+        f"{effect.metric}: inside vs the reference ({effect.reference_name}), with row "
+        f"counts.{same}"
     )
     return figure(svg, text, "bars")
 
@@ -199,7 +261,11 @@ def null_histogram(null: NullDistribution, observed: float, caption: str | None 
     left, right, top, bottom = 40, 14, 22, 30
     plot_w, plot_h = width - left - right, height - top - bottom
     lo = min([*scores, observed, 0.0])
-    hi = max([*scores, observed])
+    null_hi = max([*scores, null.quantile or 0.0, 0.0])
+    # an observed score far beyond every null maximum would squash the null into one bar at 0:
+    # the axis then spans the null and the observed score is marked at its right edge
+    off_scale = bool(scores) and observed - lo > 3.0 * max(null_hi - lo, 1e-12)
+    hi = null_hi if off_scale else max(null_hi, observed)
     if hi <= lo:
         hi = lo + 1.0
     hi += (hi - lo) * 0.04
@@ -241,23 +307,28 @@ def null_histogram(null: NullDistribution, observed: float, caption: str | None 
         body.append(
             _text(qx, top - 4, f"{100 * (1 - null.alpha):g}% quantile", "middle", fill="#555")
         )
-    ox = x(observed)
+    ox = left + plot_w if off_scale else x(observed)
     body.append(
         f'<line class="observed" x1="{_n(ox)}" y1="{top - 8}" x2="{_n(ox)}" y2="{top + plot_h}" '
-        f'stroke="{INSIDE}" stroke-width="2.5"><title>observed {observed:.3f}</title></line>'
+        f'stroke="{INSIDE}" stroke-width="2.5"'
+        + (' stroke-dasharray="6 3"' if off_scale else "")
+        + f"><title>observed {observed:.3f}</title></line>"
     )
     anchor = "end" if ox > left + plot_w * 0.7 else "start"
     shift = -4 if anchor == "end" else 4
-    body.append(
-        _text(
-            ox + shift, top + 12, f"observed {observed:.2f}", anchor, fill=INSIDE, font_weight="600"
-        )
-    )
+    mark = f"observed {observed:.2f}" + (" (off scale) →" if off_scale else "")
+    body.append(_text(ox + shift, top + 12, mark, anchor, fill=INSIDE, font_weight="600"))
     body.append(_text(left + plot_w / 2, height - 2, "maximum score per null replicate", "middle"))
     svg = _svg(width, height, body, "null distribution of the maximum score")
+    beyond = (
+        f" The observed {observed:.2f} lies far beyond the largest null maximum "
+        f"({null_hi:.2f}): it is marked at the right edge, off the scale."
+        if off_scale
+        else ""
+    )
     text = caption or (
         f"Null distribution of the maximum score ({null.replicates} replicates, "
-        f"{null.exceed_count} at or above the observed {observed:.2f})."
+        f"{null.exceed_count} at or above the observed {observed:.2f}).{beyond}"
     )
     return figure(svg, text, "null")
 
@@ -423,17 +494,138 @@ def roc_chart(
     return figure(svg, f"ROC curve of {label} vs the whole search set.", "roc")
 
 
+def _short(label: str, limit: int = 52) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def overview_chart(
+    rows: Sequence[tuple[str, Finding]], caption: str | None = None, style: str = ""
+) -> str:
+    """Each finding's rate inside (red dot) against its reference (blue dot) on one 0-100%
+    axis, the difference as the line between them; significant findings in bold. Findings
+    whose metric is not a rate are left out (the overview table lists them). Empty when none
+    is left."""
+    shown = [
+        (name, f)
+        for name, f in rows
+        if f.effect.inside is not None
+        and f.effect.reference is not None
+        and is_rate(f.effect.metric, f.effect.inside, f.effect.reference)
+    ]
+    if not shown:
+        return ""
+    hi_value = max(max(f.effect.inside or 0.0, f.effect.reference or 0.0) for _, f in shown)
+    ticks = _nice_ticks(0.0, max(hi_value * 1.05, 0.01), 5)
+    hi = max(ticks[-1], hi_value)
+    label_w = max(140, min(370, int(7.0 * max(len(_short(n)) for n, _ in shown))))
+    left, right, top, row_h = label_w + 12, 150, 24, 26
+    plot_w = max(220, 720 - left - right)
+    width = left + plot_w + right
+    bottom = top + row_h * len(shown)
+    height = bottom + 34
+
+    def x(v: float) -> float:
+        return left + v / hi * plot_w
+
+    body = []
+    for t in ticks:
+        body.append(
+            f'<line x1="{_n(x(t))}" y1="{top - 4}" x2="{_n(x(t))}" y2="{bottom}" stroke="#e3e6ea"/>'
+        )
+        body.append(_text(x(t), bottom + 14, f"{100 * t:g}%", "middle", fill="#555"))
+    body.append(_text(left, top - 10, "● inside", fill=INSIDE, font_weight="600"))
+    body.append(_text(left + 70, top - 10, "● reference", fill=OUTSIDE, font_weight="600"))
+    for i, (name, f) in enumerate(shown):
+        e = f.effect
+        assert e.inside is not None and e.reference is not None
+        yc = top + i * row_h + row_h / 2
+        weight = {"font_weight": "600"} if f.significant else {}
+        body.append(_text(left - 8, yc + 4, _short(name), "end", **weight))
+        body.append(
+            f'<line class="difference" x1="{_n(x(e.reference))}" y1="{_n(yc)}" '
+            f'x2="{_n(x(e.inside))}" y2="{_n(yc)}" stroke="#999" stroke-width="3">'
+            f"<title>{escape(name)}: {escape(effect_size(f))}</title></line>"
+        )
+        for value, count, color, what in (
+            (e.reference, e.reference_count, OUTSIDE, "reference"),
+            (e.inside, e.inside_count, INSIDE, "inside"),
+        ):
+            body.append(
+                f'<circle class="{what}" cx="{_n(x(value))}" cy="{_n(yc)}" r="5" '
+                f'fill="{color}"><title>{escape(name)} {what}: '
+                f"{escape(rate_with_count(value, count))}</title></circle>"
+            )
+        body.append(
+            _text(left + plot_w + 10, yc + 4, f"{effect_size(f)}, {percent(e.inside, 1)}", **weight)
+        )
+    body.append(_text(left + plot_w / 2, height - 4, "rate (inside vs reference)", "middle"))
+    svg = _svg(width, height, body, "overview: each top finding's rate inside vs its reference")
+    text = caption or (
+        "The top findings of each scan: the rate inside the group (red) against its reference "
+        "(blue), significant findings in bold, the difference in percentage points and the "
+        "rate inside on the right; [scan id] when several scans report findings."
+    )
+    return figure(svg, text, "overview", style)
+
+
+def overview_rows(report: AuditReport) -> list[tuple[str, Finding]]:
+    rows = []
+    several = sum(1 for scan in report.scans if scan.findings) > 1
+    for scan in report.scans:
+        labels = scan_labels(report, scan)
+        for i, finding in enumerate(scan.findings[:OVERVIEW_PER_SCAN]):
+            rows.append((f"{labels[i]} [{scan.id}]" if several else labels[i], finding))
+    return rows
+
+
+def _overview_html(report: AuditReport) -> str:
+    """Before the scans: the effects of every scan's top findings and the attributes they
+    constrain."""
+    rows = overview_rows(report)
+    if not rows:
+        return ""
+    parts = ['<section class="box overview" id="overview"><h2>Overview</h2>']
+    chart = overview_chart(rows)
+    if chart:
+        parts.append(f'<div class="charts">{chart}</div>')
+    attrs = constrained_attributes(report, OVERVIEW_PER_SCAN)
+    if attrs:
+        parts.append("<p>Attributes the top findings constrain:</p>")
+        parts.append(html_table(CONSTRAINED_HEAD, [constrained_row(a) for a in attrs], {2}))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _audited_html(report: AuditReport) -> str:
+    rows = [[item, value] for item, value in audited_items(report)]
+    return (
+        '<section class="box" id="audited"><h2>What was audited</h2>'
+        + html_table(["item", "value"], rows, set())
+        + "</section>"
+    )
+
+
 # --- sections --------------------------------------------------------------------------------
 
 
-def _finding_html(scan: ScanResult, index: int, finding: Finding, hooks: RenderHooks | None) -> str:
-    head, row, numeric = finding_columns(finding)
+def _finding_html(
+    scan: ScanResult,
+    index: int,
+    finding: Finding,
+    hooks: RenderHooks | None,
+    labels: Sequence[str],
+) -> str:
+    label = labels[index - 1]
+    head, row, numeric = finding_columns(finding, label)
     parts = [
         f'<div class="finding" id="{escape(scan.id)}-finding-{index}">',
-        f"<h3>Finding {index}: {escape(finding.label)}</h3>",
+        f"<h3>Finding {index}: {escape(label)}</h3>",
         f"<p>{escape(finding.description)}</p>",
         html_table(head, [row], numeric),
     ]
+    note = nested_note(scan.findings, index - 1, labels)
+    if note is not None:
+        parts.append(f'<p class="nested">{escape(note)}</p>')
     charts = [bar_chart(finding.effect)]
     null = scan.null_distribution
     observed = finding.statistic.value
@@ -451,7 +643,39 @@ def _finding_html(scan: ScanResult, index: int, finding: Finding, hooks: RenderH
     return "".join(parts)
 
 
-def _scan_html(scan: ScanResult, hooks: RenderHooks | None) -> str:
+def _further_html(scan: ScanResult, labels: Sequence[str]) -> str:
+    """The findings after the first :data:`FULL_FINDINGS`, collapsed into one table."""
+    shown = scan.findings[FULL_FINDINGS:MAX_FINDINGS]
+    if not shown:
+        return ""
+    nested = containers(scan.findings)
+    numeric = {0, 2, 3, 4, 5, 6, 7}
+    cls = [' class="n"' if i in numeric else "" for i in range(len(COMPACT_HEAD))]
+    out = [
+        f'<div class="further"><h3>Further findings ({len(shown)})</h3>'
+        '<p class="muted">One row each, with its sentence under the label.</p>'
+        '<div class="tw"><table><thead><tr>',
+        *(f"<th{cls[i]}>{escape(h)}</th>" for i, h in enumerate(COMPACT_HEAD)),
+        "</tr></thead><tbody>",
+    ]
+    for i, finding in enumerate(shown, start=FULL_FINDINGS):
+        label = labels[i] + (f" (inside #{nested[i] + 1})" if i in nested else "")
+        row = compact_row(i + 1, finding, label)
+        cells = []
+        for j, value in enumerate(row):
+            text = escape(value)
+            if j == 1:  # the label, then the finding's sentence
+                text = f'<strong>{text}</strong><br><span class="muted">{escape(finding.description)}</span>'
+            cells.append(f"<td{cls[j]}>{text}</td>")
+        out.append(f'<tr id="{escape(scan.id)}-finding-{i + 1}">{"".join(cells)}</tr>')
+    out.append("</tbody></table></div></div>")
+    return "".join(out)
+
+
+def _scan_html(
+    scan: ScanResult, hooks: RenderHooks | None, labels: Sequence[str] | None = None
+) -> str:
+    labels = list(labels) if labels is not None else [f.label for f in scan.findings]
     status_cls = {"significant": "b-significant", "error": "b-error"}.get(scan.status, "")
     parts = [
         f'<section class="scan" id="scan-{escape(scan.id)}">',
@@ -468,16 +692,20 @@ def _scan_html(scan: ScanResult, hooks: RenderHooks | None) -> str:
         rate = (
             ""
             if pop.observed_rate is None
-            else f"; {escape(pop.observed_label)}: {escape(percent(pop.observed_rate, 1))}"
+            else f"; {escape(pop.observed_label)}: "
+            f"{escape(rate_with_count(pop.observed_rate, pop.size))}"
         )
         parts.append(
             f"<p>Scanned population: {escape(pop.description)}, {pop.size} rows{rate}.</p>"
         )
+    if hooks is not None and hooks.lead_html is not None:
+        parts.append(hooks.lead_html(scan))
     if scan.findings:
         noun = "finding" if len(scan.findings) == 1 else "findings"
         parts.append(f"<p>{len(scan.findings)} {noun}, {scan.significant_count()} significant.</p>")
-    for i, finding in enumerate(scan.findings[:MAX_FINDINGS], start=1):
-        parts.append(_finding_html(scan, i, finding, hooks))
+    for i, finding in enumerate(scan.findings[:FULL_FINDINGS], start=1):
+        parts.append(_finding_html(scan, i, finding, hooks, labels))
+    parts.append(_further_html(scan, labels))
     if len(scan.findings) > MAX_FINDINGS:
         parts.append(
             f'<p class="muted">{len(scan.findings) - MAX_FINDINGS} more findings in the JSON '
@@ -528,13 +756,20 @@ def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     ]
     if report.description:
         parts.append(f"<p>{escape(report.description)}</p>")
+    model = model_text(report)
+    if model is not None:
+        parts.append(f'<p class="model"><strong>Model:</strong> {escape(model)}</p>')
     parts.append(
         '<section class="box"><h2>Summary</h2>'
         + html_table(SUMMARY_HEAD, summary_rows(report), {3, 5, 6})
         + "</section>"
     )
+    parts.append(_overview_html(report))
+    parts.append(_audited_html(report))
     parts.append(_baseline_html(report))
-    parts += [_scan_html(scan, hooks.get(scan.type)) for scan in report.scans]
+    parts += [
+        _scan_html(scan, hooks.get(scan.type), scan_labels(report, scan)) for scan in report.scans
+    ]
     if report.data_warnings:
         parts.append('<section class="box"><h2>Data warnings</h2><ul>')
         parts += [f"<li>{escape(w)}</li>" for w in report.data_warnings]

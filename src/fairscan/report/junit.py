@@ -59,6 +59,11 @@ def render_junit(report: AuditReport) -> str:
         ("fairscan", report.provenance.tool_version),
     ):
         ET.SubElement(props, "property", name=name, value=value)
+    model = report.model
+    if model is not None:  # the spec's model: block, one property per given field
+        for key, value in model.model_dump().items():
+            if value is not None:
+                ET.SubElement(props, "property", name=f"model.{key}", value=str(value))
     for scan in scans:
         case = ET.SubElement(
             suite,

@@ -6,6 +6,8 @@ same table; what a scan type reports beyond it (``detail``) comes from its rende
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from fairscan.data.labels import subgroup_label
 from fairscan.report.baseline import LABELS, RETEST_LABELS
 from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
@@ -13,15 +15,29 @@ from fairscan.report.models import (
     AuditReport,
     BaselineComparison,
     BaselineSide,
+    Effect,
     Finding,
     ScanResult,
+)
+from fairscan.report.overview import (
+    ConstrainedAttribute,
+    audited_items,
+    constrained_attributes,
+    containers,
+    effect_size,
+    model_text,
+    nested_note,
+    readable_label,
 )
 from fairscan.report.sink_escape import code_fence, markdown_document
 from fairscan.report.text import (
     fmt_p,
+    fmt_p_floor,
     fmt_value,
     headline_p,
+    is_rate,
     percent,
+    rate_with_count,
     significance_words,
     statistic_words,
 )
@@ -36,6 +52,8 @@ from fairscan.report.verdict import (
 
 # Findings shown per scan (most important first); all of them are in the JSON report.
 MAX_FINDINGS = 50
+# Findings shown in full (text, table, charts); the scan's further ones share one compact table.
+FULL_FINDINGS = 3
 
 
 def verdict_line(report: AuditReport) -> str:
@@ -77,19 +95,42 @@ def with_count(value: float | None, count: int | None) -> str:
     return fmt_value(value) + ("" if count is None else f" (n = {count})")
 
 
-def finding_columns(finding: Finding) -> tuple[list[str], list[object], set[int]]:
-    """The common table of one finding: header, row, right-aligned columns."""
+def effect_cell(metric: str, value: float | None, count: int | None, rate: bool) -> str:
+    """An effect figure as a table shows it: a rate as ``71.0% (142 of 200)``, other metrics
+    as ``0.6648 (n = 349)``."""
+    return rate_with_count(value, count) if rate else with_count(value, count)
+
+
+def expected_shown(e: Effect) -> bool:
+    """Whether "expected inside" says something the reference does not: a calibration scan's
+    reference is the expectation inside the subgroup itself (the same number)."""
+    if e.expected is None:
+        return False
+    return e.reference is None or abs(e.expected - e.reference) > 1e-12 * max(1.0, abs(e.expected))
+
+
+def replicates_of(scan: ScanResult) -> int | None:
+    """The null replicates behind the scan's p-values (None without a randomization test)."""
+    return None if scan.null_distribution is None else scan.null_distribution.replicates
+
+
+def finding_columns(
+    finding: Finding, label: str | None = None
+) -> tuple[list[str], list[object], set[int]]:
+    """The common table of one finding: header, row, right-aligned columns. Rates read as
+    percentages with their counts; ``label``: the label to show (default the finding's)."""
     e = finding.effect
+    rate = is_rate(e.metric, e.inside, e.reference, e.expected)
     head = ["finding", "size", f"{e.metric} inside", f"reference ({e.reference_name})"]
     row: list[object] = [
-        finding.label,
+        finding.label if label is None else label,
         finding.size,
-        with_count(e.inside, e.inside_count),
-        with_count(e.reference, e.reference_count),
+        effect_cell(e.metric, e.inside, e.inside_count, rate),
+        effect_cell(e.metric, e.reference, e.reference_count, rate),
     ]
-    if e.expected is not None:
+    if expected_shown(e):
         head.append("expected inside")
-        row.append(fmt_value(e.expected))
+        row.append(percent(e.expected, 1) if rate else fmt_value(e.expected))
     head += [statistic_words(finding.statistic.name), "p-value", "adjusted p-value", "significant"]
     row += [
         fmt_value(finding.statistic.value),
@@ -101,8 +142,39 @@ def finding_columns(finding: Finding) -> tuple[list[str], list[object], set[int]
     return head, row, numeric
 
 
+COMPACT_HEAD = [
+    "#",
+    "finding",
+    "size",
+    "inside",
+    "reference",
+    "difference",
+    "statistic",
+    "p-value",
+    "significant",
+]
+
+
+def compact_row(index: int, finding: Finding, label: str) -> list[object]:
+    """A finding as one row of the table of further findings."""
+    e = finding.effect
+    rate = is_rate(e.metric, e.inside, e.reference)
+    return [
+        index,
+        label,
+        finding.size,
+        effect_cell(e.metric, e.inside, e.inside_count, rate),
+        effect_cell(e.metric, e.reference, e.reference_count, rate),
+        effect_size(finding),
+        f"{statistic_words(finding.statistic.name)} {fmt_value(finding.statistic.value)}",
+        fmt_p(headline_p(finding)),
+        significance_words(finding.significant),
+    ]
+
+
 def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
-    """The randomization test of a finding, in words (None without a null distribution)."""
+    """The randomization test of a finding, in words (None without a null distribution); a
+    p-value at the replicate floor says so."""
     nd = scan.null_distribution
     if nd is None or finding.p_value is None:
         return None
@@ -110,15 +182,28 @@ def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
     return (
         f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
         f"{statistic_words(finding.statistic.name)} of at least "
-        f"{fmt_value(finding.statistic.value)} (p = {fmt_p(finding.p_value)}, {judged} at "
-        f"alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
+        f"{fmt_value(finding.statistic.value)} (p = {fmt_p_floor(finding.p_value, nd.replicates)}; "
+        f"{judged} at alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
         f"{fmt_value(nd.quantile)}."
     )
 
 
-def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None) -> list[str]:
-    head, row, numeric = finding_columns(finding)
-    lines = [finding.description, "", *table(head, [row], numeric), ""]
+def scan_labels(report: AuditReport, scan: ScanResult) -> list[str]:
+    """The readable labels of a scan's findings (complements as ``name ≠ value``)."""
+    return [readable_label(f, report.attributes) for f in scan.findings]
+
+
+def _finding_lines(
+    scan: ScanResult,
+    finding: Finding,
+    hooks: RenderHooks | None,
+    label: str,
+    nested: str | None,
+) -> list[str]:
+    head, row, numeric = finding_columns(finding, label)
+    lines = [f"### {label}", "", finding.description, "", *table(head, [row], numeric), ""]
+    if nested is not None:
+        lines += [f"> {nested}", ""]
     if hooks is not None and hooks.finding_markdown is not None:
         lines += hooks.finding_markdown(scan, finding)
     sentence = null_sentence(scan, finding)
@@ -127,7 +212,33 @@ def _finding_lines(scan: ScanResult, finding: Finding, hooks: RenderHooks | None
     return lines
 
 
-def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
+def _further_lines(scan: ScanResult, labels: list[str]) -> list[str]:
+    """The findings after the first :data:`FULL_FINDINGS`, one row each."""
+    shown = scan.findings[FULL_FINDINGS:MAX_FINDINGS]
+    if not shown:
+        return []
+    nested = containers(scan.findings)
+    rows = []
+    notes = []
+    for i, finding in enumerate(shown, start=FULL_FINDINGS):
+        label = labels[i] + (f" (inside #{nested[i] + 1})" if i in nested else "")
+        rows.append(compact_row(i + 1, finding, label))
+        notes.append(f"{i + 1}. {finding.description}")
+    return [
+        f"Further findings ({len(shown)}), one row each:",
+        "",
+        *table(COMPACT_HEAD, rows, {0, 2, 3, 4, 5, 6, 7}),
+        "",
+        *notes,
+        "",
+    ]
+
+
+def _scan_section(
+    scan: ScanResult,
+    hooks: RenderHooks | None,
+    attributes: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
     lines = [f"## `{scan.id}` ({scan.type}): {status_text(scan.status)}", ""]
     if scan.error:
         fence = code_fence(scan.error)
@@ -138,14 +249,19 @@ def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
         rate = (
             ""
             if pop.observed_rate is None
-            else f"; {pop.observed_label}: {percent(pop.observed_rate, 1)}"
+            else f"; {pop.observed_label}: {rate_with_count(pop.observed_rate, pop.size)}"
         )
         lines += [f"Scanned population: {pop.description}, {pop.size} rows{rate}.", ""]
+    if hooks is not None and hooks.lead_markdown is not None:
+        lines += hooks.lead_markdown(scan)
     if scan.findings:
         noun = "finding" if len(scan.findings) == 1 else "findings"
         lines += [f"{len(scan.findings)} {noun}, {scan.significant_count()} significant.", ""]
-    for finding in scan.findings[:MAX_FINDINGS]:
-        lines += _finding_lines(scan, finding, hooks)
+    labels = [readable_label(f, attributes or {}) for f in scan.findings]
+    for i, finding in enumerate(scan.findings[:FULL_FINDINGS]):
+        note = nested_note(scan.findings, i, labels)
+        lines += _finding_lines(scan, finding, hooks, labels[i], note)
+    lines += _further_lines(scan, labels)
     if len(scan.findings) > MAX_FINDINGS:
         lines += [f"{len(scan.findings) - MAX_FINDINGS} more findings in the JSON report.", ""]
     if hooks is not None and hooks.markdown is not None:
@@ -158,6 +274,54 @@ def _scan_section(scan: ScanResult, hooks: RenderHooks | None) -> list[str]:
         "",
     ]
     return lines
+
+
+def overview_lines(report: AuditReport) -> list[str]:
+    """The overview: the top findings' effects, then the attributes they constrain."""
+    rows: list[list[object]] = []
+    for scan in report.scans:
+        labels = scan_labels(report, scan)
+        for i, finding in enumerate(scan.findings[:OVERVIEW_PER_SCAN]):
+            e = finding.effect
+            rate = is_rate(e.metric, e.inside, e.reference)
+            rows.append(
+                [
+                    f"`{scan.id}`",
+                    labels[i],
+                    e.metric,
+                    effect_cell(e.metric, e.inside, e.inside_count, rate),
+                    effect_cell(e.metric, e.reference, e.reference_count, rate),
+                    effect_size(finding),
+                    significance_words(finding.significant),
+                ]
+            )
+    if not rows:
+        return []
+    head = ["scan", "finding", "metric", "inside", "reference", "difference", "significant"]
+    lines = ["## Overview", "", *table(head, rows, {3, 4, 5}), ""]
+    attrs = constrained_attributes(report, OVERVIEW_PER_SCAN)
+    if attrs:
+        lines += [
+            "Attributes the top findings constrain:",
+            "",
+            *table(CONSTRAINED_HEAD, [constrained_row(a) for a in attrs], {2}),
+            "",
+        ]
+    return lines
+
+
+OVERVIEW_PER_SCAN = 5
+CONSTRAINED_HEAD = ["attribute", "values selected", "top findings", "largest difference"]
+
+
+def constrained_row(a: ConstrainedAttribute) -> list[object]:
+    return [a.name, ", ".join(a.values), a.findings, a.largest]
+
+
+def audited_lines(report: AuditReport) -> list[str]:
+    """The "What was audited" section: data, rows, filter, attributes and bins, settings."""
+    rows: list[list[object]] = [[item, value] for item, value in audited_items(report)]
+    return ["## What was audited", "", *table(["item", "value"], rows), ""]
 
 
 def summary_rows(report: AuditReport) -> list[list[object]]:
@@ -194,10 +358,15 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         lines += render_comparison(report.baseline)
     if report.description:
         lines += [report.description, ""]
+    model = model_text(report)
+    if model is not None:
+        lines += [f"Model: {model}", ""]
     rows = [[f"`{r[0]}`", *r[1:]] for r in summary_rows(report)]
     lines += [*table(SUMMARY_HEAD, rows, {3, 5, 6}), ""]
+    lines += overview_lines(report)
+    lines += audited_lines(report)
     for scan in report.scans:
-        lines += _scan_section(scan, hooks.get(scan.type))
+        lines += _scan_section(scan, hooks.get(scan.type), report.attributes)
     if report.data_warnings:
         lines += ["## Data warnings", ""]
         lines += [f"- {w}" for w in report.data_warnings]

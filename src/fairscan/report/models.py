@@ -245,10 +245,23 @@ class Verdict(ReportModel):
     scans_with_errors: int
 
 
+class AuditedModel(ReportModel):
+    """The model under audit, as the spec's optional ``model:`` block names it."""
+
+    name: str = Field(description="The model's name.")
+    version: str | None = Field(default=None, description="Its version.")
+    owner: str | None = Field(default=None, description="Who owns it (team or person).")
+    description: str | None = Field(default=None, description="What it does, in a sentence.")
+
+
 class AuditReport(ReportModel):
     schema_version: int = REPORT_SCHEMA_VERSION
     name: str
     description: str | None = None
+    model: AuditedModel | None = Field(
+        default=None,
+        description="The model under audit (the spec's `model:` block); omitted without one.",
+    )
     verdict: Verdict
     provenance: Provenance
     data_warnings: list[str] = Field(default_factory=list)

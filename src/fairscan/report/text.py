@@ -55,3 +55,53 @@ def significance_words(significant: bool | None) -> str:
 def headline_p(finding: Finding) -> float | None:
     """The p-value a summary shows: the adjusted one when there is one."""
     return finding.adjusted_p_value if finding.adjusted_p_value is not None else finding.p_value
+
+
+def p_floor_note(p: float | None, replicates: int | None) -> str | None:
+    """Why a p-value cannot be smaller: ``None`` unless ``p`` is the randomization test's
+    floor 1 / (replicates + 1), the value a score above every null replicate gets."""
+    if p is None or not replicates or replicates < 1:
+        return None
+    floor = 1.0 / (replicates + 1)
+    if abs(p - floor) > 1e-9 * floor:
+        return None
+    return f"the smallest possible with {replicates} replicates"
+
+
+def fmt_p_floor(p: float | None, replicates: int | None, missing: str = "not tested") -> str:
+    """A p-value, with the replicate floor explained where it is at it:
+    ``0.0050, the smallest possible with 199 replicates``."""
+    note = p_floor_note(p, replicates)
+    return fmt_p(p, missing) + ("" if note is None else f", {note}")
+
+
+def is_rate(metric: str, *values: float | None) -> bool:
+    """A proportion (a rate or a probability, between 0 and 1), shown as a percentage."""
+    words = metric.lower()
+    if not any(w in words for w in ("rate", "probability", "proportion", "share")):
+        return False
+    return all(v is None or 0.0 <= v <= 1.0 for v in values)
+
+
+def rate_with_count(x: float | None, count: int | None) -> str:
+    """A rate as a percentage with the rows behind it: ``71.0% (142 of 200)`` when the count of
+    events is whole (unweighted rows), ``60.3% (n = 353)`` for a mean of probabilities."""
+    if x is None:
+        return "n/a"
+    text = percent(x, 1)
+    if count is None:
+        return text
+    events = x * count
+    if count > 0 and abs(events - round(events)) < 1e-6 * max(1.0, events):
+        return f"{text} ({round(events)} of {count})"
+    return f"{text} (n = {count})"
+
+
+def wilson_interval(events: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval (95% by default) of a proportion ``events / n``."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = events / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+    return (max(0.0, centre - half), min(1.0, centre + half))

@@ -21,6 +21,7 @@ from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
 from fairscan.report.baseline import compare_reports
 from fairscan.report.models import (
+    AuditedModel,
     AuditReport,
     BaselineComparison,
     Environment,
@@ -94,6 +95,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     report: AuditReport = AuditReport(
         name=spec.name,
         description=spec.description,
+        model=None if spec.model is None else AuditedModel(**spec.model.model_dump()),
         verdict=build_verdict(results),
         provenance=_provenance(
             prepared,
@@ -323,7 +325,10 @@ def _provenance(
         workers=workers,
         executor=spec.significance.executor,
         data_source=prepared.data_source,
-        parameters=spec.model_dump(mode="json", by_alias=True),
+        # an absent `model:` block is left out, so reports of specs without one keep their keys
+        parameters=spec.model_dump(
+            mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+        ),
         environment=_environment(),
     )
 

@@ -164,6 +164,14 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         hook = hooks().html
         return hook(scan) if hook is not None else ""
 
+    def lead_markdown(scan: ScanResult) -> list[str]:
+        hook = hooks().lead_markdown
+        return hook(scan) if hook is not None else []
+
+    def lead_html(scan: ScanResult) -> str:
+        hook = hooks().lead_html
+        return hook(scan) if hook is not None else ""
+
     def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
         hook = hooks().finding_markdown
         return hook(scan, finding) if hook is not None else []
@@ -173,7 +181,12 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         return hook(scan, finding) if hook is not None else ""
 
     return RenderHooks(
-        markdown=markdown, html=html, finding_markdown=finding_markdown, finding_html=finding_html
+        markdown=markdown,
+        html=html,
+        lead_markdown=lead_markdown,
+        lead_html=lead_html,
+        finding_markdown=finding_markdown,
+        finding_html=finding_html,
     )
 
 

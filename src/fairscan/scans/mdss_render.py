@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import Finding, ScanResult
-from fairscan.report.text import fmt_p
+from fairscan.report.text import fmt_p, is_rate, percent, wilson_interval
 
 
 class MdssFindingDetail(BaseModel):
@@ -64,4 +64,51 @@ def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
     ]
 
 
-MDSS_HOOKS = RenderHooks(finding_markdown=finding_markdown)
+SEARCH_CAVEAT = (
+    "95% Wilson intervals, each rate on its own: they account for sampling noise in a group "
+    "fixed in advance, not for the search that picked this subgroup as the most extreme of many "
+    "(so the inside interval is too narrow for it); the randomization test's p-value is the "
+    "figure that accounts for the search."
+)
+
+
+def rate_intervals(finding: Finding) -> str | None:
+    """The inside and reference rates with 95% Wilson intervals and what they do not account
+    for; None unless the effect is a rate with counts."""
+    e = finding.effect
+    if e.inside is None or not is_rate(e.metric, e.inside, e.reference):
+        return None
+    lo, hi = wilson_interval(e.inside * e.inside_count, e.inside_count)
+    text = f"Inside: {percent(e.inside, 1)} (95% interval {percent(lo, 1)} to {percent(hi, 1)})"
+    if e.reference is not None and e.reference_count and e.expected != e.reference:
+        rlo, rhi = wilson_interval(e.reference * e.reference_count, e.reference_count)
+        text += (
+            f"; reference: {percent(e.reference, 1)} (95% interval {percent(rlo, 1)} to "
+            f"{percent(rhi, 1)})"
+        )
+    elif e.reference is not None:
+        text += (
+            f"; reference: {percent(e.reference, 1)}, the expectation inside the subgroup (a "
+            "given figure, not a sampled rate: no interval)"
+        )
+    return f"{text}. {SEARCH_CAVEAT}"
+
+
+def finding_markdown_with_intervals(scan: ScanResult, finding: Finding) -> list[str]:
+    """The rates with their intervals, then the search figures."""
+    intervals = rate_intervals(finding)
+    lines = [] if intervals is None else [intervals, ""]
+    return lines + finding_markdown(scan, finding)
+
+
+def finding_html(scan: ScanResult, finding: Finding) -> str:
+    """The rates with their intervals and the search caveat, under the finding's charts."""
+    from fairscan.report.html import escape
+
+    intervals = rate_intervals(finding)
+    return "" if intervals is None else f'<p class="intervals">{escape(intervals)}</p>'
+
+
+MDSS_HOOKS = RenderHooks(
+    finding_markdown=finding_markdown_with_intervals, finding_html=finding_html
+)

@@ -468,6 +468,17 @@ class ScanDefaults(StrictModel):
     )
 
 
+class ModelSpec(StrictModel):
+    """The model under audit, carried into every report (HTML, Markdown, JSON's ``model``)."""
+
+    name: str = Field(min_length=1, description="The model's name.", examples=["credit-risk"])
+    version: str | None = Field(default=None, description="Its version.", examples=["2.3.1"])
+    owner: str | None = Field(
+        default=None, description="Who owns it (team or person).", examples=["risk-analytics"]
+    )
+    description: str | None = Field(default=None, description="What it does, in a sentence.")
+
+
 class AuditSpec(StrictModel):
     version: Literal[1] = Field(description="Spec format version; must be 1.")
     extends: str | None = Field(
@@ -488,6 +499,11 @@ class AuditSpec(StrictModel):
         examples=["compas-fpr"],
     )
     description: str | None = Field(default=None, description="Free text shown in reports.")
+    model: ModelSpec | None = Field(
+        default=None,
+        description="The model under audit (name, version, owner, description), shown in "
+        "every report.",
+    )
     data: DataSpec = Field(description="The data file to audit and an optional row filter.")
     columns: ColumnsSpec = Field(
         default_factory=ColumnsSpec,

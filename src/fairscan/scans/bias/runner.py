@@ -21,8 +21,22 @@ def run_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     if spec.outcome_type == "nominal":
         return run_nominal_scan(spec, ctx)
     if spec.outcome_type != "binary" or spec.score != "bernoulli":
-        return run_scored_bias_scan(spec, ctx)
-    return run_calibration_scan(spec, ctx)
+        result = run_scored_bias_scan(spec, ctx)
+    else:
+        result = run_calibration_scan(spec, ctx)
+    if ctx.roles.prediction is None:
+        result.warnings.append(
+            NO_PREDICTION_WARNING.format(ctx.role_names.get("outcome", "outcome"))
+        )
+    return result
+
+
+NO_PREDICTION_WARNING = (
+    "no prediction column: each subgroup's {0} is compared with its overall rate (mean) in the "
+    "scanned rows, not with the model's probabilities, so the findings say where {0} is unusual, "
+    "not where the model is miscalibrated; name the model's probabilities in columns.prediction "
+    "(or the scan's prediction) to audit calibration."
+)
 
 
 def _profile_sums(ctx: ScanContext) -> tuple[np.ndarray, ProfileSums] | None:
@@ -51,6 +65,15 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         expected_rate: float | None,
         outside_rate: float | None,
     ) -> str:
+        if ctx.roles.prediction is None:  # no model: the comparison is with the overall rate
+            side = "less" if spec.direction == "negative" else "more"
+            return (
+                f"The {round(best.size)} rows with {who} have {event} in "
+                f"{percent(observed_rate)} of cases, {side} often than the overall rate of "
+                f"{percent(expected_rate)} (odds multiplier q = {best.q:.2f}; outside the "
+                f"subgroup: {percent(outside_rate)}). No prediction was given, so this compares "
+                "with the overall rate, not with the model's probabilities."
+            )
         return (
             f"The {round(best.size)} rows with {who} have {event} in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
@@ -66,11 +89,19 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             observed=ctx.outcome.astype(np.float64),
             expected=expected,
             direction=direction_code(spec.direction),
-            population=f"all rows ({outcome} vs predicted probability {prediction})",
+            population=(
+                f"all rows ({outcome} vs predicted probability {prediction})"
+                if ctx.roles.prediction is not None
+                else f"all rows ({outcome} vs its overall rate; no prediction)"
+            ),
             observed_label=event,
             metric=f"rate of {event}",
             reference="expected",
-            reference_name=f"mean predicted probability ({prediction}) in the subgroup",
+            reference_name=(
+                f"mean predicted probability ({prediction}) in the subgroup"
+                if ctx.roles.prediction is not None
+                else f"the overall rate of {event} (no prediction)"
+            ),
             describe=describe,
             # continuous probabilities: search and null replicates over profile summaries
             summarise_expectations=True,

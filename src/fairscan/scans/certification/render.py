@@ -159,13 +159,20 @@ def certification_markdown(scan: ScanResult) -> list[str]:
     return lines
 
 
-def certification_html(scan: ScanResult) -> str:
-    """Summary, forest plot of the gap bounds per group, and the first groups as a table."""
-    from fairscan.report.html import escape, forest_plot, html_table
+def certification_lead_html(scan: ScanResult) -> str:
+    """Before the findings: the summary and the forest plot of the gap bounds per group."""
+    from fairscan.report.html import escape
 
     result = _detail(scan)
     if result is None:
         return ""
+    summary, plot = _summary_and_plot(result)
+    return f"<p>{escape(summary)}</p>" + f'<div class="charts">{plot}</div>'
+
+
+def _summary_and_plot(result: CertificationResult) -> tuple[str, str]:
+    from fairscan.report.html import forest_plot
+
     flag = result.mode == "flag"
     hits = "flagged" if flag else "certified"
     summary = (
@@ -188,6 +195,17 @@ def certification_html(scan: ScanResult) -> str:
         metric=result.metric,
         untested=[(g.name, why(result, g).removeprefix("not tested: ")) for g in untested],
     )
+    return summary, plot
+
+
+def certification_table_html(scan: ScanResult) -> str:
+    """After the findings: the first groups as a table."""
+    from fairscan.report.html import html_table
+
+    result = _detail(scan)
+    if result is None:
+        return ""
+    flag = result.mode == "flag"
     head = ["group", "n", "estimate", "gap", "lower", "upper"]
     head += ["adj. p", "flagged", "why"] if flag else ["certified", "why"]
     rows: list[list[object]] = []
@@ -205,12 +223,17 @@ def certification_html(scan: ScanResult) -> str:
         if len(result.groups) > HTML_ROWS
         else ""
     )
-    return (
-        f"<p>{escape(summary)}</p>"
-        + f'<div class="charts">{plot}</div>'
-        + html_table(head, rows, {1, 2, 3, 4, 5, 6})
-        + more
-    )
+    return "<h3>All groups</h3>" + html_table(head, rows, {1, 2, 3, 4, 5, 6}) + more
 
 
-CERTIFICATION_HOOKS = RenderHooks(markdown=certification_markdown, html=certification_html)
+def certification_html(scan: ScanResult) -> str:
+    """Summary, forest plot of the gap bounds per group, and the first groups as a table."""
+    return certification_lead_html(scan) + certification_table_html(scan)
+
+
+# the forest plot (HTML) and the group table (Markdown) come first, before the findings
+CERTIFICATION_HOOKS = RenderHooks(
+    lead_markdown=certification_markdown,
+    lead_html=certification_lead_html,
+    html=certification_table_html,
+)

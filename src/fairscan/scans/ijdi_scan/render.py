@@ -7,7 +7,7 @@ from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
 from fairscan.report.text import fmt_p, percent
 from fairscan.scans.ijdi_scan.models import IjdiCriterion, IjdiScanDetail
-from fairscan.scans.mdss_render import finding_markdown
+from fairscan.scans.mdss_render import finding_html, finding_markdown_with_intervals
 
 
 def render_markdown(scan: ScanResult) -> list[str]:
@@ -49,7 +49,7 @@ def render_markdown(scan: ScanResult) -> list[str]:
 
 def render_finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
     """The search figures, then the IJDI criterion (allowed vs observed gap)."""
-    lines = finding_markdown(scan, finding)
+    lines = finding_markdown_with_intervals(scan, finding)
     if "ijdi" not in finding.detail:
         return lines
     crit = IjdiCriterion.model_validate(finding.detail["ijdi"])
@@ -66,4 +66,8 @@ def render_finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
     ]
 
 
-IJDI_HOOKS = RenderHooks(markdown=render_markdown, finding_markdown=render_finding_markdown)
+IJDI_HOOKS = RenderHooks(
+    markdown=render_markdown,
+    finding_markdown=render_finding_markdown,
+    finding_html=finding_html,
+)
