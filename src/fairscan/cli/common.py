@@ -225,6 +225,9 @@ def print_error(error: FairscanError) -> None:
     )
     for issue in error.issues:
         err.print(f"[bold red]{label}[/]: {escape(console_text(issue.render()))}", soft_wrap=True)
+    from fairscan.cli.github import annotate_error
+
+    annotate_error(error)  # under GITHUB_ACTIONS=true: at the spec's line on the diff
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:

@@ -129,7 +129,8 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         render_hooks(),
     )
     written = write_outcome(prepared, report, options) if options.write else []
-    return AuditOutcome(report=report, written=written, formats=tuple(spec.output.formats))
+    formats = options.report_formats(spec.output.formats)
+    return AuditOutcome(report=report, written=written, formats=formats)
 
 
 def apply_gate(
