@@ -199,3 +199,12 @@ def test_annotations_of_issues_without_a_file_have_no_location() -> None:
 
     (line,) = error_annotations(SpecError(issues=[Issue("bad, really", field="--out")]))
     assert line == "::error title=fairscan spec error::--out: bad, really"
+
+
+def test_the_action_exposes_the_step_outputs() -> None:
+    import yaml
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    outputs = action["outputs"]
+    for name in ("exit-code", "significant-findings", "verdict", "report-paths"):
+        assert outputs[name]["value"] == f"${{{{ steps.audit.outputs.{name} }}}}"

@@ -29,8 +29,15 @@ from fairscan.cli.common import (
     print_error,
     print_summary,
 )
-from fairscan.cli.run import ExecutorOption, check_overrides
-from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
+from fairscan.cli.run import ExecutorOption, check_overrides, format_names
+from fairscan.cli.scan_spec import (
+    FlagMap,
+    ScanFlags,
+    build_spec,
+    saved_spec_text,
+    scan_type_names,
+    spec_text,
+)
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -113,7 +120,9 @@ def scan(
     scan_type: Annotated[
         str,
         typer.Option(
-            "--type", help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it)."
+            "--type",
+            help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it).",
+            autocompletion=lambda incomplete: scan_type_names(incomplete),
         ),
     ],
     attributes: Annotated[
@@ -122,7 +131,7 @@ def scan(
             "--attributes",
             metavar="A,B,C",
             help="Comma-separated columns whose value combinations form the subgroups "
-            "(repeat to add more).",
+            "(repeat to add more); for certify and flag also the groups' attributes.",
         ),
     ],
     outcome: Annotated[str | None, typer.Option("--outcome", help="Binary outcome column.")] = None,
@@ -233,8 +242,9 @@ def scan(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="Report format for --out: json, markdown, junit, github, html; repeat for "
-            "more (default: json and markdown).",
+            help="Report format for --out: json, markdown, junit, github, html, sarif; repeat "
+            "for more (default: json and markdown).",
+            autocompletion=lambda incomplete: format_names(incomplete),
         ),
     ] = None,
     save_spec: Annotated[
