@@ -123,7 +123,8 @@ def check_overrides(
             ) from None
 
 
-# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
+# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > [tool.fairscan]
+# in pyproject.toml (cli/config.py) > spec > defaults.
 SeedOption = Annotated[
     int | None,
     typer.Option(
@@ -170,8 +171,10 @@ def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -
         if value is None:
             continue
         field, flag, env = OVERRIDES[name]
-        source = ctx.get_parameter_source(name)
-        origin = env if getattr(source, "name", "") == "ENVIRONMENT" else flag
+        source = getattr(ctx.get_parameter_source(name), "name", "")
+        origin = {"ENVIRONMENT": env, "DEFAULT_MAP": "[tool.fairscan] in pyproject.toml"}.get(
+            source, flag
+        )
         lines.append(f"{field} = {value}  (from {origin})")
     return lines
 
@@ -181,7 +184,10 @@ def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
 
     header = [f"# resolved spec of {' <- '.join(loaded.chain or (str(loaded.path),))}"]
     header += [f"# {line}" for line in sources]
-    header.append("# precedence: flag > FAIRSCAN_* env > spec (child over parent) > defaults")
+    header.append(
+        "# precedence: flag > FAIRSCAN_* env > [tool.fairscan] in pyproject.toml > spec "
+        "(child over parent) > defaults"
+    )
     body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "\n".join(header) + "\n" + text
