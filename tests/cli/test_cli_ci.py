@@ -208,3 +208,14 @@ def test_the_action_exposes_the_step_outputs() -> None:
     outputs = action["outputs"]
     for name in ("exit-code", "significant-findings", "verdict", "report-paths"):
         assert outputs[name]["value"] == f"${{{{ steps.audit.outputs.{name} }}}}"
+
+
+def test_audit_scan_writes_to_stdout_too(project: Project, cli: Invoke) -> None:
+    data = project.data(bias=True)
+    args = ["scan", data, "--type", "fpr_scan", "--outcome", "y", "--recommendation", "rec"]
+    args += ["--attributes", "sex,region,age_group", "--replicates", "19", "--no-progress"]
+    outcome = cli(*args, "--out", "-", "--format", "sarif")
+    log = strict_json(outcome.stdout)
+    assert isinstance(log, dict) and log["version"] == "2.1.0"
+    assert "no reports written" not in outcome.stderr
+    assert sorted(p.name for p in project.root.iterdir()) == ["data.csv"]

@@ -4,7 +4,9 @@ The file is the nearest ``pyproject.toml`` holding a ``[tool.fairscan]`` table, 
 up from the working directory (as ruff and pytest find theirs; one file per command, whatever
 folders its specs are in). Its keys are the options' long names without dashes (``format``,
 ``out``, ``seed``, ``replicates``, ``workers``, ``executor``, ``exit-zero``, ``progress``,
-``quiet``, ``baseline``); each applies to every command that has the option.
+``quiet``, ``baseline``); each applies to every command that has the option, except ``format``,
+``out`` and ``baseline``, which are ``audit run``'s only (``audit scan`` writes reports only when
+its own command line asks).
 
 Precedence, highest first: a flag on the command line, its ``FAIRSCAN_*`` environment
 variable, ``[tool.fairscan]``, the spec file (a child over its ``extends`` parent), the
@@ -81,8 +83,9 @@ _RUN_LIKE = ("run", "scan")
 _ALL = ("run", "validate", "scan")
 
 SETTINGS: dict[str, Setting] = {
-    "format": Setting(dict.fromkeys(_RUN_LIKE, "formats"), _formats, "json, markdown, ..."),
-    "out": Setting({"run": "out_dir", "scan": "out_text"}, _text, "a report folder"),
+    # audit run only: `audit scan` writes reports only when asked on its command line
+    "format": Setting({"run": "formats"}, _formats, "json, markdown, ..."),
+    "out": Setting({"run": "out_dir"}, _text, "a report folder"),
     "seed": Setting(dict.fromkeys(_ALL, "seed"), _integer(SEED), "a whole number >= 0"),
     "replicates": Setting(dict.fromkeys(_ALL, "replicates"), _integer(REPLICATES), "e.g. 999"),
     "workers": Setting(dict.fromkeys(_ALL, "workers"), _integer(WORKERS), "e.g. 4"),

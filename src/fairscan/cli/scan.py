@@ -29,7 +29,14 @@ from fairscan.cli.common import (
     print_error,
     print_summary,
 )
-from fairscan.cli.run import ExecutorOption, check_overrides, format_names
+from fairscan.cli.run import (
+    STDOUT,
+    ExecutorOption,
+    check_formats,
+    check_overrides,
+    format_names,
+    write_stdout,
+)
 from fairscan.cli.scan_spec import (
     FlagMap,
     ScanFlags,
@@ -234,7 +241,8 @@ def scan(
         typer.Option(
             "--out",
             "-o",
-            help="Write the reports to this folder (default: none are written).",
+            help="Write the reports to this folder (default: none are written); - writes "
+            "one report to stdout.",
         ),
     ] = None,
     formats: Annotated[
@@ -270,7 +278,8 @@ def scan(
     """
     from fairscan.api import RunOptions, run_prepared
 
-    out_dir = Path(out_text) if out_text is not None else None
+    to_stdout = out_text == STDOUT
+    out_dir = Path(out_text) if out_text is not None and not to_stdout else None
     flags = ScanFlags(
         data=data,
         scan_type=scan_type,
@@ -295,7 +304,8 @@ def scan(
     try:
         # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
         check_overrides(out_dir=out_text, replicates=replicates, workers=workers, executor=executor)
-        if formats and out_dir is None and save_spec is None:
+        chosen = check_formats(formats, True) if to_stdout else None
+        if formats and out_dir is None and save_spec is None and not to_stdout:
             raise UsageError(
                 "--format chooses the reports written to --out",
                 field="--format",
@@ -327,6 +337,9 @@ def scan(
         if out_dir is not None:
             report_formats = tuple(prepared.spec.output.formats)
             written = _write(report, out_dir, list(report_formats))
+        elif to_stdout and chosen is not None:
+            write_stdout(report, chosen[0])
+            written = [Path("stdout")]
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
@@ -335,7 +348,7 @@ def scan(
     except Exception as exc:  # internal error: a bug, reported as such
         raise typer.Exit(internal_error(exc, debug)) from None
     print_summary(report, [str(p) for p in written], report_formats, quiet)
-    if out_dir is None and not quiet:
+    if out_dir is None and not to_stdout and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
     raise typer.Exit(int(process_exit_code(report.verdict.exit_code, exit_zero)))
 
