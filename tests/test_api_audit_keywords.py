@@ -168,3 +168,29 @@ def test_pandas_without_pyarrow_says_to_install_it(monkeypatch: pytest.MonkeyPat
     assert "needs pyarrow, which is not installed" in text
     assert "pip install pyarrow" in text
     assert "astype" not in text
+
+
+def test_the_package_stub_shows_every_public_name_to_ides() -> None:
+    """``fairscan`` imports its names on first use (module ``__getattr__``), which IDEs and type
+    checkers cannot follow: ``fairscan/__init__.pyi`` names each one, from its real home."""
+    import ast
+    import importlib
+
+    stub = Path(fairscan.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text(encoding="utf-8"))
+    imported = {
+        alias.asname or alias.name: node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    declared = {
+        node.target.id
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
+    assert set(imported) | (declared - {"__all__"}) == set(fairscan.__all__)
+    for name, module in imported.items():
+        assert module is not None
+        assert getattr(importlib.import_module(module), name) is not None
+    assert imported["audit"] == "fairscan.inmemory"
