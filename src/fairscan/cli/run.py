@@ -413,10 +413,9 @@ class GithubOutputs:
         """``verdict`` is the worst spec's (before ``--exit-zero``); ``exit-code`` the
         process's."""
         from fairscan.cli.github import write_step_outputs
-        from fairscan.report.verdict import ERROR, FAIL, PASS, worst_exit_code
+        from fairscan.report.verdict import exit_code_word, worst_exit_code
 
-        worst = int(worst_exit_code(self.codes))
-        verdict = {int(ExitCode.OK): PASS, int(ExitCode.FINDINGS): FAIL}.get(worst, ERROR)
+        verdict = exit_code_word(worst_exit_code(self.codes))
         problem = write_step_outputs(self.significant, verdict, exit_code, self.paths)
         if problem is not None:
             err.print(f"[yellow]warning[/]: {escape(problem)}", soft_wrap=True)
