@@ -34,7 +34,7 @@ significance: {{replicates: 19, seed: 0, workers: 1}}
 
 @pytest.fixture(autouse=True)
 def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"):
+    for name in ("GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -219,3 +219,14 @@ def test_audit_scan_writes_to_stdout_too(project: Project, cli: Invoke) -> None:
     assert isinstance(log, dict) and log["version"] == "2.1.0"
     assert "no reports written" not in outcome.stderr
     assert sorted(p.name for p in project.root.iterdir()) == ["data.csv"]
+
+
+def test_annotation_paths_are_relative_to_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = tmp_path / "audits" / "x.audit.yaml"
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    line = annotation("error", "m", file=str(spec), line=2)
+    assert line == "::error file=audits/x.audit.yaml,line=2::m"
+    outside = annotation("error", "m", file="/elsewhere/y.audit.yaml")
+    assert outside == "::error file=/elsewhere/y.audit.yaml::m"

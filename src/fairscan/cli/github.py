@@ -55,15 +55,31 @@ def annotation(
     title: str | None = None,
 ) -> str:
     """One annotation command: ``::error file=F,line=L,col=C,title=T::message``."""
+    where = workspace_path(file) if file is not None else None
     props = [
         f"{key}={escape_property(str(value))}"
-        for key, value in (("file", file), ("line", line), ("col", col), ("title", title))
+        for key, value in (("file", where), ("line", line), ("col", col), ("title", title))
         if value is not None
     ]
     head = f"::{level}" + (" " + ",".join(props) if props else "")
     if len(message) > MESSAGE_CHARS:
         message = message[: MESSAGE_CHARS - 1] + "…"
     return f"{head}::{escape_data(message)}"
+
+
+def workspace_path(path: str) -> str:
+    """``path`` as GitHub places annotations: relative to the checkout (``GITHUB_WORKSPACE``)
+    when it lies inside it, with forward slashes; otherwise as it is."""
+    from pathlib import Path
+
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return path.replace(os.sep, "/")
+    try:
+        relative = Path(path).resolve().relative_to(Path(workspace).resolve())
+    except (ValueError, OSError):
+        return path.replace(os.sep, "/")
+    return relative.as_posix()
 
 
 def _write(lines: Iterable[str], stream: TextIO | None = None) -> None:
