@@ -315,6 +315,14 @@ def run(
 
 STDOUT = "-"  # --out -: the report goes to stdout
 
+
+def format_names(incomplete: str) -> list[str]:
+    """Shell completion of --format: the registered formats."""
+    from fairscan.report.formats import FORMATS
+
+    return [name for name in FORMATS if name.startswith(incomplete)]
+
+
 FormatOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -323,16 +331,9 @@ FormatOption = Annotated[
         metavar="FORMAT",
         help="Report format (overrides output.formats): json, markdown, html, junit, github, "
         "sarif; repeat for more. With --out - one format (default json).",
-        autocompletion=lambda incomplete: format_names(incomplete),
+        autocompletion=format_names,
     ),
 ]
-
-
-def format_names(incomplete: str) -> list[str]:
-    """Shell completion of --format: the registered formats."""
-    from fairscan.report.formats import FORMATS
-
-    return [name for name in FORMATS if name.startswith(incomplete)]
 
 
 def check_formats(formats: list[str] | None, to_stdout: bool) -> tuple[str, ...] | None:

@@ -129,7 +129,7 @@ def scan(
         typer.Option(
             "--type",
             help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it).",
-            autocompletion=lambda incomplete: scan_type_names(incomplete),
+            autocompletion=scan_type_names,
         ),
     ],
     attributes: Annotated[
@@ -252,7 +252,7 @@ def scan(
             metavar="FORMAT",
             help="Report format for --out: json, markdown, junit, github, html, sarif; repeat "
             "for more (default: json and markdown).",
-            autocompletion=lambda incomplete: format_names(incomplete),
+            autocompletion=format_names,
         ),
     ] = None,
     save_spec: Annotated[

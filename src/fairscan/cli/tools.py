@@ -125,7 +125,7 @@ def explain(
         str,
         typer.Argument(
             help="A scan type, e.g. fpr_scan.",
-            autocompletion=lambda incomplete: _scan_type_names(incomplete),
+            autocompletion=_scan_type_names,
         ),
     ],
 ) -> None:
