@@ -229,8 +229,8 @@ def test_an_unknown_keyword_is_a_spec_error_with_a_suggestion(credit: pl.DataFra
         fairscan.audit(credit, **{**CREDIT_FIELDS, "outcom": "default"})
     assert "unknown keyword argument 'outcom'" in str(caught.value)
     assert "did you mean 'outcome'?" in str(caught.value)
-    with pytest.raises(fairscan.SpecError, match="belongs under `significance`"):
-        fairscan.audit(credit, **CREDIT_FIELDS, replicates=9)
+    with pytest.raises(fairscan.SpecError, match="belongs under `gate`"):
+        fairscan.audit(credit, **CREDIT_FIELDS, fail_on="never")
 
 
 def test_a_bad_value_names_its_field_path(credit: pl.DataFrame) -> None:

@@ -13,14 +13,16 @@ through Arrow (``polars.from_pandas``, which needs pyarrow).
 from __future__ import annotations
 
 import difflib
+import enum
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from fairscan.errors import DataError, Issue, SpecError, UsageError
+from fairscan.progress import Progress
 from fairscan.report.models import AuditReport
-from fairscan.run.specs import locate
+from fairscan.run.specs import SIGNIFICANCE_SHORTHANDS, locate
 from fairscan.spec.models import AuditSpec, ColumnsSpec
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from fairscan.spec.load import LoadedSpec
     from fairscan.spec.models import AuditSpec
 
-__all__ = ["ARGUMENTS", "COLUMN_KEYWORDS", "KEYWORDS", "audit"]
+__all__ = ["ARGUMENTS", "COLUMN_KEYWORDS", "KEYWORDS", "SHORTHANDS", "UNSET", "Unset", "audit"]
 
 ARGUMENTS = "<fairscan.audit arguments>"  # the provenance's spec_path without a spec file
 DEFAULT_NAME = "audit"
@@ -40,18 +42,57 @@ COLUMN_KEYWORDS = tuple(ColumnsSpec.model_fields)  # outcome=, prediction=, ... 
 # every other spec field is a keyword too; `data` is the first argument, `filter` its filter
 SPEC_KEYWORDS = tuple(k for k in AuditSpec.model_fields if k not in ("version", "extends", "data"))
 KEYWORDS = (*COLUMN_KEYWORDS, "filter", *SPEC_KEYWORDS)
+# significance settings as top-level keywords (replicates=99)
+SHORTHANDS = SIGNIFICANCE_SHORTHANDS
 
 _REMOVE: Any = object()  # a keyword given as None: the field takes its default
+
+
+class Unset(enum.Enum):
+    """The default of ``fairscan.audit``'s spec fields: not given (``None`` asks for the
+    field's default, over a ``spec=`` file's value)."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = Unset.UNSET
 
 
 def audit(
     data: Any = None,
     *,
+    outcome: str | Unset | None = UNSET,
+    prediction: str | Unset | None = UNSET,
+    recommendation: str | Unset | None = UNSET,
+    threshold: float | Unset | None = UNSET,
+    threshold_rule: Literal["ge", "gt"] | Unset | None = UNSET,
+    positive: str | int | float | bool | Unset | None = UNSET,
+    weight: str | Unset | None = UNSET,
+    attributes: Sequence[str] | Unset | None = UNSET,
+    scans: Sequence[str | Mapping[str, Any]] | Unset | None = UNSET,
+    replicates: int | Unset | None = UNSET,
+    seed: int | Literal["random"] | Unset | None = UNSET,
+    alpha: float | Unset | None = UNSET,
+    workers: int | Unset | None = UNSET,
+    filter: str | Unset | None = UNSET,
+    discretize: Mapping[str, Any] | Unset | None = UNSET,
+    max_categories: int | Unset | None = UNSET,
+    defaults: Mapping[str, Any] | Unset | None = UNSET,
+    significance: Mapping[str, Any] | Unset | None = UNSET,
+    gate: Mapping[str, Any] | Unset | None = UNSET,
+    output: Mapping[str, Any] | Unset | None = UNSET,
+    columns: Mapping[str, Any] | Unset | None = UNSET,
+    name: str | Unset | None = UNSET,
+    description: str | Unset | None = UNSET,
     spec: str | os.PathLike[str] | None = None,
     model: Any = None,
     features: Sequence[str] | None = None,
     executor: Any = None,
-    **fields: Any,
+    progress: bool | Progress = False,
+    **unknown: Any,
 ) -> AuditReport:
     """Audit ``data`` and return the report (nothing is written unless you call ``.write``).
 
@@ -59,12 +100,18 @@ def audit(
     as ``audit run`` reads ``data.path``; relative to the working directory); with ``spec=``
     and no ``data``, the spec's data file.
 
-    ``fields``: the spec's fields as keyword arguments. ``outcome``, ``prediction``,
-    ``recommendation``, ``threshold``, ``threshold_rule`` and ``positive`` are the ``columns``
-    (or pass ``columns={...}``); ``filter`` is ``data.filter``; ``attributes``, ``discretize``,
+    The spec's fields are keyword arguments. ``outcome``, ``prediction``, ``recommendation``,
+    ``threshold``, ``threshold_rule``, ``positive`` and ``weight`` are the ``columns`` (or pass
+    ``columns={...}``); ``filter`` is ``data.filter``; ``attributes``, ``discretize``,
     ``max_categories``, ``scans``, ``defaults``, ``significance``, ``gate``, ``output``,
     ``name`` (default ``"audit"``) and ``description`` are as in a spec file. A field given
     as ``None`` takes its default.
+
+    ``scans``: each entry a scan type's name (``"fpr_scan"``) or a mapping of its settings;
+    ``id`` defaults to the type (``fpr_scan``, then ``fpr_scan_2`` for a second one).
+
+    ``replicates``, ``seed``, ``alpha``, ``workers``: shorthands for ``significance={...}``,
+    validated by the spec's model (give each one way only).
 
     ``spec``: a ``*.audit.yaml`` whose settings are used (``extends`` and ``defaults`` applied);
     keyword fields override them (mappings merge, lists and scalars replace, as ``extends``
@@ -78,14 +125,66 @@ def audit(
     (the probability of ``model.classes_[1]``), added as the column named by ``prediction=``
     (default ``"prediction"``). The report's ``data_sha256`` is then of the table with it.
 
+    ``progress``: ``True`` shows a bar while the scans and their null replicates run (tqdm: a
+    widget in Jupyter, stderr in a terminal; without tqdm a line on stderr every 2 s); or an
+    observer with ``start(task, total)``, ``advance(n)`` and ``done()`` methods.
+
     Raises :class:`~fairscan.SpecError` (invalid fields), :class:`~fairscan.DataError` (the data
     does not fit the spec) or :class:`~fairscan.UsageError` (the arguments do not fit together),
     with the messages ``audit run`` prints.
     """
+    given = {
+        "outcome": outcome,
+        "prediction": prediction,
+        "recommendation": recommendation,
+        "threshold": threshold,
+        "threshold_rule": threshold_rule,
+        "positive": positive,
+        "weight": weight,
+        "attributes": attributes,
+        "scans": scans,
+        "filter": filter,
+        "discretize": discretize,
+        "max_categories": max_categories,
+        "defaults": defaults,
+        "significance": significance,
+        "gate": gate,
+        "output": output,
+        "columns": columns,
+        "name": name,
+        "description": description,
+    }
+    fields = {key: value for key, value in given.items() if value is not UNSET}
+    shorthands = {
+        key: value
+        for key, value in (
+            ("replicates", replicates),
+            ("seed", seed),
+            ("alpha", alpha),
+            ("workers", workers),
+        )
+        if value is not UNSET
+    }
+    return _audit(
+        data, {**fields, **unknown}, shorthands, spec, model, features, executor, progress
+    )
+
+
+def _audit(
+    data: Any,
+    fields: dict[str, Any],
+    shorthands: dict[str, Any],
+    spec: str | os.PathLike[str] | None,
+    model: Any,
+    features: Sequence[str] | None,
+    executor: Any,
+    progress: bool | Progress,
+) -> AuditReport:
     from fairscan import api
 
     _check_keywords(fields)
-    overrides = _overrides(fields)
+    observer = _observer(progress)
+    overrides = _overrides(fields, shorthands)
     prediction_column: str | None = None
     if model is not None or features is not None:
         named = fields.get("prediction")
@@ -94,7 +193,7 @@ def audit(
         prediction_column = _check_model(model, features, named)
         overrides.setdefault("columns", {})["prediction"] = prediction_column
     loaded = api.load_spec(Path(spec)) if spec is not None else None
-    spec_model, located = _spec(loaded, overrides, data is not None)
+    spec_model, located = _spec(loaded, overrides, data is not None, tuple(shorthands))
     # the checks that need no data come before reading it (and before running the model)
     issues = api.check_spec(spec_model)
     if issues and loaded is not None:
@@ -113,7 +212,9 @@ def audit(
             where = loaded.path if loaded is not None else ARGUMENTS
             run_loaded = api.resolved_spec(spec_model, where)
         prepared = api.prepare_lazy(run_loaded, streamed[0], spec=spec_model, located=located)
-        return api.run_prepared(prepared, api.RunOptions(write=False, executor=executor)).report
+        return api.run_prepared(
+            prepared, api.RunOptions(write=False, executor=executor, progress=observer)
+        ).report
     frame, data_path, data_sha256, label = _table(data, loaded)
     if model is not None and features is not None and prediction_column is not None:
         from fairscan.data.load import frame_sha256
@@ -136,10 +237,24 @@ def audit(
         data_sha256=data_sha256,
         located=located,
     )
-    return api.run_prepared(prepared, api.RunOptions(write=False, executor=executor)).report
+    return api.run_prepared(
+        prepared, api.RunOptions(write=False, executor=executor, progress=observer)
+    ).report
 
 
 # --- keyword arguments -> spec --------------------------------------------------------------
+
+
+def _observer(progress: Any) -> Progress:
+    from fairscan.progress import is_observer, progress_observer
+
+    if isinstance(progress, bool) or progress is None or is_observer(progress):
+        return progress_observer(bool(progress) if progress is None else progress)
+    raise UsageError(
+        f"progress= takes True, False or a progress observer, got a {type(progress).__qualname__}",
+        field="progress",
+        hint="progress=True shows a bar; an observer has start(task, total), advance(n) and done()",
+    )
 
 
 def _check_keywords(fields: Mapping[str, Any]) -> None:
@@ -156,7 +271,7 @@ def _keyword_hint(key: str) -> str:
     from fairscan.scans import AUDIT_SPEC
     from fairscan.spec.models import GateSpec, OutputSpec, ScanDefaults, SignificanceSpec
 
-    choices = [*KEYWORDS, "spec", "model", "features"]
+    choices = [*KEYWORDS, *SHORTHANDS, "spec", "model", "features", "executor", "progress"]
     close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
     if not close:
         lowered = {c.lower(): c for c in choices}
@@ -203,8 +318,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _overrides(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword fields as a (partial) spec mapping; ``None`` marks a field to default."""
+def _overrides(fields: Mapping[str, Any], shorthands: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword fields as a (partial) spec mapping; ``None`` marks a field to default.
+    ``scans`` entries get their ids (:func:`~fairscan.run.specs.scan_entries`); the
+    shorthands go into ``significance``."""
+    from fairscan.run.specs import scan_entries, with_significance_shorthands
+
     out: dict[str, Any] = {}
 
     def value(v: Any) -> Any:
@@ -214,6 +333,14 @@ def _overrides(fields: Mapping[str, Any]) -> dict[str, Any]:
         if key in COLUMN_KEYWORDS or key == "filter":
             continue
         out[key] = value(v)
+    if isinstance(out.get("scans"), list):
+        out["scans"] = scan_entries(out["scans"])
+    if shorthands:
+        base = out.get("significance")
+        merged = with_significance_shorthands(
+            None if base is _REMOVE else base, {k: value(v) for k, v in shorthands.items()}
+        )
+        out["significance"] = merged
     columns = {k: value(fields[k]) for k in COLUMN_KEYWORDS if k in fields}
     if columns:
         base = out.get("columns")
@@ -246,7 +373,10 @@ def _strip_removed(value: Any) -> Any:
 
 
 def _spec(
-    loaded: LoadedSpec | None, overrides: dict[str, Any], has_data: bool
+    loaded: LoadedSpec | None,
+    overrides: dict[str, Any],
+    has_data: bool,
+    shorthands: tuple[str, ...] = (),
 ) -> tuple[AuditSpec, bool]:
     """The validated spec, and whether its issues can point at the spec file's lines."""
     from fairscan import api
@@ -272,12 +402,18 @@ def _spec(
     try:
         return api.spec_from_mapping(raw), False
     except SpecError as error:
-        raise SpecError(issues=[_as_keyword(issue) for issue in error.issues]) from error
+        raise SpecError(
+            issues=[_as_keyword(issue, shorthands) for issue in error.issues]
+        ) from error
 
 
-def _as_keyword(issue: Issue) -> Issue:
-    """A missing top-level field asks for the keyword argument, not a YAML key."""
+def _as_keyword(issue: Issue, shorthands: tuple[str, ...] = ()) -> Issue:
+    """A missing top-level field asks for the keyword argument, not a YAML key; an issue of a
+    significance setting given as a shorthand (``replicates=``) names that keyword."""
     key = issue.field
+    short = key.removeprefix("significance.") if key is not None else None
+    if short in shorthands and short != key:
+        return Issue(issue.message, hint=issue.hint, field=short, column=issue.column)
     hint = issue.hint
     if key in KEYWORDS and hint is not None and hint.startswith(f"add `{key}:`"):
         hint = f"pass {key}=..." + hint[len(f"add `{key}:`") :]

@@ -1,10 +1,11 @@
-"""Progress reporting: the library calls an observer; only the CLI draws anything."""
+"""Progress reporting: the library calls an observer; the CLI draws it, and so does
+``fairscan.audit(progress=True)`` (:func:`progress_observer`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Progress(Protocol):
@@ -106,3 +107,55 @@ class PlainProgress:
     def done(self) -> None:
         self._task = ""
         self._total = None
+
+
+class TqdmProgress:
+    """A tqdm bar per task (``tqdm.auto``: a widget in Jupyter, text on stderr in a
+    terminal), for ``fairscan.audit(progress=True)``."""
+
+    def __init__(self) -> None:
+        from tqdm.auto import tqdm  # imported when a notebook asks for progress
+
+        self._tqdm = tqdm
+        self._bar: Any = None
+
+    def start(self, task: str, total: int | None) -> None:
+        self.done()
+        self._bar = self._tqdm(total=total, desc=task, leave=False)
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar = None
+
+
+# without tqdm: a plain line on stderr this often
+STDERR_PROGRESS_SECONDS = 2.0
+
+
+def progress_observer(progress: bool | Progress) -> Progress:
+    """The observer of ``progress=``: False draws nothing; True a tqdm bar (a widget in
+    Jupyter, stderr in a terminal), or without tqdm a plain line on stderr every 2 s; an
+    object with ``start``/``advance``/``done`` is used as it is."""
+    if progress is False or progress is None:
+        return NullProgress()
+    if progress is True:
+        try:
+            return TqdmProgress()
+        except ImportError:
+            import sys
+
+            return PlainProgress(
+                lambda line: print(line, file=sys.stderr, flush=True),
+                interval=STDERR_PROGRESS_SECONDS,
+            )
+    return progress
+
+
+def is_observer(value: object) -> bool:
+    """``value`` has the observer's methods (``start``, ``advance``, ``done``)."""
+    return all(callable(getattr(value, name, None)) for name in ("start", "advance", "done"))

@@ -30,6 +30,7 @@ def test_the_registry_holds_the_formats_the_spec_accepts() -> None:
         "markdown": ".md",
         "junit": ".junit.xml",
         "html": ".html",
+        "sarif": ".sarif",
     }
     assert [f.name for f in sink_formats(["json", "github", "html"])] == ["github"]
     for name, fmt in FORMATS.items():

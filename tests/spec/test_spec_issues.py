@@ -282,7 +282,7 @@ def test_model_validator_in_a_union_member_is_attributed_to_the_item() -> None:
             "formats: [json, markdown]",
             "formats: [json, md]",
             "output.formats[1]",
-            "expected 'json', 'markdown', 'junit', 'github' or 'html', got 'md'",
+            "expected 'json', 'markdown', 'junit', 'github', 'html' or 'sarif', got 'md'",
         ),
         (
             "direction: negative",

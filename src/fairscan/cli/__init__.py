@@ -92,6 +92,7 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def main_callback(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -103,6 +104,19 @@ def main_callback(
     ] = False,
 ) -> None:
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
+    if ctx.resilient_parsing:  # shell completion: no file is read
+        return
+    from fairscan.cli.config import load_config
+    from fairscan.errors import FairscanError
+
+    try:
+        config = load_config()
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    if config is not None:
+        # defaults of the options: below flags and FAIRSCAN_* variables, above the spec
+        ctx.default_map = {**(ctx.default_map or {}), **config.default_map()}
 
 
 def _exit_now(code: int) -> None:

@@ -72,6 +72,20 @@ def plain_help(command: Any) -> None:
         if param.param_type_name == "argument":
             # typer lists an argument's type (`<list[Path]>`) even when it has a metavar
             setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010
+            # and writes a required one in braces in the usage line (`{SPECS}...`): click's
+            # and POSIX's convention is the bare name, optional ones in brackets
+            setattr(param, "_usage_display_name", _usage_name(param))  # noqa: B010
+
+
+def _usage_name(param: Any) -> Any:
+    """The usage-line form of an argument: ``SPECS...``, ``[DATA]``."""
+
+    def name() -> str:
+        text = str(param.metavar or param.name).upper()
+        text = text if param.required else f"[{text}]"
+        return text + ("..." if param.nargs != 1 else "")
+
+    return name
 
 
 # the position of `break_on_hyphens` among textwrap.TextWrapper's positional defaults
@@ -137,7 +151,8 @@ app = typer.Typer(
     help="fairscan: audit classifiers for intersectional bias with statistical guarantees.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    # `audit --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell)
+    add_completion=True,
     # plain click help: rich panels truncate with "…" at 80 columns and show `<bool>` types
     rich_markup_mode=None,
     cls=_HelpGroup,
@@ -225,6 +240,9 @@ def print_error(error: FairscanError) -> None:
     )
     for issue in error.issues:
         err.print(f"[bold red]{label}[/]: {escape(console_text(issue.render()))}", soft_wrap=True)
+    from fairscan.cli.github import annotate_error
+
+    annotate_error(error)  # under GITHUB_ACTIONS=true: at the spec's line on the diff
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:

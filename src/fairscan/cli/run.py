@@ -22,6 +22,7 @@ from fairscan.cli.common import (
     print_error,
     print_summary,
 )
+from fairscan.cli.github import annotate_report
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -125,7 +126,8 @@ def check_overrides(
             ) from None
 
 
-# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > spec > defaults.
+# Overrides of the spec; precedence: flag > FAIRSCAN_* environment variable > [tool.fairscan]
+# in pyproject.toml (cli/config.py) > spec > defaults.
 SeedOption = Annotated[
     int | None,
     typer.Option(
@@ -172,8 +174,10 @@ def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -
         if value is None:
             continue
         field, flag, env = OVERRIDES[name]
-        source = ctx.get_parameter_source(name)
-        origin = env if getattr(source, "name", "") == "ENVIRONMENT" else flag
+        source = getattr(ctx.get_parameter_source(name), "name", "")
+        origin = {"ENVIRONMENT": env, "DEFAULT_MAP": "[tool.fairscan] in pyproject.toml"}.get(
+            source, flag
+        )
         lines.append(f"{field} = {value}  (from {origin})")
     return lines
 
@@ -183,7 +187,10 @@ def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
 
     header = [f"# resolved spec of {' <- '.join(loaded.chain or (str(loaded.path),))}"]
     header += [f"# {line}" for line in sources]
-    header.append("# precedence: flag > FAIRSCAN_* env > spec (child over parent) > defaults")
+    header.append(
+        "# precedence: flag > FAIRSCAN_* env > [tool.fairscan] in pyproject.toml > spec "
+        "(child over parent) > defaults"
+    )
     body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "\n".join(header) + "\n" + text
@@ -195,8 +202,15 @@ def run(
         list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
     ],
     out_dir: Annotated[
-        str | None, typer.Option("--out", "-o", help="Report directory (overrides output.dir).")
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Report directory (overrides output.dir); - writes the one report to stdout "
+            "(logs and progress stay on stderr).",
+        ),
     ] = None,
+    formats: FormatOption = None,
     seed: SeedOption = None,
     replicates: ReplicatesOption = None,
     workers: WorkersOption = None,
@@ -220,15 +234,23 @@ def run(
     from fairscan.api import RunOptions, run_audit
 
     worst = int(ExitCode.OK)
+    to_stdout = out_dir == STDOUT
     try:
         check_overrides(out_dir=out_dir, replicates=replicates, workers=workers, executor=executor)
+        chosen = check_formats(formats, to_stdout)
         spec_paths = expand_specs(specs)
+        if to_stdout and len(spec_paths) > 1:
+            raise UsageError(
+                f"--out - writes one report to stdout, but {len(spec_paths)} specs are given",
+                field="--out",
+                hint="run one spec per command, or give --out DIR for several",
+            )
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
     observer = make_progress(progress and not quiet)
     options = RunOptions(
-        out_dir=Path(out_dir) if out_dir is not None else None,
+        out_dir=Path(out_dir) if out_dir is not None and not to_stdout else None,
         seed=seed,
         replicates=replicates,
         workers=workers,
@@ -236,7 +258,10 @@ def run(
         progress=observer,
         baseline=baseline,
         debug=debug,
+        write=not to_stdout,
+        formats=chosen,
     )
+    github = GithubOutputs()
     # one row per spec for the closing summary of a multi-spec run: (spec, verdict, findings, code)
     rows: list[tuple[str, str, str, int]] = []
     try:
@@ -247,14 +272,24 @@ def run(
                 print_error(error)
                 worst = max(worst, int(ExitCode.ERROR))
                 rows.append((str(spec_path), "error", "-", int(ExitCode.ERROR)))
+                github.failed()
                 continue
             except Exception as exc:  # internal error: a bug, reported as such
+                github.failed()
                 worst = max(worst, internal_error(exc, debug))
                 rows.append((str(spec_path), "internal error", "-", int(ExitCode.ERROR)))
                 continue
             report = outcome.report
-            print_summary(report, [str(p) for p in outcome.written], outcome.formats, quiet)
+            written = [str(p) for p in outcome.written]
+            if to_stdout:
+                assert chosen is not None
+                write_stdout(report, chosen[0])
+                written = ["stdout"]
+            # sinks (github: the job summary) are delivered unless the report went to stdout
+            print_summary(report, written, () if to_stdout else outcome.formats, quiet)
             _print_delivery(outcome, quiet)
+            annotate_report(report, scan_places(spec_path, report))
+            github.add(report, written if not to_stdout else [])
             code = int(process_exit_code(outcome.exit_code, exit_zero))
             worst = max(worst, code)
             rows.append(
@@ -267,6 +302,7 @@ def run(
             )
     except KeyboardInterrupt:
         raise interrupted() from None
+    github.write(worst)
     if len(spec_paths) > 1 and err.is_terminal:
         err.print(_specs_table(rows, worst), markup=False)
     elif len(spec_paths) > 1:  # logs: plain lines, never folded
@@ -279,6 +315,115 @@ def run(
             )
         err.print(f"worst exit code: {worst}", markup=False)
     raise typer.Exit(worst)
+
+
+STDOUT = "-"  # --out -: the report goes to stdout
+
+
+def format_names(incomplete: str) -> list[str]:
+    """Shell completion of --format: the registered formats."""
+    from fairscan.report.formats import FORMATS
+
+    return [name for name in FORMATS if name.startswith(incomplete)]
+
+
+FormatOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="Report format (overrides output.formats): json, markdown, html, junit, github, "
+        "sarif; repeat for more. With --out - one format (default json).",
+        autocompletion=format_names,
+    ),
+]
+
+
+def check_formats(formats: list[str] | None, to_stdout: bool) -> tuple[str, ...] | None:
+    """The formats ``--format`` chose (None: the spec's); a :class:`UsageError` for an unknown
+    one, or for several when the report goes to stdout (default there: json)."""
+    import difflib
+
+    from fairscan.report.formats import FORMATS
+
+    chosen = tuple(dict.fromkeys(formats or ()))
+    for name in chosen:
+        if name not in FORMATS:
+            close = difflib.get_close_matches(name, list(FORMATS), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(
+                f"unknown report format {name!r}",
+                field="--format",
+                hint=f"{hint}the formats are: {', '.join(FORMATS)}",
+            )
+    if to_stdout and len(chosen) > 1:
+        raise UsageError(
+            f"--out - writes one report to stdout, but {len(chosen)} formats are given",
+            field="--format",
+            hint="give one --format with --out -, or --out DIR for several",
+        )
+    if to_stdout and not chosen:
+        return ("json",)
+    return chosen or None
+
+
+def write_stdout(report: Any, fmt: str) -> None:
+    """The report in one format on stdout, nothing else (logs and progress go to stderr)."""
+    from fairscan.report.formats import render
+    from fairscan.scans import render_hooks
+
+    sys.stdout.write(render(report, fmt, render_hooks()))
+    sys.stdout.flush()
+
+
+def scan_places(spec_path: Path, report: Any) -> list[Any]:
+    """Where each scan is written in its spec (file, line, col), for GitHub annotations; only
+    looked up when running in GitHub Actions."""
+    from fairscan.cli.github import ScanPlace, in_github_actions
+
+    if not in_github_actions():
+        return []
+    from fairscan.api import load_spec
+
+    try:
+        loaded = load_spec(spec_path)
+    except FairscanError:
+        return []
+    places: list[Any] = []
+    for index, _ in enumerate(report.scans):
+        field = f"scans[{index}]"
+        line, col = loaded.locate_field(field)
+        places.append(ScanPlace(file=loaded.file_of(field), line=line, col=col))
+    return places
+
+
+class GithubOutputs:
+    """The step outputs of a run over several specs: summed, written once at the end."""
+
+    def __init__(self) -> None:
+        self.significant = 0
+        self.paths: list[str] = []
+        self.codes: list[int] = []  # each spec's code before --exit-zero
+
+    def add(self, report: Any, written: list[str]) -> None:
+        self.significant += report.verdict.significant_findings
+        self.paths += written
+        self.codes.append(report.verdict.exit_code)
+
+    def failed(self) -> None:
+        self.codes.append(int(ExitCode.ERROR))
+
+    def write(self, exit_code: int) -> None:
+        """``verdict`` is the worst spec's (before ``--exit-zero``); ``exit-code`` the
+        process's."""
+        from fairscan.cli.github import write_step_outputs
+        from fairscan.report.verdict import exit_code_word, worst_exit_code
+
+        verdict = exit_code_word(worst_exit_code(self.codes))
+        problem = write_step_outputs(self.significant, verdict, exit_code, self.paths)
+        if problem is not None:
+            err.print(f"[yellow]warning[/]: {escape(problem)}", soft_wrap=True)
 
 
 def _specs_table(rows: list[tuple[str, str, str, int]], worst: int) -> Any:

@@ -29,8 +29,22 @@ from fairscan.cli.common import (
     print_error,
     print_summary,
 )
-from fairscan.cli.run import ExecutorOption, check_overrides
-from fairscan.cli.scan_spec import FlagMap, ScanFlags, build_spec, saved_spec_text, spec_text
+from fairscan.cli.run import (
+    STDOUT,
+    ExecutorOption,
+    check_formats,
+    check_overrides,
+    format_names,
+    write_stdout,
+)
+from fairscan.cli.scan_spec import (
+    FlagMap,
+    ScanFlags,
+    build_spec,
+    saved_spec_text,
+    scan_type_names,
+    spec_text,
+)
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -113,7 +127,9 @@ def scan(
     scan_type: Annotated[
         str,
         typer.Option(
-            "--type", help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it)."
+            "--type",
+            help="Scan type, e.g. fpr_scan (`audit explain TYPE` describes it).",
+            autocompletion=scan_type_names,
         ),
     ],
     attributes: Annotated[
@@ -122,7 +138,7 @@ def scan(
             "--attributes",
             metavar="A,B,C",
             help="Comma-separated columns whose value combinations form the subgroups "
-            "(repeat to add more).",
+            "(repeat to add more); for certify and flag also the groups' attributes.",
         ),
     ],
     outcome: Annotated[str | None, typer.Option("--outcome", help="Binary outcome column.")] = None,
@@ -225,7 +241,8 @@ def scan(
         typer.Option(
             "--out",
             "-o",
-            help="Write the reports to this folder (default: none are written).",
+            help="Write the reports to this folder (default: none are written); - writes "
+            "one report to stdout.",
         ),
     ] = None,
     formats: Annotated[
@@ -233,8 +250,9 @@ def scan(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="Report format for --out: json, markdown, junit, github, html; repeat for "
-            "more (default: json and markdown).",
+            help="Report format for --out: json, markdown, junit, github, html, sarif; repeat "
+            "for more (default: json and markdown).",
+            autocompletion=format_names,
         ),
     ] = None,
     save_spec: Annotated[
@@ -260,7 +278,8 @@ def scan(
     """
     from fairscan.api import RunOptions, run_prepared
 
-    out_dir = Path(out_text) if out_text is not None else None
+    to_stdout = out_text == STDOUT
+    out_dir = Path(out_text) if out_text is not None and not to_stdout else None
     flags = ScanFlags(
         data=data,
         scan_type=scan_type,
@@ -285,7 +304,8 @@ def scan(
     try:
         # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
         check_overrides(out_dir=out_text, replicates=replicates, workers=workers, executor=executor)
-        if formats and out_dir is None and save_spec is None:
+        chosen = check_formats(formats, True) if to_stdout else None
+        if formats and out_dir is None and save_spec is None and not to_stdout:
             raise UsageError(
                 "--format chooses the reports written to --out",
                 field="--format",
@@ -317,6 +337,9 @@ def scan(
         if out_dir is not None:
             report_formats = tuple(prepared.spec.output.formats)
             written = _write(report, out_dir, list(report_formats))
+        elif to_stdout and chosen is not None:
+            write_stdout(report, chosen[0])
+            written = [Path("stdout")]
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
@@ -325,7 +348,7 @@ def scan(
     except Exception as exc:  # internal error: a bug, reported as such
         raise typer.Exit(internal_error(exc, debug)) from None
     print_summary(report, [str(p) for p in written], report_formats, quiet)
-    if out_dir is None and not quiet:
+    if out_dir is None and not to_stdout and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
     raise typer.Exit(int(process_exit_code(report.verdict.exit_code, exit_zero)))
 

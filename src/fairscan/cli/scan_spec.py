@@ -293,13 +293,51 @@ def check_type(scan_type: str) -> Any:
 
     if scan_type in SCAN_TYPES:
         return SCAN_TYPES[scan_type]
-    close = difflib.get_close_matches(scan_type, list(SCAN_TYPES), n=1)
+    close = closest_type(scan_type)
     raise UsageError(
         f"unknown scan type {scan_type!r}",
         field="--type",
-        hint=(f"did you mean {close[0]!r}? " if close else "")
+        hint=(f"did you mean {close!r}? " if close else "")
         + f"valid types: {', '.join(SCAN_TYPES)} (`audit explain TYPE` describes one)",
     )
+
+
+def _takes_attribute_groups(entry: Any) -> bool:
+    """The scan type needs ``groups`` and accepts ``{attributes: [...]}`` for them."""
+    import typing
+
+    field = entry.spec_model.model_fields.get("groups")
+    if field is None or not field.is_required():
+        return False
+    members = typing.get_args(field.annotation) or (field.annotation,)
+    return any(
+        "attributes" in getattr(member, "model_fields", {})
+        and getattr(member, "model_fields", {})["attributes"].is_required()
+        for member in members
+    )
+
+
+def scan_type_names(incomplete: str) -> list[str]:
+    """Shell completion of a scan type: the registered types."""
+    from fairscan.scans import SCAN_TYPES
+
+    return [name for name in SCAN_TYPES if name.startswith(incomplete)]
+
+
+def closest_type(name: str) -> str | None:
+    """The registered scan type ``name`` most likely meant: a close spelling (difflib), the
+    same name in other case, or the one type it abbreviates (``fpr`` -> ``fpr_scan``)."""
+    from fairscan.scans import SCAN_TYPES
+
+    types = list(SCAN_TYPES)
+    lowered = name.strip().lower().replace("-", "_")
+    if lowered in SCAN_TYPES:
+        return lowered
+    close = difflib.get_close_matches(lowered, types, n=1)
+    if close:
+        return close[0]
+    starting = [t for t in types if lowered and t.startswith(lowered)]
+    return starting[0] if len(starting) == 1 else None
 
 
 def _protected(scan_type: str, entry: Any, text: str) -> dict[str, Any]:
@@ -397,6 +435,9 @@ def build_spec(f: ScanFlags) -> SpecPlan:
             hint="use either --protected COLUMN=VALUE or --set protected=...",
         )
     scan.update(settings)
+    if _takes_attribute_groups(entry) and "groups" not in scan:
+        # certify and flag: the groups are the intersections of --attributes (given once)
+        scan["groups"] = {"attributes": list(names)}
     if f.subgroups:
         if "subgroups" in settings:
             raise UsageError(

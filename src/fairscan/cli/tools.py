@@ -113,19 +113,35 @@ def history(
             )
 
 
+def _scan_type_names(incomplete: str) -> list[str]:
+    from fairscan.cli.scan_spec import scan_type_names
+
+    return scan_type_names(incomplete)
+
+
 @app.command()
 def explain(
-    scan_type: Annotated[str, typer.Argument(help="A scan type, e.g. fpr_scan.")],
+    scan_type: Annotated[
+        str,
+        typer.Argument(
+            help="A scan type, e.g. fpr_scan.",
+            autocompletion=_scan_type_names,
+        ),
+    ],
 ) -> None:
     """Explain a scan type: what it tests, its null hypothesis, parameters and how to read it."""
     from fairscan.explain import explain as explain_text
     from fairscan.scans import SCAN_TYPES
 
     if scan_type not in SCAN_TYPES:
+        from fairscan.cli.scan_spec import closest_type
+
+        close = closest_type(scan_type)
         print_error(
             UsageError(
                 f"unknown scan type {scan_type!r}",
-                hint=f"valid types: {', '.join(SCAN_TYPES)}",
+                hint=(f"did you mean {close!r}? " if close else "")
+                + f"valid types: {', '.join(SCAN_TYPES)}",
             )
         )
         raise typer.Exit(int(ExitCode.ERROR))

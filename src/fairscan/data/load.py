@@ -350,6 +350,15 @@ def _is_pandas_frame(obj: object) -> bool:
     return _is_a(obj, "pandas", ("DataFrame",))
 
 
+def _has_pyarrow() -> bool:
+    """pyarrow can be imported (polars converts pandas frames through it)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _is_arrow_table(obj: object) -> bool:
     return _is_a(obj, "pyarrow", ("Table", "RecordBatch"))
 
@@ -392,14 +401,20 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
                 field=IN_MEMORY_FIELD,
                 hint="give every column a distinct name",
             )
+        if not _has_pyarrow():
+            raise DataError(
+                "reading a pandas DataFrame needs pyarrow, which is not installed",
+                field=IN_MEMORY_FIELD,
+                hint="install it: pip install pyarrow (or pip install 'fairscan[notebook]'), "
+                "then restart the kernel",
+            )
         try:
             frame = pl.from_pandas(data)
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
                 f"cannot convert the pandas DataFrame to Arrow: {first_line(exc)}",
                 field=IN_MEMORY_FIELD,
-                hint="give each column a single type (e.g. df[col] = df[col].astype(str)); "
-                "converting needs pyarrow (pip install 'fairscan[notebook]')",
+                hint="give each column a single type (e.g. df[col] = df[col].astype(str))",
             ) from exc
     elif _is_arrow_table(data):
         what = f"pyarrow {type(data).__name__}"

@@ -2,7 +2,8 @@
 
 A format has a name (as ``output.formats`` and ``--format`` spell it), a file extension or,
 for a format that is not a file, the sink it goes to, and ``render(report, hooks)``: the text.
-``json``, ``markdown``, ``html`` and ``junit`` are files written atomically next to each other;
+``json``, ``markdown``, ``html``, ``junit`` and ``sarif`` are files written atomically next to
+each other;
 ``github`` is a sink (the CLI appends its text to ``$GITHUB_STEP_SUMMARY``: only the CLI reads
 the environment). A new format is one :class:`ReportFormat` entry in :data:`FORMATS`.
 
@@ -26,6 +27,7 @@ from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
 from fairscan.report.models import AuditReport
+from fairscan.report.sarif import render_sarif
 
 
 @runtime_checkable
@@ -80,6 +82,10 @@ def _junit(report: AuditReport, hooks: HookMap) -> str:
     return render_junit(report)
 
 
+def _sarif(report: AuditReport, hooks: HookMap) -> str:
+    return render_sarif(report)
+
+
 def _step_summary(report: AuditReport, hooks: HookMap) -> str:
     return render_markdown(report, hooks) + "\n"
 
@@ -91,6 +97,7 @@ FORMATS: Final[dict[str, ReportFormat]] = {
     "junit": Format("junit", _junit, extension=".junit.xml"),
     "html": Format("html", render_html, extension=".html"),
     "github": Format("github", _step_summary, sink="GITHUB_STEP_SUMMARY"),
+    "sarif": Format("sarif", _sarif, extension=".sarif"),
 }
 
 

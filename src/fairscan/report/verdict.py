@@ -189,7 +189,12 @@ def worst_exit_code(codes: Sequence[int]) -> ExitCode:
 
 def verdict_word(verdict: Verdict) -> str:
     """PASS / FAIL / ERROR, as the exit code reads (a gated run with findings passes)."""
-    return _WORDS.get(verdict.exit_code, ERROR)
+    return exit_code_word(verdict.exit_code)
+
+
+def exit_code_word(code: int) -> str:
+    """PASS / FAIL / ERROR for an exit code (e.g. the worst of several specs)."""
+    return _WORDS.get(int(code), ERROR)
 
 
 def gate_passed_findings(verdict: Verdict) -> bool:

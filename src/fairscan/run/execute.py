@@ -136,7 +136,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     return AuditOutcome(
         report=report,
         written=written,
-        formats=tuple(spec.output.formats),
+        formats=options.report_formats(spec.output.formats),
         mlflow_run=mlflow_run,
         delivery_errors=delivery_errors,
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,12 @@ class RunOptions:
     progress: Progress = field(default_factory=NullProgress)
     baseline: Path | None = None  # a previous JSON report to label findings against
     debug: bool = False  # a scan's internal error carries its traceback into the report
+    # overrides output.formats (`audit run --format`); None: the spec's
+    formats: tuple[str, ...] | None = None
+
+    def report_formats(self, spec_formats: Sequence[str]) -> tuple[str, ...]:
+        """The formats this run delivers: ``--format``'s, else the spec's ``output.formats``."""
+        return tuple(self.formats) if self.formats else tuple(spec_formats)
 
 
 @dataclass(frozen=True)

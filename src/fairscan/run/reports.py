@@ -65,7 +65,8 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
     spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
     out_dir = options.out_dir or (spec_dir / spec.output.dir)
     try:
-        written = write_reports(report, Path(out_dir), spec.output.formats, render_hooks())
+        formats = options.report_formats(spec.output.formats)
+        written = write_reports(report, Path(out_dir), formats, render_hooks())
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if Path(out_dir).exists() and not Path(out_dir).is_dir():

@@ -215,3 +215,63 @@ def loaded_from_mapping(
     if issues:
         raise SpecError(issues=issues)
     return resolved_spec(spec, path, text)
+
+
+# --- fairscan.audit's shorter forms ---------------------------------------------------------
+
+# the significance settings fairscan.audit takes as top-level keywords (replicates=99)
+SIGNIFICANCE_SHORTHANDS = ("replicates", "seed", "alpha", "workers")
+
+
+def scan_entries(scans: Any) -> Any:
+    """``scans`` as the spec spells it, from the notebook's shorter forms: an entry may be a
+    scan type's name (``"fpr_scan"``) or a mapping without ``id``; the id defaults to the type,
+    de-duplicated in order (``fpr_scan``, ``fpr_scan_2``), never one an entry names itself.
+    Anything else is left as it is, for the spec's validation to name."""
+    if not isinstance(scans, list | tuple):
+        return scans
+    entries: list[Any] = [{"type": entry} if isinstance(entry, str) else entry for entry in scans]
+    taken = {
+        entry["id"]
+        for entry in entries
+        if isinstance(entry, Mapping) and isinstance(entry.get("id"), str)
+    }
+    out: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, Mapping) and "id" not in entry and isinstance(entry.get("type"), str):
+            scan_id = _free_id(entry["type"], taken)
+            taken.add(scan_id)
+            entry = {"id": scan_id, **entry}
+        out.append(entry)
+    return out
+
+
+def _free_id(scan_type: str, taken: set[str]) -> str:
+    if scan_type not in taken:
+        return scan_type
+    n = 2
+    while f"{scan_type}_{n}" in taken:
+        n += 1
+    return f"{scan_type}_{n}"
+
+
+def with_significance_shorthands(significance: Any, shorthands: Mapping[str, Any]) -> Any:
+    """``significance`` with the top-level ``replicates=``, ``seed=``, ``alpha=``, ``workers=``
+    merged in (validated with it, by the spec's model). A setting given both ways is a
+    :class:`~fairscan.errors.UsageError` naming the keyword."""
+    from fairscan.errors import UsageError
+
+    if not shorthands:
+        return significance
+    if significance is None:
+        return dict(shorthands)
+    if not isinstance(significance, Mapping):
+        return significance  # the spec's validation says what `significance` must be
+    for key in shorthands:
+        if key in significance:
+            raise UsageError(
+                f"given twice: {key}= and significance={{{key!r}: ...}}",
+                field=key,
+                hint=f"give it once, e.g. {key}={shorthands[key]!r}",
+            )
+    return {**significance, **shorthands}

@@ -326,7 +326,7 @@ class SignificanceSpec(StrictModel):
         return value
 
 
-ReportFormat = Literal["json", "markdown", "junit", "github", "html"]
+ReportFormat = Literal["json", "markdown", "junit", "github", "html", "sarif"]
 DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown")
 
 
@@ -391,8 +391,9 @@ class OutputSpec(StrictModel):
         description=(
             "Report formats to write: <dir>/<name>.json, <dir>/<name>.md, "
             "<dir>/<name>.junit.xml (JUnit XML: a testcase per scan), <dir>/<name>.html "
-            "(self-contained HTML with inline SVG charts); github appends the "
-            "Markdown report to $GITHUB_STEP_SUMMARY when that variable is set."
+            "(self-contained HTML with inline SVG charts), <dir>/<name>.sarif (SARIF 2.1.0, "
+            "for code-scanning dashboards); github appends the Markdown report to "
+            "$GITHUB_STEP_SUMMARY when that variable is set."
         ),
     )
     history: str | None = Field(

@@ -1,0 +1,206 @@
+"""GitHub Actions: annotations and step outputs.
+
+Under ``GITHUB_ACTIONS=true`` a spec, data or usage error located in a file and each
+significant finding become workflow-command annotations (``::error file=F,line=L,col=C,
+title=T::message``), shown on the pull request's diff at the spec's line. They are written to
+stderr (the runner reads workflow commands from both streams), so that ``--out -`` keeps stdout
+for the report alone. Property values and the message are escaped by the rules of GitHub's own
+toolkit (``@actions/core``: ``%``, CR and LF in both; ``:`` and ``,`` in properties too), so data
+and spec text cannot end an annotation or start another command.
+
+When ``GITHUB_OUTPUT`` names a file, ``audit run`` appends the step outputs
+``significant-findings``, ``verdict``, ``exit-code`` and ``report-paths`` (one path a line) to
+it, in the delimiter form GitHub documents for values that may hold newlines.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from fairscan.errors import FairscanError
+    from fairscan.report.models import AuditReport
+
+# workflow commands longer than this are cut (GitHub shows at most a few KB of an annotation)
+MESSAGE_CHARS = 4000
+
+
+def in_github_actions() -> bool:
+    """Running as a GitHub Actions step (the runner sets ``GITHUB_ACTIONS=true``)."""
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message, escaped as ``@actions/core``'s ``escapeData``."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value, escaped as ``@actions/core``'s ``escapeProperty``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(
+    level: str,
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    col: int | None = None,
+    title: str | None = None,
+) -> str:
+    """One annotation command: ``::error file=F,line=L,col=C,title=T::message``."""
+    where = workspace_path(file) if file is not None else None
+    props = [
+        f"{key}={escape_property(str(value))}"
+        for key, value in (("file", where), ("line", line), ("col", col), ("title", title))
+        if value is not None
+    ]
+    head = f"::{level}" + (" " + ",".join(props) if props else "")
+    if len(message) > MESSAGE_CHARS:
+        message = message[: MESSAGE_CHARS - 1] + "…"
+    return f"{head}::{escape_data(message)}"
+
+
+def workspace_path(path: str) -> str:
+    """``path`` as GitHub places annotations: relative to the checkout (``GITHUB_WORKSPACE``)
+    when it lies inside it, with forward slashes; otherwise as it is."""
+    from pathlib import Path
+
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return path.replace(os.sep, "/")
+    try:
+        relative = Path(path).resolve().relative_to(Path(workspace).resolve())
+    except (ValueError, OSError):
+        return path.replace(os.sep, "/")
+    return relative.as_posix()
+
+
+def _write(lines: Iterable[str], stream: TextIO | None = None) -> None:
+    target = stream if stream is not None else sys.stderr
+    for line in lines:
+        target.write(line + "\n")
+    target.flush()
+
+
+def error_annotations(error: FairscanError) -> list[str]:
+    """An ``::error`` per issue of a spec, data or usage error (at its file:line:col)."""
+    title = {"spec": "spec error", "data": "data error", "usage": "usage error"}.get(
+        error.kind, "error"
+    )
+    lines = []
+    for issue in error.issues:
+        text = issue.message if issue.field is None else f"{issue.field}: {issue.message}"
+        if issue.hint:
+            text += f"\nhelp: {issue.hint}"
+        lines.append(
+            annotation(
+                "error",
+                text,
+                file=issue.file,
+                line=issue.line if issue.file is not None else None,
+                col=issue.col if issue.file is not None else None,
+                title=f"fairscan {title}",
+            )
+        )
+    return lines
+
+
+def annotate_error(error: FairscanError) -> None:
+    """Print :func:`error_annotations` when running in GitHub Actions."""
+    if in_github_actions():
+        _write(error_annotations(error))
+
+
+@dataclass(frozen=True)
+class ScanPlace:
+    """Where a scan is written in its spec file (for the annotation's file and line)."""
+
+    file: str
+    line: int | None
+    col: int | None
+
+
+def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None]) -> list[str]:
+    """An annotation per significant finding: ``error`` when the gate fails on the run,
+    ``warning`` when it lets the findings pass; at the scan's line in the spec."""
+    from fairscan.report.verdict import ExitCode
+
+    level = "error" if report.verdict.exit_code == ExitCode.FINDINGS else "warning"
+    lines = []
+    for index, scan in enumerate(report.scans):
+        place = places[index] if index < len(places) else None
+        for finding in scan.findings:
+            if not finding.significant:
+                continue
+            p = f", p = {finding.p_value:.4g}" if finding.p_value is not None else ""
+            lines.append(
+                annotation(
+                    level,
+                    f"{finding.label}: {finding.description}",
+                    file=place.file if place is not None else None,
+                    line=place.line if place is not None else None,
+                    col=place.col if place is not None else None,
+                    title=f"fairscan {report.name}: significant finding of scan {scan.id}{p}",
+                )
+            )
+    for index, scan in enumerate(report.scans):
+        if scan.status == "error":
+            place = places[index] if index < len(places) else None
+            lines.append(
+                annotation(
+                    "error",
+                    f"scan {scan.id} failed: {scan.error}",
+                    file=place.file if place is not None else None,
+                    line=place.line if place is not None else None,
+                    title=f"fairscan {report.name}: scan error",
+                )
+            )
+    return lines
+
+
+def annotate_report(report: AuditReport, places: Sequence[ScanPlace | None]) -> None:
+    """Print :func:`finding_annotations` when running in GitHub Actions."""
+    if in_github_actions():
+        _write(finding_annotations(report, places))
+
+
+def step_outputs(values: dict[str, str]) -> str:
+    """``name<<DELIMITER`` blocks for ``$GITHUB_OUTPUT`` (safe for values with newlines)."""
+    blocks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
+        while delimiter in value:
+            delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
+        blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(blocks)
+
+
+def write_step_outputs(
+    significant: int, verdict: str, exit_code: int, report_paths: Sequence[str]
+) -> str | None:
+    """Append the run's outputs to ``$GITHUB_OUTPUT`` when it is set; a problem writing it is
+    returned as a warning (the audit's result stands)."""
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target:
+        return None
+    text = step_outputs(
+        {
+            "significant-findings": str(significant),
+            "verdict": verdict,
+            "exit-code": str(exit_code),
+            "report-paths": "\n".join(report_paths),
+        }
+    )
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        return f"cannot append to GITHUB_OUTPUT: {exc.strerror or exc}"
+    return None

@@ -1,0 +1,193 @@
+"""The report as SARIF 2.1.0 (Static Analysis Results Interchange Format), for code-scanning
+dashboards (GitHub code scanning, Azure DevOps, IDE viewers).
+
+One run of the tool ``fairscan``; one rule per scan of the audit (its ``id``; the scan type in
+the rule's properties); one result per significant finding, located at the spec file (the
+audit's code) and, logically, at the scan. A finding the gate fails on is an ``error``, one it
+lets pass (``gate.fail_on: never`` or ``new_significant`` on a persisting finding) a
+``warning``. Findings that are not significant are not alerts and are left out (the JSON report
+has them). A scan that failed is a tool execution notification of level ``error``. Each result
+carries a partial fingerprint of its audit, scan and subgroup, so a dashboard tracks one finding
+across runs. Validated against the official schema in tests/report/test_report_sarif.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import PurePosixPath
+from typing import Any, Final
+
+from fairscan import __version__
+from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.verdict import ExitCode
+
+SARIF_VERSION: Final = "2.1.0"
+SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI: Final = "https://pypi.org/project/fairscan/"
+# the partial fingerprint's name: versioned, so a change of what it hashes starts anew
+FINGERPRINT: Final = "fairscanFinding/v1"
+
+
+def render_sarif(report: AuditReport) -> str:
+    """The SARIF log of ``report`` (strict JSON, 2-space indent)."""
+    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def sarif_log(report: AuditReport) -> dict[str, Any]:
+    """The SARIF log as a mapping: one run with its rules, results and invocation."""
+    rules = [_rule(scan) for scan in report.scans]
+    gated = report.verdict.exit_code == ExitCode.FINDINGS
+    results = [
+        _result(report, index, scan, finding, gated)
+        for index, scan in enumerate(report.scans)
+        for finding in scan.findings
+        if finding.significant
+    ]
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "fairscan",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }
+        },
+        "automationDetails": {"id": f"fairscan/{report.name}/"},
+        "invocations": [_invocation(report)],
+        "results": results,
+        "properties": {
+            "verdict": report.verdict.status,
+            "exitCode": report.verdict.exit_code,
+            "significantFindings": report.verdict.significant_findings,
+            "specSha256": report.provenance.spec_sha256,
+            "dataPath": report.provenance.data_path,
+            "dataSha256": report.provenance.data_sha256,
+            "seed": report.provenance.seed,
+        },
+    }
+    artifact = _artifact_uri(report.provenance.spec_path)
+    if artifact is not None:
+        run["originalUriBaseIds"] = {"SRCROOT": {"description": {"text": "The repository root"}}}
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _rule(scan: ScanResult) -> dict[str, Any]:
+    text = f"{scan.type} scan `{scan.id}`: subgroups whose {_metric(scan)} differs significantly"
+    return {
+        "id": scan.id,
+        "name": _rule_name(scan.id),
+        "shortDescription": {"text": text},
+        "fullDescription": {"text": f"{text} (fairscan scan type {scan.type})."},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"scanType": scan.type, "tags": ["fairness", "bias", scan.type]},
+    }
+
+
+def _metric(scan: ScanResult) -> str:
+    for finding in scan.findings:
+        return finding.effect.metric
+    return "outcome"
+
+
+def _rule_name(scan_id: str) -> str:
+    """A rule name in PascalCase, as SARIF suggests (``fpr_scan`` -> ``FprScan``)."""
+    words = [w for w in scan_id.replace("-", "_").replace(".", "_").split("_") if w]
+    return "".join(w[:1].upper() + w[1:] for w in words) or "Scan"
+
+
+def _result(
+    report: AuditReport, index: int, scan: ScanResult, finding: Finding, gated: bool
+) -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "logicalLocations": [
+            {
+                "name": scan.id,
+                "fullyQualifiedName": f"{report.name}/scans[{index}]/{scan.id}",
+                "kind": "module",
+            }
+        ]
+    }
+    artifact = _artifact_uri(report.provenance.spec_path)
+    if artifact is not None:
+        location["physicalLocation"] = {
+            "artifactLocation": artifact,
+            "region": {"startLine": 1},
+        }
+    properties: dict[str, Any] = {
+        "subgroup": finding.subgroup,
+        "group": finding.group,
+        "size": finding.size,
+        "metric": finding.effect.metric,
+        "inside": finding.effect.inside,
+        "reference": finding.effect.reference,
+        "pValue": finding.p_value,
+        "adjustedPValue": finding.adjusted_p_value,
+        "statistic": finding.statistic.value,
+        "statisticName": finding.statistic.name,
+    }
+    return {
+        "ruleId": scan.id,
+        "ruleIndex": index,
+        "kind": "fail",
+        "level": "error" if gated else "warning",
+        "message": {"text": f"{finding.label}: {finding.description}"},
+        "locations": [location],
+        "partialFingerprints": {FINGERPRINT: _fingerprint(report.name, scan.id, finding)},
+        "properties": {k: _finite(v) for k, v in properties.items() if v is not None},
+    }
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities are not JSON: written as null."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    return value
+
+
+def _fingerprint(name: str, scan_id: str, finding: Finding) -> str:
+    key = json.dumps(
+        [name, scan_id, finding.subgroup, finding.group], sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _invocation(report: AuditReport) -> dict[str, Any]:
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"scan {scan.id} failed: {scan.error}"},
+            "descriptor": {"id": scan.id},
+        }
+        for scan in report.scans
+        if scan.status == "error"
+    ]
+    invocation: dict[str, Any] = {
+        "executionSuccessful": report.verdict.status != "error",
+        "exitCode": report.verdict.exit_code,
+        "startTimeUtc": report.provenance.utc_time,
+        "endTimeUtc": report.provenance.finished_utc_time,
+    }
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    return invocation
+
+
+def _artifact_uri(spec_path: str) -> dict[str, Any] | None:
+    """The spec file as a SARIF artifact location: a relative path against the repository
+    root (``SRCROOT``), an absolute one as a file URI; None for a spec that is not a file
+    (``fairscan.audit`` keywords, ``audit scan`` flags)."""
+    if not spec_path or spec_path.startswith("<"):
+        return None
+    path = PurePosixPath(spec_path.replace("\\", "/"))
+    if path.is_absolute():
+        return {"uri": path.as_uri()}
+    return {"uri": _uri_path(str(path)), "uriBaseId": "SRCROOT"}
+
+
+def _uri_path(path: str) -> str:
+    """A relative path as a URI reference (percent-encoding what a URI cannot hold)."""
+    from urllib.parse import quote
+
+    return quote(path, safe="/-._~")
