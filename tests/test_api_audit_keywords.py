@@ -194,3 +194,21 @@ def test_the_package_stub_shows_every_public_name_to_ides() -> None:
         assert module is not None
         assert getattr(importlib.import_module(module), name) is not None
     assert imported["audit"] == "fairscan.inmemory"
+
+
+def test_model_as_a_mapping_is_the_spec_s_model_block(credit: pl.DataFrame) -> None:
+    """``model=`` takes a fitted classifier (with ``features=``) or, as a mapping, the spec's
+    description of the model, which every report format carries."""
+    common: dict[str, Any] = {
+        "outcome": "default",
+        "recommendation": "high_risk",
+        "attributes": ["sex", "ethnicity"],
+        "scans": ["fpr_scan"],
+        "replicates": 9,
+    }
+    report = fairscan.audit(credit, model={"name": "credit-gbm", "version": "3"}, **common)
+    assert report.model is not None
+    assert (report.model.name, report.model.version) == ("credit-gbm", "3")
+    assert "credit-gbm" in report.to_markdown()
+    with pytest.raises(fairscan.SpecError, match="model"):
+        fairscan.audit(credit, model={"nmae": "typo"}, **common)

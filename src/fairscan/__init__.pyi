@@ -14,6 +14,7 @@ from fairscan.api import run_prepared as run_prepared
 from fairscan.errors import DataError as DataError
 from fairscan.errors import FairscanError as FairscanError
 from fairscan.errors import ScanError as ScanError
+from fairscan.errors import ServiceError as ServiceError
 from fairscan.errors import SpecError as SpecError
 from fairscan.errors import UsageError as UsageError
 from fairscan.inmemory import audit as audit

@@ -40,7 +40,10 @@ DEFAULT_PREDICTION = "prediction"  # the column of model= predictions unless pre
 # keyword -> its place in the spec
 COLUMN_KEYWORDS = tuple(ColumnsSpec.model_fields)  # outcome=, prediction=, ... go to `columns`
 # every other spec field is a keyword too; `data` is the first argument, `filter` its filter
-SPEC_KEYWORDS = tuple(k for k in AuditSpec.model_fields if k not in ("version", "extends", "data"))
+# (`model`, the spec's description of the model, is the `model=` argument given as a mapping)
+SPEC_KEYWORDS = tuple(
+    k for k in AuditSpec.model_fields if k not in ("version", "extends", "data", "model")
+)
 KEYWORDS = (*COLUMN_KEYWORDS, "filter", *SPEC_KEYWORDS)
 # significance settings as top-level keywords (replicates=99)
 SHORTHANDS = SIGNIFICANCE_SHORTHANDS
@@ -121,9 +124,12 @@ def audit(
     ``"dask://HOST:PORT"``, ``"tls://HOST:PORT"``, or a connected ``distributed.Client`` (a
     notebook's, dask-gateway's, Coiled's), which is used as it is and left open.
 
-    ``model`` and ``features``: the prediction is ``model.predict_proba(data[features])[:, 1]``
-    (the probability of ``model.classes_[1]``), added as the column named by ``prediction=``
-    (default ``"prediction"``). The report's ``data_sha256`` is then of the table with it.
+    ``model``: a mapping describes the audited model for every report format (the spec's
+    ``model:`` block: ``{"name": ..., "version": ..., "owner": ..., "description": ...}``).
+    A fitted classifier with ``features``: the prediction is
+    ``model.predict_proba(data[features])[:, 1]`` (the probability of ``model.classes_[1]``),
+    added as the column named by ``prediction=`` (default ``"prediction"``). The report's
+    ``data_sha256`` is then of the table with it.
 
     ``progress``: ``True`` shows a bar while the scans and their null replicates run (tqdm: a
     widget in Jupyter, stderr in a terminal; without tqdm a line on stderr every 2 s); or an
@@ -155,6 +161,8 @@ def audit(
         "description": description,
     }
     fields = {key: value for key, value in given.items() if value is not UNSET}
+    if isinstance(model, Mapping):  # the spec's model block, not a classifier
+        fields["model"], model = model, None
     shorthands = {
         key: value
         for key, value in (
@@ -261,7 +269,7 @@ def _check_keywords(fields: Mapping[str, Any]) -> None:
     issues = [
         Issue(f"unknown keyword argument {key!r}", hint=_keyword_hint(key))
         for key in fields
-        if key not in KEYWORDS
+        if key not in KEYWORDS and key != "model"  # model: given as a mapping (see audit)
     ]
     if issues:
         raise SpecError(issues=issues)
