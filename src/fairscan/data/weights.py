@@ -70,10 +70,15 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
             column=column,
         )
     whole = bool(np.all(w == np.round(w)))
-    if data.row_weight is not None:
-        w = w * data.row_weight
-    row_weight = w.astype(np.int64) if whole else w
-    return replace(data, row_weight=row_weight)
+    counts = data.row_weight
+    if counts is not None:
+        w = w * counts
+    if whole:
+        return replace(data, row_weight=w.astype(np.int64))
+    # survey/importance weights: relative, so rescaled to the data rows' count (mean 1 per data
+    # row); the statistics then do not depend on their scale, and n is the rows audited
+    n_data = float(data.n_rows if counts is None else counts.sum())
+    return replace(data, row_weight=w * (n_data / float(w.sum())))
 
 
 def whole_numbers(data: PreparedData) -> bool:
@@ -83,16 +88,15 @@ def whole_numbers(data: PreparedData) -> bool:
 
 
 def check_weight_support(
-    scan_type: str, reads_weighted_rows: bool, replicates: int, data: PreparedData, column: str
+    scan_type: str, honours_fractional: bool, data: PreparedData, column: str
 ) -> None:
-    """A :class:`ScanError` (never a silent unweighted run) where a scan cannot honour the
-    weights: non-whole weights on a scan that works on rows, or in null replicates, which are
-    drawn per unit of weight."""
+    """A :class:`ScanError` (never a silent unweighted run) where a scan cannot honour
+    fractional weights (it can only repeat rows)."""
     from fairscan.errors import ScanError
 
     if whole_numbers(data):
         return
-    if not reads_weighted_rows:
+    if not honours_fractional:
         raise ScanError(
             f"{scan_type} honours columns.weight as frequency weights only (whole numbers: each "
             f"row counted w times), but {column!r} holds fractional weights",
@@ -100,13 +104,4 @@ def check_weight_support(
             column=column,
             hint="round or scale the weights to whole numbers, or audit this scan without "
             "columns.weight (fpr_scan, tpr_scan and the binary bias_scan take any weights)",
-        )
-    if replicates > 0:
-        raise ScanError(
-            f"the null replicates of {scan_type} are drawn per unit of weight, which needs "
-            f"whole-number weights; {column!r} holds fractional weights",
-            field=FIELD,
-            column=column,
-            hint="use whole-number (frequency) weights, or significance.replicates: 0 for "
-            "weighted scores without a p-value",
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairscan.engine.cells import Cells
+from fairscan.engine.cells import Cells, restrict
 from fairscan.engine.mdss import members
 from fairscan.engine.scores import Draw, draw_cells
 from fairscan.engine.seeds import child_seed, replicate_rng
@@ -135,15 +135,7 @@ def fixed_power(
     if expected is None or replicates <= 0:
         return None
     null = np.sort(draw_sums(cells, inside, draw, seed, replicates))
-    sub = Cells(
-        codes=cells.codes[inside],
-        weight=weights,
-        observed=cells.observed[inside],
-        expected=np.clip(expected, 0.0, None if draw == "poisson" else 1.0),
-        row_cell=np.zeros(0, np.int64),
-        cardinality=cells.cardinality,
-        constant_expectation=False,
-    )
+    sub = restrict(cells, inside, np.clip(expected, 0.0, None if draw == "poisson" else 1.0))
     # the null draws use the replicate children of ``seed``; the alternative's, one level down
     alt_seed = child_seed(seed, replicates)
     alt = np.array(
@@ -176,15 +168,7 @@ def draw_sums(
                 draw_cells(cells, draw, replicate_rng(seed, r), residuals).observed[inside].sum()
             )
         return sums
-    sub = Cells(
-        codes=cells.codes[inside],
-        weight=cells.weight[inside],
-        observed=cells.observed[inside],
-        expected=cells.expected[inside],
-        row_cell=np.zeros(0, np.int64),
-        cardinality=cells.cardinality,
-        constant_expectation=cells.constant_expectation,
-    )
+    sub = restrict(cells, inside)
     for r in range(replicates):
         sums[r] = draw_cells(sub, draw, replicate_rng(seed, r)).observed.sum()
     return sums

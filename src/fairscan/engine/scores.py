@@ -186,7 +186,7 @@ def draw_cells(
         )
         return replace(cells, observed=cells.weight * cells.expected + shuffled)
     if draw == "binomial":
-        observed = rng.binomial(cells.weight.astype(np.int64), cells.expected)
+        observed = bernoulli_sums(cells, rng)
     elif draw == "poisson":
         observed = rng.poisson(cells.weight * cells.expected)
     elif draw == "gaussian":

@@ -205,6 +205,9 @@ class ScanType:
     # rows with their counts), always or for the specs this says; the others get the data
     # expanded to one row per data row
     weighted_rows: bool | Callable[[Any], bool] = False
+    # the runner honours fractional sample weights (columns.weight) as ``ctx.data.row_weight``
+    # (weighted statistics, fits and resamples); whole-number weights still repeat the rows
+    fractional_weights: bool = False
 
     def reads_weighted_rows(self, spec: Any) -> bool:
         """Whether the runner of ``spec`` works on aggregated rows with their counts."""

@@ -19,7 +19,7 @@ import numpy as np
 from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import kernels
-from fairscan.engine.cells import Cells, compress
+from fairscan.engine.cells import Cells, compress, fractional
 from fairscan.engine.expectation_cells import (
     ExpectationCells,
     ExpectationReplicate,
@@ -201,6 +201,9 @@ def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
         cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
         if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
             return pooled_means(cells)
+        if inputs.weight is None and fractional(inputs.multiplicity):
+            # fractional sample weights: the null draws are per row, times the row's weight
+            return replace(cells, row_weight=inputs.multiplicity.astype(np.float64))
         return cells
     if inputs.score.likelihood == kernels.POISSON:
         return pooled_means(problem.cells())
@@ -277,7 +280,8 @@ def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | 
             raise ValueError("a cell holds rows of two summed profiles")
         return from_profile_sums(cells, profiles_of(cells), cell_profile, sums, inputs.direction)
     if not (
-        inputs.summarise_expectations
+        cells.row_weight is None
+        and inputs.summarise_expectations
         and inputs.score == BERNOULLI
         and inputs.draw == "binomial"
         and inputs.clip

@@ -36,6 +36,7 @@ FLAG = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
+    fractional_weights=True,
 )
 
 CERTIFY = ScanType(
@@ -51,6 +52,7 @@ CERTIFY = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
+    fractional_weights=True,
 )
 
 __all__ = [
