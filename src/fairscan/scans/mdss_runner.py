@@ -331,8 +331,11 @@ def mdss_result(
     findings = []
     if is_material(found.best):
         findings.append(_finding(spec, ctx, inputs, problem, found, null, extra))
-    n = round(inputs.total(np.ones(problem.observed.shape[0])))
+    total = inputs.total(np.ones(problem.observed.shape[0]))
+    n = round(total)
     observed_total, expected_total = _population_totals(problem, inputs)
+    if total != n:  # fractional weights: the rates over their exact total
+        observed_total, expected_total = observed_total * n / total, expected_total * n / total
     return ScanResult(
         id=spec.id,
         type=spec.type,

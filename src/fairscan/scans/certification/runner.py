@@ -577,7 +577,7 @@ def run_audit(spec: AuditSpec, ctx: ScanContext) -> ScanResult:
         ),
         population=Population(
             description=metric.population_text,
-            size=int(pop.sum()),
+            size=round(float(problem.row_weight[pop].sum())),
             observed_rate=float(np.average(metric.L[pop], weights=problem.row_weight[pop])),
             expected_rate=None,
             observed_label=metric.words,
