@@ -472,7 +472,7 @@ class CbsEstimate:
     expected: np.ndarray | None = None  # per scanned row: I-hat (event applied)
     sigma: float | None = None  # Gaussian only
     propensity: np.ndarray | None = None  # p^A on all rows (None when expectations are given)
-    weights: np.ndarray | None = None  # ATT weights on the comparison rows
+    weights: np.ndarray | None = None  # ATT weights on the comparison rows (times their sample weights)
     fitted: np.ndarray | None = None  # outcome model on the comparison rows (event applied)
     training_label: np.ndarray | None = None  # I on the comparison rows (event applied)
     max_weight_ratio: float | None = None  # largest weight / median weight
@@ -683,9 +683,8 @@ def _model_expectations(
     try:
         prop = models.propensity(a)
         pa = np.clip(prop.fitted, EPS, 1.0 - EPS)
-        weights = pa[comparison] / (1.0 - pa[comparison])
-        if sample_weight is not None:
-            weights = weights * sample_weight
+        att = pa[comparison] / (1.0 - pa[comparison])
+        weights = att if sample_weight is None else att * sample_weight
         which = "outcome"
         out = models.outcome(comparison, protected, train_label, weights)
     except ModelDegenerate as exc:
@@ -696,7 +695,7 @@ def _model_expectations(
         propensity=prop.fitted,
         weights=weights,
         fitted=out.fitted,
-        ratio=float(weights.max() / np.median(weights)),
+        ratio=float(att.max() / np.median(att)),
         notes=tuple(f"{name} model: {fit.note}" for name, fit in fits if fit.note),
         coefficients=(prop.coef, out.coef),
     )
