@@ -239,3 +239,96 @@ def test_integer_weights_equal_the_replicated_table(
     _close(want["verdict"], got["verdict"])
     assert got["attributes"] == want["attributes"]
     assert got["provenance"]["rows_after_filter"] == want["provenance"]["rows_after_filter"]
+
+
+# --- fractional weights (survey/importance semantics) ------------------------------------------
+
+# Fractional weights are relative: rescaled to mean 1 over the rows, so their scale does not
+# matter. The statistics are the weighted ones; the randomness (null draws, permutations,
+# bootstrap resamples) is per row, each row carrying its weight as a multiplier.
+FRACTIONAL = sorted(
+    t for t in EXAMPLES if SCAN_TYPES[t].fractional_weights or SCAN_TYPES[t].weighted_rows
+)
+
+
+def _weighted_run(tmp_path: Path, scan_type: str, data: Path, weight: str | None) -> Any:
+    spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text())
+    spec["data"]["path"] = str(data)
+    if weight is not None:
+        spec["columns"]["weight"] = weight
+    path = tmp_path / f"{scan_type}-{data.stem}-{weight}.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return json.loads(run_audit(path, RunOptions(write=False)).report.model_dump_json())
+
+
+@pytest.fixture(scope="module")
+def fractional_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import numpy as np
+    import polars as pl
+
+    frame = pl.read_csv(SAMPLE).head(2500)
+    w = np.random.default_rng(11).uniform(0.2, 3.0, frame.height)
+    path = tmp_path_factory.mktemp("fractional") / "fractional.csv"
+    frame.with_columns(pl.Series("w", w), pl.Series("w_scaled", w * 37.5)).write_csv(path)
+    return path
+
+
+@pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
+def test_fractional_weights_are_honoured_and_scale_free(
+    tmp_path: Path, fractional_table: Path, scan_type: str
+) -> None:
+    got = _weighted_run(tmp_path, scan_type, fractional_table, "w")
+    scan = got["scans"][0]
+    if scan_type not in FRACTIONAL:  # never a silent unweighted run
+        assert scan["status"] == "error"
+        assert "columns.weight" in scan["error"] and "'w'" in scan["error"]
+        return
+    assert scan["status"] != "error", scan["error"]
+    assert got["provenance"]["rows_after_filter"] == 2500  # relative weights: n is the rows
+    plain = _weighted_run(tmp_path, scan_type, fractional_table, None)["scans"][0]
+    plain.pop("timing")
+    assert {k: v for k, v in scan.items() if k != "timing"} != plain  # the weights are used
+    scaled = _weighted_run(tmp_path, scan_type, fractional_table, "w_scaled")["scans"][0]
+    for r in (scan, scaled):
+        r.pop("timing")
+        r["parameters"].pop("weight", None)
+    _close(scan, scaled)
+
+
+def _statistics(scan: dict[str, Any]) -> Any:
+    """What a weighted run must share with the replicated table whatever its null draws: the
+    findings' subgroups, sizes, statistics and effects (certify/flag: every group's estimate)."""
+    if scan["type"] in ("certify", "flag"):
+        detail = scan["detail"]["certification"]
+        keys = ("name", "size", "share", "estimate", "gap") + (
+            ("scale",) if scan["type"] == "certify" else ()
+        )
+        groups = sorted(({k: g[k] for k in keys} for g in detail["groups"]), key=str)
+        return {"theta": detail["theta"], "groups": groups}
+    return [
+        {k: f[k] for k in ("subgroup", "size", "statistic", "effect", "description")}
+        for f in scan["findings"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights]
+)
+def test_the_weighted_rows_path_equals_the_replicated_table(
+    tmp_path: Path,
+    weighted_tables: tuple[Path, Path],
+    scan_type: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whole-number weights through the path fractional weights take (weighted fits, sums and
+    moments, rows not repeated): the same statistics as the rows repeated. Its null draws are
+    per row (a row's weight multiplies its draw), so p-values and bounds differ there."""
+    import fairscan.data.weights as weights
+
+    weighted, replicated = weighted_tables
+    want = _weighted_run(tmp_path, scan_type, replicated, None)["scans"][0]
+    monkeypatch.setattr(weights, "whole_numbers", lambda data: False)
+    got = _weighted_run(tmp_path, scan_type, weighted, "w")["scans"][0]
+    assert got["status"] != "error", got["error"]
+    assert _statistics(got), "the example must find something to compare"
+    _close(_statistics(want), _statistics(got))

@@ -5,6 +5,7 @@ type is part of the contract test (tests/test_contract.py)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,9 @@ def _table(tmp_path: Path, weights: list[float | None] | np.ndarray, n: int = 15
     path = tmp_path / "d.csv"
     frame.with_columns(pl.Series("w", list(w), dtype=pl.Float64, strict=False)).write_csv(path)
     return path
+
+
+ATTRIBUTES = ["sex", "ethnicity", "age_group", "region"]
 
 
 def _run(tmp_path: Path, data: Path, scan: dict, replicates: int = 9, weight: str | None = "w"):
@@ -107,21 +111,146 @@ def test_weights_change_the_audit(tmp_path):
 
 def test_fractional_weights(tmp_path):
     data = _table(tmp_path, [0.5, 1.5])
-    # a scan that works on rows refuses them (never a silent unweighted run)
-    scan = _run(tmp_path, data, CERTIFY).scans[0]
-    assert scan.status == "error"
-    assert "frequency weights only" in scan.error and "columns.weight" in scan.error
-    # the aggregate scans score weighted counts; their null draws need whole numbers
-    scan = _run(tmp_path, data, FPR).scans[0]
-    assert scan.status == "error" and "per unit of weight" in scan.error
+    # honoured by the scans that work on rows and in the null draws (per row, times the weight)
+    for scan in (CERTIFY, FPR):
+        report = _run(tmp_path, data, scan)
+        assert report.scans[0].status != "error", report.scans[0].error
+        assert report.provenance.rows_after_filter == 1500  # relative weights: n is the rows
     halves = _run(tmp_path, data, FPR, replicates=0).scans[0]
-    assert halves.status != "error", halves.error
-    # scaling every weight by 2 gives whole numbers: the same subgroup, the statistic doubled
+    # scaling every weight by 2 gives whole numbers (frequency weights): the same subgroup and
+    # rates (the fractional weights are relative, the whole ones counts)
     doubled = _run(tmp_path, _table(tmp_path, [1, 3]), FPR, replicates=0).scans[0]
     (half,), (double,) = halves.findings, doubled.findings
     assert half.subgroup == double.subgroup
     assert half.effect.inside == pytest.approx(double.effect.inside, rel=1e-9)
     assert half.effect.reference == pytest.approx(double.effect.reference, rel=1e-9)
+
+
+def _frame_weights(tmp_path: Path, seed: int = 3, n: int = 1500) -> tuple[Path, pl.DataFrame]:
+    frame = pl.read_csv(SAMPLE).head(n)
+    w = np.random.default_rng(seed).uniform(0.1, 4.0, n)
+    frame = frame.with_columns(pl.Series("w", w))
+    path = tmp_path / "f.csv"
+    frame.write_csv(path)
+    return path, frame.with_columns(pl.Series("w", w * n / w.sum()))  # the weights as used
+
+
+def _inside(frame: pl.DataFrame, subgroup: dict[str, list[str]]) -> np.ndarray:
+    inside = np.ones(frame.height, bool)
+    for column, values in subgroup.items():
+        inside &= frame[column].cast(pl.Utf8).is_in(values).to_numpy()
+    return inside
+
+
+def _bernoulli_llr(observed: float, w: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    """max over q >= 1 of C log q - sum w log(1 - p + q p) (bisection on log q): (F, q)."""
+    lo, hi = 0.0, math.log(1e6)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        fitted = float((w * p * math.exp(mid) / (1 - p + p * math.exp(mid))).sum())
+        lo, hi = (mid, hi) if fitted < observed else (lo, mid)
+    u = 0.5 * (lo + hi)
+    return observed * u - float((w * np.log1p(p * math.expm1(u))).sum()), math.exp(u)
+
+
+def test_fractional_fpr_scan_score_against_the_closed_form(tmp_path):
+    path, frame = _frame_weights(tmp_path)
+    scan = _run(tmp_path, path, FPR, replicates=0).scans[0]
+    (finding,) = scan.findings
+    negatives = frame["default"].to_numpy() == 0
+    inside = _inside(frame, finding.subgroup) & negatives
+    w, y = frame["w"].to_numpy(), frame["high_risk"].to_numpy().astype(float)
+    rate = float((w * y)[negatives].sum() / w[negatives].sum())  # the FPR-Scan's expectation
+    observed = float((w * y)[inside].sum())
+    llr, q = _bernoulli_llr(observed, w[inside], np.full(int(inside.sum()), rate))
+    assert finding.detail["observed_count"] == pytest.approx(observed, rel=1e-12)
+    assert finding.detail["expected_count"] == pytest.approx(rate * w[inside].sum(), rel=1e-12)
+    assert finding.detail["llr"] == pytest.approx(llr, rel=1e-9)
+    assert finding.detail["q"] == pytest.approx(q, rel=1e-6)
+    assert finding.effect.inside == pytest.approx(observed / w[inside].sum(), rel=1e-12)
+    assert scan.population.size == round(float(w[negatives].sum()))
+
+
+def test_fractional_null_draws_are_per_row_times_the_weight():
+    from fairscan.engine.cells import bernoulli_sums, compress
+
+    rng = np.random.default_rng(0)
+    n = 40
+    codes = rng.integers(0, 2, (n, 1)).astype(np.int32)
+    p = np.full(n, 0.3)
+    w = rng.uniform(0.2, 3.0, n)
+    cells = compress(codes, np.zeros(n), p, np.array([2], np.int32), w)
+    from dataclasses import replace
+
+    cells = replace(cells, row_weight=w)
+    draws = np.array([bernoulli_sums(cells, rng) for _ in range(20000)])
+    for c in range(cells.n_cells):
+        rows = cells.row_cell == c
+        mean = float((w[rows] * 0.3).sum())
+        var = float((w[rows] ** 2 * 0.3 * 0.7).sum())
+        assert draws[:, c].mean() == pytest.approx(mean, rel=0.02)
+        assert draws[:, c].var() == pytest.approx(var, rel=0.05)
+    # whole-number weights: per unit of weight, Binomial(weight, p) per cell, as repeated rows
+    whole = replace(cells, row_weight=None, weight=np.array([3.0, 5.0]))
+    draws = np.array([bernoulli_sums(whole, rng) for _ in range(20000)])
+    assert draws.var(axis=0) == pytest.approx([3 * 0.21, 5 * 0.21], rel=0.05)
+
+
+def test_fractional_certify_estimates_against_the_closed_form(tmp_path):
+    path, frame = _frame_weights(tmp_path)
+    detail = _run(tmp_path, path, CERTIFY).scans[0].detail["certification"]
+    w = frame["w"].to_numpy()
+    negatives = frame["default"].to_numpy() == 0
+    L = frame["high_risk"].to_numpy().astype(float)
+    theta = float(np.average(L[negatives], weights=w[negatives]))
+    assert detail["theta"] == pytest.approx(theta, rel=1e-12)
+    ethnicity = frame["ethnicity"].cast(pl.Utf8).to_numpy()
+    for group in detail["groups"]:
+        rows = negatives & (ethnicity == group["subgroup"]["ethnicity"][0])
+        estimate = float(np.average(L[rows], weights=w[rows]))
+        assert group["estimate"] == pytest.approx(estimate, rel=1e-12)
+        assert group["gap"] == pytest.approx(estimate - theta, rel=1e-9, abs=1e-12)
+        assert group["share"] == pytest.approx(w[rows].sum() / w.sum(), rel=1e-12)
+
+
+def test_fractional_ijdi_criterion_against_the_closed_form(tmp_path):
+    from sklearn.linear_model import LogisticRegression
+
+    path, frame = _frame_weights(tmp_path)
+    scan = _run(tmp_path, path, {"type": "ijdi_scan", "lambda": 0.5, "restarts": 5}).scans[0]
+    finding = scan.findings[0]
+    criterion = finding.detail["ijdi"]
+    w = frame["w"].to_numpy()
+    y = frame["default"].to_numpy()
+    rec = frame["high_risk"].to_numpy().astype(float)
+    negatives = y == 0
+    inside = _inside(frame, finding.subgroup) & negatives
+    others = negatives & ~inside
+    # the base rate: a logistic regression weighted by the sample weights (one-hot attributes)
+    design = np.hstack(
+        [
+            (values[:, None] == np.unique(values)[None, 1:]).astype(float)
+            for values in (frame[c].cast(pl.Utf8).to_numpy() for c in ATTRIBUTES)
+        ]
+    )
+    model = LogisticRegression(max_iter=2000).fit(design, y, sample_weight=w)
+    base = model.predict_proba(design)[:, 1]
+    assert criterion["rate_inside"] == pytest.approx(np.average(rec[inside], weights=w[inside]))
+    assert criterion["rate_outside"] == pytest.approx(np.average(rec[others], weights=w[others]))
+    assert criterion["base_rate_inside"] == pytest.approx(
+        np.average(base[inside], weights=w[inside]), rel=1e-5
+    )
+    assert finding.effect.inside_count == round(float(w[inside].sum()))
+
+
+def test_weighted_cbs_sigma_is_the_sd_of_the_rows_repeated():
+    from fairscan.engine.cbs import SIGMA_SD, gaussian_sigma
+
+    rng = np.random.default_rng(1)
+    delta = rng.normal(size=50)
+    w = rng.integers(1, 5, 50)
+    repeated = np.std(np.repeat(delta, w), ddof=1)
+    assert gaussian_sigma(delta, SIGMA_SD, w.astype(float)) == pytest.approx(repeated, rel=1e-12)
 
 
 @pytest.mark.parametrize("scan", [FPR, CERTIFY])
