@@ -311,9 +311,7 @@ def _statistics(scan: dict[str, Any]) -> Any:
     ]
 
 
-@pytest.mark.parametrize(
-    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights]
-)
+@pytest.mark.parametrize("scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights])
 def test_the_weighted_rows_path_equals_the_replicated_table(
     tmp_path: Path,
     weighted_tables: tuple[Path, Path],

@@ -133,14 +133,16 @@ def moments(problem: AuditProblem) -> Moments:
         ref = problem.reference & pop
         if not ref.any():
             raise ValueError("the reference set has no rows")
-        n_ref = float(w[ref].sum()) if problem.weight is not None else int(ref.sum())
-        theta = float((w[ref] * L[ref]).sum() / n_ref) if problem.weight is not None else float(
-            L[ref].sum() / n_ref
-        )
+        if problem.weight is None:
+            n_ref: float | int = int(ref.sum())
+            theta = float(L[ref].sum() / n_ref)
+        else:
+            n_ref = float(w[ref].sum())
+            theta = float((w[ref] * L[ref]).sum() / n_ref)
         psi = np.where(ref, (L - theta) / (n_ref / n), 0.0)
     else:
         theta = _known_theta(problem)
-        psi = np.zeros(n)
+        psi = np.zeros(problem.n)
     ones = pop.astype(np.float64)
     count = group_sums(problem, ones)
     sum_L = group_sums(problem, L)
@@ -298,8 +300,10 @@ class _Sampler:
         S = np.asarray(self.MA.T @ SA.T).T
         if problem.reference is not None:
             refw = self.ref[idx] if sw is None else self.ref[idx] * sw
-            theta = (Lw * refw).sum(axis=1) / refw.sum(axis=1) if sw is None else (
-                (Lw * self.ref[idx]).sum(axis=1) / refw.sum(axis=1)
+            theta = (
+                (Lw * refw).sum(axis=1) / refw.sum(axis=1)
+                if sw is None
+                else ((Lw * self.ref[idx]).sum(axis=1) / refw.sum(axis=1))
             )
         else:
             theta = np.full(b, _known_theta(problem))

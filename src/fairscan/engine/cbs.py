@@ -472,7 +472,9 @@ class CbsEstimate:
     expected: np.ndarray | None = None  # per scanned row: I-hat (event applied)
     sigma: float | None = None  # Gaussian only
     propensity: np.ndarray | None = None  # p^A on all rows (None when expectations are given)
-    weights: np.ndarray | None = None  # ATT weights on the comparison rows (times their sample weights)
+    weights: np.ndarray | None = (
+        None  # ATT weights on the comparison rows (times their sample weights)
+    )
     fitted: np.ndarray | None = None  # outcome model on the comparison rows (event applied)
     training_label: np.ndarray | None = None  # I on the comparison rows (event applied)
     max_weight_ratio: float | None = None  # largest weight / median weight
@@ -885,7 +887,9 @@ def scan_estimate(data: CbsData, settings: CbsSettings, est: CbsEstimate, seed: 
         cells = problem.cells()
     else:  # weighted sums per cell: the cells of the rows repeated (whole-number weights)
         w = data.weight[est.protected]
-        cells = compress(problem.codes, problem.observed * w, problem.expected, problem.cardinality, w)
+        cells = compress(
+            problem.codes, problem.observed * w, problem.expected, problem.cardinality, w
+        )
     return CbsOutcome(est, problem, cells, scan(cells, settings, est.sigma, seed))
 
 

@@ -201,9 +201,10 @@ def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
         cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
         if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
             return pooled_means(cells)
-        if inputs.weight is None and fractional(inputs.multiplicity):
+        multiplicity = inputs.multiplicity
+        if inputs.weight is None and multiplicity is not None and fractional(multiplicity):
             # fractional sample weights: the null draws are per row, times the row's weight
-            return replace(cells, row_weight=inputs.multiplicity.astype(np.float64))
+            return replace(cells, row_weight=multiplicity.astype(np.float64))
         return cells
     if inputs.score.likelihood == kernels.POISSON:
         return pooled_means(problem.cells())
