@@ -297,7 +297,8 @@ def test_fractional_weights_are_honoured_and_scale_free(
 
 def _statistics(scan: dict[str, Any]) -> Any:
     """What a weighted run must share with the replicated table whatever its null draws: the
-    findings' subgroups, sizes, statistics and effects (certify/flag: every group's estimate)."""
+    findings' subgroups, sizes, statistics and effects (certify/flag: every group's estimate;
+    shift: every tilt's estimate, norm and mean)."""
     if scan["type"] in ("certify", "flag"):
         detail = scan["detail"]["certification"]
         keys = ("name", "size", "share", "estimate", "gap") + (
@@ -305,6 +306,10 @@ def _statistics(scan: dict[str, Any]) -> Any:
         )
         groups = sorted(({k: g[k] for k in keys} for g in detail["groups"]), key=str)
         return {"theta": detail["theta"], "groups": groups}
+    if scan["type"] == "shift":  # the tilts' estimates (their bounds come from the bootstrap)
+        keys = ("name", "estimate", "metric_under_tilt", "norm2", "mean_h")
+        tilts = [{k: t[k] for k in keys} for t in scan["detail"]["tilts"]]
+        return {"theta": scan["detail"]["theta"], "tilts": tilts}
     return [
         {k: f[k] for k in ("subgroup", "size", "statistic", "effect", "description")}
         for f in scan["findings"]

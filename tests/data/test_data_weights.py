@@ -264,3 +264,65 @@ def test_streamed_weights_equal_in_memory(tmp_path, scan):
     a, b = (r.scans[0].model_dump(exclude={"timing"}) for r in (in_memory, streamed))
     _close(a, b)
     assert streamed.provenance.rows_after_filter == in_memory.provenance.rows_after_filter
+
+
+@pytest.mark.parametrize("estimated", [True, False])
+def test_weighted_shift_process_against_the_dense_eigenproblem(estimated):
+    """The 4x4 route with sample weights s (mean 1) against the dense n x n problem: the
+    supremum over the unit ball of h' A h, A = ((w s L) s' - (w s)(s L)' - t s s') / n^2."""
+    from fairscan.engine import rkhs
+
+    rng = np.random.default_rng(5)
+    n, B, bw = 60, 4, 0.8
+    X = rng.normal(size=(n, 2))
+    L = (rng.random(n) < 0.3).astype(float)
+    s = rng.uniform(0.2, 3.0, n)
+    s *= n / s.sum()
+    theta = float(np.average(L, weights=s)) if estimated else 0.25
+    Lc = L - theta
+    seed = np.random.SeedSequence(9)
+    forms = rkhs.bootstrap_forms(X, Lc, bw, B, seed, None, weight=s)
+    t = forms.sum_wL / n if estimated else np.zeros(B)
+    lam_min, lam_max = rkhs.extreme_eigenvalues(forms.Q, t, n)
+    counts = rkhs.resample_counts(n, B, seed)
+    diff = X[:, None, :] - X[None, :, :]
+    K = np.exp(-(diff**2).sum(-1) / (2 * bw * bw))
+    vals, vecs = np.linalg.eigh(K)
+    root = vecs @ np.diag(np.sqrt(np.clip(vals, 0, None))) @ vecs.T
+    for b in range(B):
+        ws = counts[b] * s
+        A = (np.outer(ws * Lc, s) - np.outer(ws, s * Lc) - t[b] * np.outer(s, s)) / n**2
+        dense = np.linalg.eigvalsh(root @ ((A + A.T) / 2) @ root)
+        assert lam_max[b] == pytest.approx(dense.max(), rel=1e-8, abs=1e-12)
+        assert lam_min[b] == pytest.approx(dense.min(), rel=1e-8, abs=1e-12)
+    # t: the weighted mean of (w - 1) psi, psi = L - theta (sum s psi = 0)
+    if estimated:
+        assert t == pytest.approx(((counts - 1) * s * Lc).sum(axis=1) / n, abs=1e-12)
+
+
+def test_fractional_shift_tilt_estimate_against_the_closed_form(tmp_path):
+    path, frame = _frame_weights(tmp_path)
+    scan = {
+        "type": "shift",
+        "metric": "fpr",
+        "features": ["income"],
+        "kernel": {"bandwidth": 0.5},
+        "bootstrap": 50,
+        "tilts": [{"name": "low-income", "centers": [{"income": 15000}]}],
+    }
+    detail = _run(tmp_path, path, scan).scans[0].detail
+    negatives = frame["default"].to_numpy() == 0
+    w = frame["w"].to_numpy()[negatives]
+    x = frame["income"].to_numpy().astype(float)[negatives]
+    L = frame["high_risk"].to_numpy().astype(float)[negatives]
+    mean = np.average(x, weights=w)
+    sd = math.sqrt(np.average((x - mean) ** 2, weights=w))
+    h = np.exp(-(((x - mean) / sd - (15000 - mean) / sd) ** 2) / (2 * 0.5**2))
+    theta = np.average(L, weights=w)
+    (tilt,) = detail["tilts"]
+    assert detail["theta"] == pytest.approx(theta, rel=1e-12)
+    assert tilt["estimate"] == pytest.approx(np.average(L, weights=w * h) - theta, rel=1e-9)
+    assert tilt["mean_h"] == pytest.approx(np.average(h, weights=w), rel=1e-9)
+    assert tilt["effective_sample_size"] == pytest.approx(
+        (w * h).sum() ** 2 / ((w * h) ** 2).sum(), rel=1e-9
+    )
