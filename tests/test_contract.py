@@ -209,6 +209,10 @@ def weighted_tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 
     frame = pl.read_csv(SAMPLE).head(2500)
     w = np.random.default_rng(7).choice([0, 1, 1, 2, 3], size=frame.height)
+    # a split column (SubROC) that keeps a row's copies on the same side of the split
+    frame = frame.with_columns(
+        pl.Series("fold", np.where(np.arange(frame.height) % 3 == 0, "b", "a"))
+    )
     tmp = tmp_path_factory.mktemp("weights")
     weighted = tmp / "weighted.csv"
     frame.with_columns(pl.Series("w", w)).write_csv(weighted)
@@ -251,9 +255,12 @@ FRACTIONAL = sorted(
 )
 
 
-def _weighted_run(tmp_path: Path, scan_type: str, data: Path, weight: str | None) -> Any:
+def _weighted_run(
+    tmp_path: Path, scan_type: str, data: Path, weight: str | None, **scan: Any
+) -> Any:
     spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text())
     spec["data"]["path"] = str(data)
+    spec["scans"][0].update(scan)
     if weight is not None:
         spec["columns"]["weight"] = weight
     path = tmp_path / f"{scan_type}-{data.stem}-{weight}.audit.yaml"
@@ -306,6 +313,10 @@ def _statistics(scan: dict[str, Any]) -> Any:
         )
         groups = sorted(({k: g[k] for k in keys} for g in detail["groups"]), key=str)
         return {"theta": detail["theta"], "groups": groups}
+    if scan["type"] == "subroc":  # every candidate (no pattern is significant on the sample)
+        keys = ("label", "score", "weighted_score", "relative_score", "search", "validation")
+        patterns = scan["detail"]["subroc"]["patterns"]
+        return [{k: p[k] for k in keys} for p in patterns]
     if scan["type"] == "shift":  # the tilts' estimates (their bounds come from the bootstrap)
         keys = ("name", "estimate", "metric_under_tilt", "norm2", "mean_h")
         tilts = [{k: t[k] for k in keys} for t in scan["detail"]["tilts"]]
@@ -329,9 +340,12 @@ def test_the_weighted_rows_path_equals_the_replicated_table(
     import fairscan.data.weights as weights
 
     weighted, replicated = weighted_tables
-    want = _weighted_run(tmp_path, scan_type, replicated, None)["scans"][0]
+    # SubROC splits rows: a column split keeps a row's copies together
+    scan = {"split": {"column": "fold", "search": "a", "validation": "b"}}
+    extra = scan if scan_type == "subroc" else {}
+    want = _weighted_run(tmp_path, scan_type, replicated, None, **extra)["scans"][0]
     monkeypatch.setattr(weights, "whole_numbers", lambda data: False)
-    got = _weighted_run(tmp_path, scan_type, weighted, "w")["scans"][0]
+    got = _weighted_run(tmp_path, scan_type, weighted, "w", **extra)["scans"][0]
     assert got["status"] != "error", got["error"]
     assert _statistics(got), "the example must find something to compare"
     _close(_statistics(want), _statistics(got))

@@ -326,3 +326,89 @@ def test_fractional_shift_tilt_estimate_against_the_closed_form(tmp_path):
     assert tilt["effective_sample_size"] == pytest.approx(
         (w * h).sum() ** 2 / ((w * h) ** 2).sum(), rel=1e-9
     )
+
+
+def _brute_measures(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> dict[str, float]:
+    """Weighted ROC AUC, ranking loss and PR AUC by brute force over pairs and thresholds."""
+    pos, neg = y == 1, y == 0
+    above = (s[pos][:, None] > s[neg][None, :]) + 0.5 * (s[pos][:, None] == s[neg][None, :])
+    pair_w = w[pos][:, None] * w[neg][None, :]
+    auc = float((pair_w * above).sum() / (w[pos].sum() * w[neg].sum()))
+    below = (s[neg][None, :] > s[pos][:, None]) + 0.5 * (s[neg][None, :] == s[pos][:, None])
+    arl = float((w[pos] * (below * w[neg][None, :]).sum(axis=1)).sum() / w[pos].sum())
+    area, prev, tp, fp = 0.0, 1.0, 0.0, 0.0
+    for t in np.unique(s)[::-1]:
+        at = s == t
+        d_tp, d_fp = float(w[at & pos].sum()), float(w[at & neg].sum())
+        tp, fp = tp + d_tp, fp + d_fp
+        precision = tp / (tp + fp)
+        area += d_tp * (precision + prev) / 2
+        prev = precision
+    return {"roc_auc": auc, "ranking_loss": arl, "pr_auc": area / float(w[pos].sum())}
+
+
+@pytest.mark.parametrize("name", ["roc_auc", "pr_auc", "ranking_loss"])
+def test_weighted_subroc_measures_against_brute_force(name):
+    from fairscan.engine.subroc import SearchConfig, measure, search
+
+    rng = np.random.default_rng(2)
+    n = 400
+    codes = rng.integers(0, 3, (n, 2)).astype(np.int32)
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    score = np.round(rng.random(n) + 0.3 * y - 0.4 * (codes[:, 0] == 1) * y, 2)  # ties
+    w = rng.uniform(0.2, 3.0, n)
+    assert measure(y, score, name, w) == pytest.approx(_brute_measures(y, score, w)[name])
+    for a, v in ((0, 1), (1, 2)):  # a subgroup's measure (the search's per-value pass)
+        rows = codes[:, a] == v
+        assert measure(y[rows], score[rows], name, w[rows]) == pytest.approx(
+            _brute_measures(y[rows], score[rows], w[rows])[name]
+        )
+    if name == "ranking_loss":  # a subgroup's ARL counts its own negatives: none exceeds all's
+        return
+    config = SearchConfig(measure=name, max_length=2, min_cover=10, candidates=20)
+    found = search(codes, y, score, [3, 3], config, sample_weight=w)
+    assert found.patterns
+    assert found.overall == pytest.approx(_brute_measures(y, score, w)[name], rel=1e-12)
+    for p in found.patterns:
+        rows = np.ones(n, bool)
+        for a, v in p.selectors:
+            rows &= codes[:, a] == v
+        brute = _brute_measures(y[rows], score[rows], w[rows])[name]
+        assert p.value == pytest.approx(brute, rel=1e-12, abs=1e-12)
+        assert p.size == pytest.approx(w[rows].sum(), rel=1e-12)
+        assert p.positives == pytest.approx(w[rows & (y == 1)].sum(), rel=1e-12)
+    # the pruned search returns the unpruned top-k' (the weighted optimistic estimates bound)
+    unpruned = search(
+        codes, y, score, [3, 3], SearchConfig(**{**config.__dict__, "prune": False}), w
+    )
+    assert [p.key for p in found.patterns] == [p.key for p in unpruned.patterns]
+
+
+def test_weighted_subroc_null_draws_carry_the_rows_weights():
+    from fairscan.engine.subroc_kernels import MEASURE_ROC, null_measures, null_measures_weighted
+
+    rng = np.random.default_rng(4)
+    n = 300
+    y = (rng.random(n) < 0.5).astype(np.int8)
+    grp = np.arange(n, dtype=np.int32)  # rows in score order, no ties
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    up, un = rng.random((50, 20)), rng.random((50, 30))
+    plain = null_measures(up, un, pos, neg, y, grp, MEASURE_ROC)
+    ones = null_measures_weighted(up, un, pos, neg, y, np.ones(n), grp, MEASURE_ROC)
+    assert ones == pytest.approx(plain, rel=1e-12)  # the same subsets
+    w = rng.uniform(0.2, 3.0, n)
+    weighted = null_measures_weighted(up, un, pos, neg, y, w, grp, MEASURE_ROC)
+    assert not np.allclose(weighted, plain)
+    assert np.all((weighted >= 0) & (weighted <= 1))
+
+
+def test_fractional_subroc_with_its_holdout_test(tmp_path):
+    path, frame = _frame_weights(tmp_path)
+    scan = {"type": "subroc", "max_length": 2, "min_cover": 50, "candidates": 5}
+    result = _run(tmp_path, path, {**scan, "significance": {"subsets": 200}}).scans[0]
+    assert result.status != "error", result.error
+    detail = result.detail["subroc"]
+    assert detail["patterns"] and all(
+        0 < p["p_value"] <= 1 for p in detail["patterns"] if p["p_value"] is not None
+    )
+    assert detail["search_rows"] + detail["validation_rows"] == pytest.approx(1500, abs=1)
