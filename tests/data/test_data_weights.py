@@ -126,6 +126,16 @@ def test_fractional_weights(tmp_path):
     assert half.effect.reference == pytest.approx(double.effect.reference, rel=1e-9)
 
 
+def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp_path):
+    data = _table(tmp_path, [0.5, 1.5])
+    scan = {"type": "bias_scan", "score": "berk_jones", "alpha": 0.3, "restarts": 5}
+    result = _run(tmp_path, data, scan).scans[0]
+    assert result.status == "error"  # never a silent unweighted run
+    assert "columns.weight" in result.error and "fractional weights" in result.error
+    whole = _run(tmp_path, _table(tmp_path, [1, 3]), scan).scans[0]
+    assert whole.status != "error", whole.error  # whole numbers: the rows repeated
+
+
 def _frame_weights(tmp_path: Path, seed: int = 3, n: int = 1500) -> tuple[Path, pl.DataFrame]:
     frame = pl.read_csv(SAMPLE).head(n)
     w = np.random.default_rng(seed).uniform(0.1, 4.0, n)

@@ -1,12 +1,21 @@
-"""Sample weights (``columns.weight``, issue 25): frequency-weight semantics.
+"""Sample weights (``columns.weight``, issue 25): validation and the two semantics.
 
-A whole-number weight ``w`` counts a row ``w`` times, exactly as if the row were repeated; 0 drops
-it. The weights become :attr:`PreparedData.row_weight`, the per-row multiplicity streamed datasets
-already use (multiplied into it when the data is aggregated), so the aggregate scans (fpr_scan,
-tpr_scan, the binary Bernoulli bias_scan) score weighted counts and draw their null replicates per
-unit of weight, and the scans that work on rows get the rows repeated.
+* Whole-number weights are **frequency weights**: a weight ``w`` counts the row ``w`` times,
+  exactly as if the row were repeated; 0 drops it. They become :attr:`PreparedData.row_weight`,
+  the per-row multiplicity streamed datasets already use (multiplied into it when the data is
+  aggregated): the aggregate scans (fpr_scan, tpr_scan, the binary Bernoulli bias_scan) score
+  weighted counts and draw their null replicates per unit of weight (Binomial(cell weight, p)),
+  and the scans that work on rows get the rows repeated; every report then equals that of the
+  row-replicated table, p-values included for the same seed (tests/test_contract.py).
+* Fractional weights are **survey/importance weights**: relative, so rescaled to mean 1 per data
+  row (their scale does not matter and n stays the number of rows), kept on the rows as
+  ``row_weight`` (float). Every statistic, estimate and model fit is weighted; the randomness is
+  per row with the weight as a multiplier: Bernoulli null draws (each row's draw times its
+  weight), CBS permutations (rows keep their weights), certify/flag/shift bootstrap resamples
+  (a resampled row carries its weight), SubROC holdout subsets (the pattern's row counts, each
+  drawn row weighted). A scan type declares that it honours them with
+  ``ScanType.fractional_weights`` (or reads weighted rows); the others refuse them.
 """
-
 from __future__ import annotations
 
 from dataclasses import replace
@@ -102,6 +111,7 @@ def check_weight_support(
             f"row counted w times), but {column!r} holds fractional weights",
             field=FIELD,
             column=column,
-            hint="round or scale the weights to whole numbers, or audit this scan without "
-            "columns.weight (fpr_scan, tpr_scan and the binary bias_scan take any weights)",
+            hint="round or scale the weights to whole numbers (frequency weights), or audit "
+            "this scan without columns.weight (bias_scan takes fractional weights with "
+            "outcome_type binary and score bernoulli)",
         )
