@@ -413,7 +413,7 @@ def test_weighted_subroc_null_draws_carry_the_rows_weights():
 
 
 def test_fractional_subroc_with_its_holdout_test(tmp_path):
-    path, frame = _frame_weights(tmp_path)
+    path, _ = _frame_weights(tmp_path)
     scan = {"type": "subroc", "max_length": 2, "min_cover": 50, "candidates": 5}
     result = _run(tmp_path, path, {**scan, "significance": {"subsets": 200}}).scans[0]
     assert result.status != "error", result.error

@@ -16,6 +16,7 @@
   drawn row weighted). A scan type declares that it honours them with
   ``ScanType.fractional_weights`` (or reads weighted rows); the others refuse them.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
