@@ -251,7 +251,11 @@ def test_integer_weights_equal_the_replicated_table(
 # matter. The statistics are the weighted ones; the randomness (null draws, permutations,
 # bootstrap resamples) is per row, each row carrying its weight as a multiplier.
 FRACTIONAL = sorted(
-    t for t in EXAMPLES if SCAN_TYPES[t].fractional_weights or SCAN_TYPES[t].weighted_rows
+    t
+    for t in EXAMPLES
+    if SCAN_TYPES[t].honours_fractional_weights(
+        SCAN_TYPES[t].spec_model.model_validate({"id": "x", "type": t, **EXAMPLES[t]})
+    )
 )
 
 
@@ -324,7 +328,9 @@ def _statistics(scan: dict[str, Any]) -> Any:
     ]
 
 
-@pytest.mark.parametrize("scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights])
+@pytest.mark.parametrize(
+    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights is True]
+)
 def test_the_weighted_rows_path_equals_the_replicated_table(
     tmp_path: Path,
     weighted_tables: tuple[Path, Path],

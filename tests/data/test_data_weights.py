@@ -128,12 +128,54 @@ def test_fractional_weights(tmp_path):
 
 def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp_path):
     data = _table(tmp_path, [0.5, 1.5])
-    scan = {"type": "bias_scan", "score": "berk_jones", "alpha": 0.3, "restarts": 5}
+    scan = {
+        "type": "bias_scan",
+        "outcome": "income",
+        "outcome_type": "continuous",
+        "score": "gaussian",
+        "prediction": "score",
+        "restarts": 5,
+    }
     result = _run(tmp_path, data, scan).scans[0]
     assert result.status == "error"  # never a silent unweighted run
     assert "columns.weight" in result.error and "fractional weights" in result.error
     whole = _run(tmp_path, _table(tmp_path, [1, 3]), scan).scans[0]
     assert whole.status != "error", whole.error  # whole numbers: the rows repeated
+
+
+def test_equal_fractional_weights_are_no_weights(tmp_path):
+    data = _table(tmp_path, [0.5])
+    for scan in (CERTIFY, FPR):
+        got = _run(tmp_path, data, scan).scans[0].model_dump(exclude={"timing"})
+        want = _run(tmp_path, data, scan, weight=None).scans[0].model_dump(exclude={"timing"})
+        _close(want, got)
+
+
+BERK_JONES = {"type": "bias_scan", "score": "berk_jones", "alpha": 0.2, "restarts": 10}
+
+
+def test_berk_jones_integer_weights_equal_the_replicated_table(tmp_path):
+    frame = pl.read_csv(SAMPLE).head(1500)
+    w = np.random.default_rng(8).choice([0, 1, 2, 3], size=frame.height)
+    weighted, replicated = tmp_path / "weighted.csv", tmp_path / "replicated.csv"
+    frame.with_columns(pl.Series("w", w)).write_csv(weighted)
+    frame[np.repeat(np.arange(frame.height), w)].write_csv(replicated)
+    got = _run(tmp_path, weighted, BERK_JONES).scans[0].model_dump(exclude={"timing"})
+    want = _run(tmp_path, replicated, BERK_JONES, weight=None).scans[0]
+    _close(want.model_dump(exclude={"timing"}), got)  # p-values too: draws per unit of weight
+    assert got["findings"], "the example must find a subgroup"
+
+
+def test_fractional_berk_jones_score_against_the_closed_form(tmp_path):
+    path, frame = _frame_weights(tmp_path)
+    (finding,) = _run(tmp_path, path, BERK_JONES).scans[0].findings
+    inside = _inside(frame, finding.subgroup)
+    w, y = frame["w"].to_numpy(), frame["default"].to_numpy().astype(float)
+    observed = float((w * y)[inside].sum())
+    share = observed / w[inside].sum()  # n KL(share || alpha), the Berk-Jones statistic
+    kl = share * math.log(share / 0.2) + (1 - share) * math.log((1 - share) / 0.8)
+    assert finding.detail["llr"] == pytest.approx(w[inside].sum() * kl, rel=1e-9)
+    assert finding.size == round(float(w[inside].sum()))
 
 
 def _frame_weights(tmp_path: Path, seed: int = 3, n: int = 1500) -> tuple[Path, pl.DataFrame]:

@@ -3,7 +3,7 @@
 * Whole-number weights are **frequency weights**: a weight ``w`` counts the row ``w`` times,
   exactly as if the row were repeated; 0 drops it. They become :attr:`PreparedData.row_weight`,
   the per-row multiplicity streamed datasets already use (multiplied into it when the data is
-  aggregated): the aggregate scans (fpr_scan, tpr_scan, the binary Bernoulli bias_scan) score
+  aggregated): the aggregate scans (fpr_scan, tpr_scan, the binary bias_scan) score
   weighted counts and draw their null replicates per unit of weight (Binomial(cell weight, p)),
   and the scans that work on rows get the rows repeated; every report then equals that of the
   row-replicated table, p-values included for the same seed (tests/test_contract.py).
@@ -88,7 +88,10 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
     # survey/importance weights: relative, so rescaled to the data rows' count (mean 1 per data
     # row); the statistics then do not depend on their scale, and n is the rows audited
     n_data = float(data.n_rows if counts is None else counts.sum())
-    return replace(data, row_weight=w * (n_data / float(w.sum())))
+    relative = w * (n_data / float(w.sum()))
+    if bool(np.all(relative == np.round(relative))):  # equal weights: 1 per data row
+        return replace(data, row_weight=np.round(relative).astype(np.int64))
+    return replace(data, row_weight=relative)
 
 
 def whole_numbers(data: PreparedData) -> bool:
@@ -114,5 +117,5 @@ def check_weight_support(
             column=column,
             hint="round or scale the weights to whole numbers (frequency weights), or audit "
             "this scan without columns.weight (bias_scan takes fractional weights with "
-            "outcome_type binary and score bernoulli)",
+            "outcome_type binary, score bernoulli or berk_jones)",
         )

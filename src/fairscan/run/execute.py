@@ -220,10 +220,8 @@ def run_scan(
         if prepared.spec.columns.weight is not None:
             from fairscan.data.weights import check_weight_support, whole_numbers
 
-            fractional = SCAN_TYPES[scan.type].fractional_weights
-            check_weight_support(
-                scan.type, weighted_rows or fractional, prepared.data, prepared.spec.columns.weight
-            )
+            fractional = SCAN_TYPES[scan.type].honours_fractional_weights(scan)
+            check_weight_support(scan.type, fractional, prepared.data, prepared.spec.columns.weight)
             weighted_rows = weighted_rows or (fractional and not whole_numbers(prepared.data))
         data = prepared.data_for(weighted_rows)
         bound = bind_roles(data, roles)

@@ -207,13 +207,19 @@ class ScanType:
     weighted_rows: bool | Callable[[Any], bool] = False
     # the runner honours fractional sample weights (columns.weight) as ``ctx.data.row_weight``
     # (weighted statistics, fits and resamples); whole-number weights still repeat the rows
-    fractional_weights: bool = False
+    fractional_weights: bool | Callable[[Any], bool] = False
 
     def reads_weighted_rows(self, spec: Any) -> bool:
         """Whether the runner of ``spec`` works on aggregated rows with their counts."""
         if callable(self.weighted_rows):
             return self.weighted_rows(spec)
         return self.weighted_rows
+
+    def honours_fractional_weights(self, spec: Any) -> bool:
+        """Whether the runner of ``spec`` takes fractional sample weights (as weighted rows)."""
+        if callable(self.fractional_weights):
+            return self.fractional_weights(spec)
+        return self.fractional_weights or self.reads_weighted_rows(spec)
 
     def roles_for(self, spec: Any) -> frozenset[Role]:
         """The roles this scan needs for ``spec``."""
