@@ -143,8 +143,9 @@ def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp
     assert whole.status != "error", whole.error  # whole numbers: the rows repeated
 
 
-def test_equal_fractional_weights_are_no_weights(tmp_path):
-    data = _table(tmp_path, [0.5])
+@pytest.mark.parametrize("weight", [0.5, 0.1])
+def test_equal_fractional_weights_are_no_weights(tmp_path, weight):
+    data = _table(tmp_path, [weight])
     for scan in (CERTIFY, FPR):
         got = _run(tmp_path, data, scan).scans[0].model_dump(exclude={"timing"})
         want = _run(tmp_path, data, scan, weight=None).scans[0].model_dump(exclude={"timing"})

@@ -89,7 +89,8 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
     # row); the statistics then do not depend on their scale, and n is the rows audited
     n_data = float(data.n_rows if counts is None else counts.sum())
     relative = w * (n_data / float(w.sum()))
-    if bool(np.all(relative == np.round(relative))):  # equal weights: 1 per data row
+    # equal weights (to rounding, e.g. 0.1 on every row): 1 per data row, i.e. no weights
+    if float(np.abs(relative - np.round(relative)).max()) <= 1e-9:
         return replace(data, row_weight=np.round(relative).astype(np.int64))
     return replace(data, row_weight=relative)
 
