@@ -209,6 +209,10 @@ def weighted_tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 
     frame = pl.read_csv(SAMPLE).head(2500)
     w = np.random.default_rng(7).choice([0, 1, 1, 2, 3], size=frame.height)
+    # a split column (SubROC) that keeps a row's copies on the same side of the split
+    frame = frame.with_columns(
+        pl.Series("fold", np.where(np.arange(frame.height) % 3 == 0, "b", "a"))
+    )
     tmp = tmp_path_factory.mktemp("weights")
     weighted = tmp / "weighted.csv"
     frame.with_columns(pl.Series("w", w)).write_csv(weighted)
@@ -299,3 +303,132 @@ def test_a_reaudit_on_the_same_data_changes_nothing(audited: Any) -> None:
     assert counts["persists"] == outcome.report.verdict.significant_findings
     if scan_type in _given_types() and scan_type != "shift" and counts["persists"]:
         assert report.baseline.method == "retest"
+
+
+# --- fractional weights (survey/importance semantics) ------------------------------------------
+
+# Fractional weights are relative: rescaled to mean 1 over the rows, so their scale does not
+# matter. The statistics are the weighted ones; the randomness (null draws, permutations,
+# bootstrap resamples) is per row, each row carrying its weight as a multiplier.
+FRACTIONAL = sorted(
+    t
+    for t in EXAMPLES
+    if SCAN_TYPES[t].honours_fractional_weights(
+        SCAN_TYPES[t].spec_model.model_validate({"id": "x", "type": t, **EXAMPLES[t]})
+    )
+)
+
+
+def _weighted_run(
+    tmp_path: Path, scan_type: str, data: Path, weight: str | None, **scan: Any
+) -> Any:
+    spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text())
+    spec["data"]["path"] = str(data)
+    spec["scans"][0].update(scan)
+    if weight is not None:
+        spec["columns"]["weight"] = weight
+    path = tmp_path / f"{scan_type}-{data.stem}-{weight}.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return json.loads(run_audit(path, RunOptions(write=False)).report.model_dump_json())
+
+
+@pytest.fixture(scope="module")
+def fractional_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import numpy as np
+    import polars as pl
+
+    frame = pl.read_csv(SAMPLE).head(2500)
+    w = np.random.default_rng(11).uniform(0.2, 3.0, frame.height)
+    path = tmp_path_factory.mktemp("fractional") / "fractional.csv"
+    frame.with_columns(pl.Series("w", w), pl.Series("w_scaled", w * 37.5)).write_csv(path)
+    return path
+
+
+@pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
+def test_fractional_weights_are_honoured_and_scale_free(
+    tmp_path: Path, fractional_table: Path, scan_type: str
+) -> None:
+    assert scan_type in FRACTIONAL, f"{scan_type} must honour fractional weights"
+    got = _weighted_run(tmp_path, scan_type, fractional_table, "w")
+    scan = got["scans"][0]
+    assert scan["status"] != "error", scan["error"]
+    assert got["provenance"]["rows_after_filter"] == 2500  # relative weights: n is the rows
+    plain = _weighted_run(tmp_path, scan_type, fractional_table, None)["scans"][0]
+    plain.pop("timing")
+    assert {k: v for k, v in scan.items() if k != "timing"} != plain  # the weights are used
+    scaled = _weighted_run(tmp_path, scan_type, fractional_table, "w_scaled")["scans"][0]
+    for r in (scan, scaled):
+        r.pop("timing")
+        r["parameters"].pop("weight", None)
+    _close(scan, scaled)
+
+
+def _statistics(scan: dict[str, Any]) -> Any:
+    """What a weighted run must share with the replicated table whatever its null draws: the
+    findings' subgroups, sizes, statistics and effects (certify/flag: every group's estimate;
+    shift: every tilt's estimate, norm and mean)."""
+    if scan["type"] in ("certify", "flag"):
+        detail = scan["detail"]["certification"]
+        keys = ("name", "size", "share", "estimate", "gap") + (
+            ("scale",) if scan["type"] == "certify" else ()
+        )
+        groups = sorted(({k: g[k] for k in keys} for g in detail["groups"]), key=str)
+        return {"theta": detail["theta"], "groups": groups}
+    if scan["type"] == "subroc":  # every candidate (no pattern is significant on the sample)
+        keys = ("label", "score", "weighted_score", "relative_score", "search", "validation")
+        patterns = scan["detail"]["subroc"]["patterns"]
+        return [{k: p[k] for k in keys} for p in patterns]
+    if scan["type"] == "shift":  # the tilts' estimates (their bounds come from the bootstrap)
+        keys = ("name", "estimate", "metric_under_tilt", "norm2", "mean_h")
+        tilts = [{k: t[k] for k in keys} for t in scan["detail"]["tilts"]]
+        return {"theta": scan["detail"]["theta"], "tilts": tilts}
+    return [
+        {k: f[k] for k in ("subgroup", "size", "statistic", "effect", "description")}
+        for f in scan["findings"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights is True]
+)
+def test_the_weighted_rows_path_equals_the_replicated_table(
+    tmp_path: Path,
+    weighted_tables: tuple[Path, Path],
+    scan_type: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whole-number weights through the path fractional weights take (weighted fits, sums and
+    moments, rows not repeated): the same statistics as the rows repeated. Its null draws are
+    per row (a row's weight multiplies its draw), so p-values and bounds differ there."""
+    import fairscan.data.weights as weights
+
+    weighted, replicated = weighted_tables
+    # SubROC splits rows: a column split keeps a row's copies together
+    scan = {"split": {"column": "fold", "search": "a", "validation": "b"}}
+    extra = scan if scan_type == "subroc" else {}
+    want = _weighted_run(tmp_path, scan_type, replicated, None, **extra)["scans"][0]
+    monkeypatch.setattr(weights, "whole_numbers", lambda data: False)
+    got = _weighted_run(tmp_path, scan_type, weighted, "w", **extra)["scans"][0]
+    assert got["status"] != "error", got["error"]
+    assert _statistics(got), "the example must find something to compare"
+    _close(_statistics(want), _statistics(got))
+
+
+@pytest.mark.parametrize("scan_type", _given_types())
+def test_given_subgroups_honour_fractional_weights(
+    tmp_path: Path, fractional_table: Path, scan_type: str
+) -> None:
+    """A given subgroup's test is weighted as the search is: its statistic moves with the
+    weights, and not with their scale."""
+    given = GIVEN.get(scan_type, [INJECTED, {"sex": "Female"}])
+
+    def statistics(weight: str | None) -> list[float]:
+        report = _weighted_run(tmp_path, scan_type, fractional_table, weight, subgroups=given)
+        (scan,) = report["scans"]
+        assert scan["status"] != "error", scan["error"]
+        values = [(f["statistic"]["value"], f["effect"]["inside"]) for f in scan["findings"]]
+        return [float("nan") if v is None else float(v) for pair in values for v in pair]
+
+    weighted = statistics("w")
+    assert weighted == pytest.approx(statistics("w_scaled"), rel=1e-9, nan_ok=True)
+    assert weighted != pytest.approx(statistics(None), rel=1e-9, nan_ok=True)

@@ -119,3 +119,24 @@ def test_type_one_error_over_1000_null_tables(constant):
     for alpha, rate in rates.items():
         se = np.sqrt(alpha * (1 - alpha) / 1000)
         assert abs(rate - alpha) <= 3 * se, rates
+
+
+def test_the_weighted_gap_bootstrap_with_unit_weights_is_the_unweighted_one() -> None:
+    """Sample weights of 1 change nothing (same estimate, same resamples up to rounding);
+    weights move the estimate to the weighted means."""
+    import numpy as np
+
+    from fairscan.engine.fixed import gap_bootstrap
+
+    rng = np.random.default_rng(3)
+    L = rng.random(400)
+    inside = rng.random(400) < 0.3
+    seed = np.random.SeedSequence(5)
+    plain = gap_bootstrap(L, inside, theta=None, resamples=50, seed=seed)
+    ones = gap_bootstrap(L, inside, theta=None, resamples=50, seed=seed, weight=np.ones(400))
+    assert ones.estimate == pytest.approx(plain.estimate, rel=1e-12)
+    assert ones.centred == pytest.approx(plain.centred, rel=1e-9, abs=1e-12)
+    v = rng.uniform(0.2, 3.0, 400)
+    weighted = gap_bootstrap(L, inside, theta=None, resamples=50, seed=seed, weight=v)
+    want = np.average(L[inside], weights=v[inside]) - np.average(L, weights=v)
+    assert weighted.estimate == pytest.approx(want, rel=1e-12)

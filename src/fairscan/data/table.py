@@ -113,7 +113,7 @@ class PreparedData:
     @property
     def n_data_rows(self) -> int:
         """Data rows after the filter (the sum of the row weights when aggregated)."""
-        return self.n_rows if self.row_weight is None else int(self.row_weight.sum())
+        return self.n_rows if self.row_weight is None else round(float(self.row_weight.sum()))
 
     def expanded(self) -> PreparedData:
         """One row per data row: aggregated rows repeated by their weights (for the scans

@@ -1,10 +1,20 @@
-"""Sample weights (``columns.weight``, issue 25): frequency-weight semantics.
+"""Sample weights (``columns.weight``, issue 25): validation and the two semantics.
 
-A whole-number weight ``w`` counts a row ``w`` times, exactly as if the row were repeated; 0 drops
-it. The weights become :attr:`PreparedData.row_weight`, the per-row multiplicity streamed datasets
-already use (multiplied into it when the data is aggregated), so the aggregate scans (fpr_scan,
-tpr_scan, the binary Bernoulli bias_scan) score weighted counts and draw their null replicates per
-unit of weight, and the scans that work on rows get the rows repeated.
+* Whole-number weights are **frequency weights**: a weight ``w`` counts the row ``w`` times,
+  exactly as if the row were repeated; 0 drops it. They become :attr:`PreparedData.row_weight`,
+  the per-row multiplicity streamed datasets already use (multiplied into it when the data is
+  aggregated): the aggregate scans (fpr_scan, tpr_scan, the binary bias_scan) score
+  weighted counts and draw their null replicates per unit of weight (Binomial(cell weight, p)),
+  and the scans that work on rows get the rows repeated; every report then equals that of the
+  row-replicated table, p-values included for the same seed (tests/test_contract.py).
+* Fractional weights are **survey/importance weights**: relative, so rescaled to mean 1 per data
+  row (their scale does not matter and n stays the number of rows), kept on the rows as
+  ``row_weight`` (float). Every statistic, estimate and model fit is weighted; the randomness is
+  per row with the weight as a multiplier: Bernoulli null draws (each row's draw times its
+  weight), CBS permutations (rows keep their weights), certify/flag/shift bootstrap resamples
+  (a resampled row carries its weight), SubROC holdout subsets (the pattern's row counts, each
+  drawn row weighted). A scan type declares that it honours them with
+  ``ScanType.fractional_weights`` (or reads weighted rows); the others refuse them.
 """
 
 from __future__ import annotations
@@ -70,10 +80,19 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
             column=column,
         )
     whole = bool(np.all(w == np.round(w)))
-    if data.row_weight is not None:
-        w = w * data.row_weight
-    row_weight = w.astype(np.int64) if whole else w
-    return replace(data, row_weight=row_weight)
+    counts = data.row_weight
+    if counts is not None:
+        w = w * counts
+    if whole:
+        return replace(data, row_weight=w.astype(np.int64))
+    # survey/importance weights: relative, so rescaled to the data rows' count (mean 1 per data
+    # row); the statistics then do not depend on their scale, and n is the rows audited
+    n_data = float(data.n_rows if counts is None else counts.sum())
+    relative = w * (n_data / float(w.sum()))
+    # equal weights (to rounding, e.g. 0.1 on every row): 1 per data row, i.e. no weights
+    if float(np.abs(relative - np.round(relative)).max()) <= 1e-9:
+        return replace(data, row_weight=np.round(relative).astype(np.int64))
+    return replace(data, row_weight=relative)
 
 
 def whole_numbers(data: PreparedData) -> bool:
@@ -83,30 +102,21 @@ def whole_numbers(data: PreparedData) -> bool:
 
 
 def check_weight_support(
-    scan_type: str, reads_weighted_rows: bool, replicates: int, data: PreparedData, column: str
+    scan_type: str, honours_fractional: bool, data: PreparedData, column: str
 ) -> None:
-    """A :class:`ScanError` (never a silent unweighted run) where a scan cannot honour the
-    weights: non-whole weights on a scan that works on rows, or in null replicates, which are
-    drawn per unit of weight."""
+    """A :class:`ScanError` (never a silent unweighted run) where a scan cannot honour
+    fractional weights (it can only repeat rows)."""
     from fairscan.errors import ScanError
 
     if whole_numbers(data):
         return
-    if not reads_weighted_rows:
+    if not honours_fractional:
         raise ScanError(
             f"{scan_type} honours columns.weight as frequency weights only (whole numbers: each "
             f"row counted w times), but {column!r} holds fractional weights",
             field=FIELD,
             column=column,
-            hint="round or scale the weights to whole numbers, or audit this scan without "
-            "columns.weight (fpr_scan, tpr_scan and the binary bias_scan take any weights)",
-        )
-    if replicates > 0:
-        raise ScanError(
-            f"the null replicates of {scan_type} are drawn per unit of weight, which needs "
-            f"whole-number weights; {column!r} holds fractional weights",
-            field=FIELD,
-            column=column,
-            hint="use whole-number (frequency) weights, or significance.replicates: 0 for "
-            "weighted scores without a p-value",
+            hint="round or scale the weights to whole numbers (frequency weights), or audit "
+            "this scan without columns.weight (bias_scan takes fractional weights with "
+            "outcome_type binary, score bernoulli or berk_jones)",
         )

@@ -57,6 +57,9 @@ class AuditProblem:
     atom_groups: sp.csr_matrix
     reference: np.ndarray | None = None
     theta: float | None = None
+    # sample weights (columns.weight, fractional): every sum is weighted, n is their total, and
+    # a bootstrap resample draws rows that carry their weights; None: one per row
+    weight: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if (self.reference is None) == (self.theta is None):
@@ -70,12 +73,22 @@ class AuditProblem:
     def n_groups(self) -> int:
         return int(self.atom_groups.shape[1])
 
+    @property
+    def row_weight(self) -> np.ndarray:
+        """Each row's sample weight (1 without weights)."""
+        return np.ones(self.n) if self.weight is None else self.weight.astype(np.float64)
+
+    @property
+    def total_weight(self) -> float:
+        """n: the rows, or the sum of their weights."""
+        return float(self.n) if self.weight is None else float(self.weight.sum())
+
 
 @dataclass(frozen=True)
 class Moments:
     """Full-sample quantities of §5.1-§5.3."""
 
-    n: int
+    n: float  # rows (an int), or the sum of the sample weights
     theta: float
     psi: np.ndarray  # (n,) influence function values
     count: np.ndarray  # (g,) |G| (rows of G within the population)
@@ -95,8 +108,11 @@ def _known_theta(problem: AuditProblem) -> float:
 
 
 def group_sums(problem: AuditProblem, values: np.ndarray) -> np.ndarray:
-    """``sum_{i in G} values_i`` for every group (rows outside the population count 0)."""
+    """``sum_{i in G} values_i`` for every group (rows outside the population count 0), each
+    row times its sample weight when weighted."""
     n_atoms = problem.atom_groups.shape[0]
+    if problem.weight is not None:
+        values = values * problem.weight
     per_atom = np.bincount(
         problem.atom, weights=np.where(problem.population, values, 0.0), minlength=n_atoms
     )
@@ -104,20 +120,29 @@ def group_sums(problem: AuditProblem, values: np.ndarray) -> np.ndarray:
 
 
 def moments(problem: AuditProblem) -> Moments:
-    """theta_hat, psi, P_n(G), eps_hat(G) and sigma_hat^2_G (plug-in moments, eq. 9)."""
-    n = problem.n
+    """theta_hat, psi, P_n(G), eps_hat(G) and sigma_hat^2_G (plug-in moments, eq. 9); with
+    sample weights, of the weighted empirical measure (whole-number weights: exactly the moments
+    of the rows repeated)."""
+    n: float | int = problem.n
     pop = problem.population
     L = np.where(pop, problem.L.astype(np.float64), 0.0)
+    w = problem.row_weight
+    if problem.weight is not None:
+        n = problem.total_weight
     if problem.reference is not None:
         ref = problem.reference & pop
-        n_ref = int(ref.sum())
-        if n_ref == 0:
+        if not ref.any():
             raise ValueError("the reference set has no rows")
-        theta = float(L[ref].sum() / n_ref)
+        if problem.weight is None:
+            n_ref: float | int = int(ref.sum())
+            theta = float(L[ref].sum() / n_ref)
+        else:
+            n_ref = float(w[ref].sum())
+            theta = float((w[ref] * L[ref]).sum() / n_ref)
         psi = np.where(ref, (L - theta) / (n_ref / n), 0.0)
     else:
         theta = _known_theta(problem)
-        psi = np.zeros(n)
+        psi = np.zeros(problem.n)
     ones = pop.astype(np.float64)
     count = group_sums(problem, ones)
     sum_L = group_sums(problem, L)
@@ -129,11 +154,18 @@ def moments(problem: AuditProblem) -> Moments:
         var_g = np.maximum(sum_L2 / count - mean**2, 0.0)
         cov_g = sum_Lpsi / count - mean * (sum_psi / count)
     share = count / n
-    var_psi = float(np.mean(psi**2) - np.mean(psi) ** 2)
+    if problem.weight is None:
+        var_psi = float(np.mean(psi**2) - np.mean(psi) ** 2)
+    else:
+        var_psi = float(np.average(psi**2, weights=w) - np.average(psi, weights=w) ** 2)
     sigma2 = var_g + share * (var_psi - 2.0 * cov_g)
     sigma2 = np.where(count > 0, np.maximum(sigma2, 0.0), np.nan)  # >= 0 up to rounding
     n_pop = int(pop.sum())
-    var_L = float(np.var(L[pop])) if n_pop else 0.0
+    if problem.weight is None:
+        var_L = float(np.var(L[pop])) if n_pop else 0.0
+    else:
+        mean_pop = float(np.average(L[pop], weights=w[pop])) if n_pop else 0.0
+        var_L = float(np.average((L[pop] - mean_pop) ** 2, weights=w[pop])) if n_pop else 0.0
     return Moments(
         n=n,
         theta=theta,
@@ -208,7 +240,9 @@ class _Sampler:
         uniq_L, L_code = np.unique(L, return_inverse=True)
         cell_key = (atom_eff.astype(np.int64) * len(uniq_L) + L_code) * 2 + ref
         keys, sizes = np.unique(cell_key, return_counts=True)
-        if len(keys) * COMPRESS_RATIO <= n:
+        # weighted rows are resampled as rows, each carrying its weight
+        self.weight = None if problem.weight is None else problem.weight.astype(np.float64)
+        if self.weight is None and len(keys) * COMPRESS_RATIO <= n:
             self.path = "cells"
             self.cell_prob = sizes / n
             ref_c = (keys % 2).astype(bool)
@@ -254,14 +288,23 @@ class _Sampler:
                     idx[r] = rng.integers(0, n, size=n)
         key = self.atom_eff[idx] + (np.arange(b) * A1)[:, None]
         Lw = self.L[idx]
-        CA = np.bincount(key.ravel(), minlength=b * A1).reshape(b, A1)[:, : self.n_atoms]
+        sw = None if self.weight is None else self.weight[idx]
+        if sw is not None:
+            Lw = Lw * sw
+        CA = np.bincount(
+            key.ravel(), weights=None if sw is None else sw.ravel(), minlength=b * A1
+        ).reshape(b, A1)[:, : self.n_atoms]
         SA = np.bincount(key.ravel(), weights=Lw.ravel(), minlength=b * A1).reshape(b, A1)
         SA = SA[:, : self.n_atoms]
         C = np.asarray(self.MA.T @ CA.T.astype(np.float64)).T
         S = np.asarray(self.MA.T @ SA.T).T
         if problem.reference is not None:
-            refw = self.ref[idx]
-            theta = (Lw * refw).sum(axis=1) / refw.sum(axis=1)
+            refw = self.ref[idx] if sw is None else self.ref[idx] * sw
+            theta = (
+                (Lw * refw).sum(axis=1) / refw.sum(axis=1)
+                if sw is None
+                else ((Lw * self.ref[idx]).sum(axis=1) / refw.sum(axis=1))
+            )
         else:
             theta = np.full(b, _known_theta(problem))
         return Resamples(C, S, theta)

@@ -16,6 +16,7 @@ fraction of the time.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fairscan.engine import kernels
-from fairscan.engine.cells import Cells
+from fairscan.engine.cells import Cells, compress
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, score_subgroup, search
 from fairscan.engine.seeds import replicate_rng, replicate_search_seed
 
@@ -77,6 +78,16 @@ class CbsData:
     prediction: np.ndarray | None = None  # (n,) float64 in [0, 1]
     recommendation: np.ndarray | None = None  # (n,) float64 in {0, 1}
     expectations: np.ndarray | None = None  # (n,) user-supplied I-hat (skips both models)
+    # (n,) fractional sample weights (columns.weight): weighted fits, sigma and scan; the
+    # permutation replicates permute A over the rows, each row keeping its weight
+    weight: np.ndarray | None = None
+
+    def row_weight(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The sample weights of ``rows`` (a mask; all rows by default), 1 without weights."""
+        n = self.outcome.shape[0] if rows is None else int(np.count_nonzero(rows))
+        if self.weight is None:
+            return np.ones(n)
+        return self.weight if rows is None else self.weight[rows]
 
     def event(self, settings: CbsSettings) -> np.ndarray:
         """I before the event complement: P or P_bin (separation) or Y (sufficiency)."""
@@ -461,7 +472,9 @@ class CbsEstimate:
     expected: np.ndarray | None = None  # per scanned row: I-hat (event applied)
     sigma: float | None = None  # Gaussian only
     propensity: np.ndarray | None = None  # p^A on all rows (None when expectations are given)
-    weights: np.ndarray | None = None  # ATT weights on the comparison rows
+    weights: np.ndarray | None = (
+        None  # ATT weights on the comparison rows (times their sample weights)
+    )
     fitted: np.ndarray | None = None  # outcome model on the comparison rows (event applied)
     training_label: np.ndarray | None = None  # I on the comparison rows (event applied)
     max_weight_ratio: float | None = None  # largest weight / median weight
@@ -491,15 +504,23 @@ def model_name(kind: str, settings: CbsSettings) -> str:
     return "unregularised logistic regression"
 
 
-def gaussian_sigma(delta: np.ndarray, rule: float | str) -> float | None:
+def gaussian_sigma(
+    delta: np.ndarray, rule: float | str, weight: np.ndarray | None = None
+) -> float | None:
     """sigma of the Gaussian score (methods.md §3.5): a fixed number, or the sample SD (ddof 1)
     of Delta floored at ``SIGMA_FLOOR``; None when the SD rule is degenerate (fewer than two
-    rows or all Delta equal)."""
+    rows or all Delta equal). With sample weights the SD of the weighted rows, ddof 1 on the
+    weights' total (whole-number weights: the SD of the rows repeated)."""
     if rule != SIGMA_SD:
         return float(rule)
     if len(delta) < 2 or np.ptp(delta) == 0.0:
         return None
-    return max(float(np.std(delta, ddof=1)), SIGMA_FLOOR)
+    if weight is None:
+        return max(float(np.std(delta, ddof=1)), SIGMA_FLOOR)
+    total = float(weight.sum())
+    mean = float(np.average(delta, weights=weight))
+    var = float((weight * (delta - mean) ** 2).sum()) / max(total - 1.0, 1e-12)
+    return max(math.sqrt(var), SIGMA_FLOOR)
 
 
 def outcome_design(data: CbsData, settings: CbsSettings) -> np.ndarray:
@@ -538,7 +559,7 @@ class RowModels:
             self.settings.propensity_model,
             x,
             a.astype(np.float64),
-            np.ones(len(a)),
+            self.data.row_weight(),
             np.empty((0, x.shape[1])),
             regularization=self.settings.regularization,
             c=self.settings.l2_c,
@@ -608,7 +629,7 @@ class PatternModels:
             return self.rows.propensity(a)
         patterns = self.propensity_patterns
         every = np.ones(len(a), bool)
-        y = patterns.labels(every, a.astype(np.float64), np.ones(len(a)))
+        y = patterns.labels(every, a.astype(np.float64), self.rows.data.row_weight())
         prob, beta, note = self._fit(patterns, y, self.starts[0])
         return ModelFit(prob[patterns.of_row], np.empty(0), note, beta)
 
@@ -655,14 +676,17 @@ def _model_expectations(
     comparison: np.ndarray,
     protected: np.ndarray,
     train_label: np.ndarray,
+    sample_weight: np.ndarray | None = None,
 ) -> _Expectations | str:
     """Steps 1-5 of methods.md §3.3: propensity, ATT weights, outcome model, I-hat; or why the
-    run is not auditable."""
+    run is not auditable. ``sample_weight`` (of the comparison rows) multiplies the ATT
+    weights."""
     which = "propensity"
     try:
         prop = models.propensity(a)
         pa = np.clip(prop.fitted, EPS, 1.0 - EPS)
-        weights = pa[comparison] / (1.0 - pa[comparison])
+        att = pa[comparison] / (1.0 - pa[comparison])
+        weights = att if sample_weight is None else att * sample_weight
         which = "outcome"
         out = models.outcome(comparison, protected, train_label, weights)
     except ModelDegenerate as exc:
@@ -673,7 +697,7 @@ def _model_expectations(
         propensity=prop.fitted,
         weights=weights,
         fitted=out.fitted,
-        ratio=float(weights.max() / np.median(weights)),
+        ratio=float(att.max() / np.median(att)),
         notes=tuple(f"{name} model: {fit.note}" for name, fit in fits if fit.note),
         coefficients=(prop.coef, out.coef),
     )
@@ -722,11 +746,18 @@ def estimate(
         )
     else:
         found = _model_expectations(
-            models or RowModels(data, settings), settings, a, comparison, protected, train_label
+            models or RowModels(data, settings),
+            settings,
+            a,
+            comparison,
+            protected,
+            train_label,
+            None if data.weight is None else data.weight[comparison],
         )
     if isinstance(found, str):
         return _not_auditable(found, rows, protected, comparison)
-    return _scored(settings, event, rows, protected, comparison, train_label, found)
+    weight = None if data.weight is None else data.weight[protected]
+    return _scored(settings, event, rows, protected, comparison, train_label, found, weight)
 
 
 def _scored(
@@ -737,6 +768,7 @@ def _scored(
     comparison: np.ndarray,
     train_label: np.ndarray,
     found: _Expectations,
+    weight: np.ndarray | None = None,
 ) -> CbsEstimate:
     """Observed values (or Delta and sigma, methods.md §3.4-3.5) and expectations of the scan,
     with the event complement applied (event = 0 cells)."""
@@ -748,7 +780,7 @@ def _scored(
         observed_out = logit(observed) - logit(ihat)
         if flip:
             observed_out = -observed_out  # logit(1 - P) - logit(1 - I-hat)
-        sigma = gaussian_sigma(observed_out, settings.sigma)
+        sigma = gaussian_sigma(observed_out, settings.sigma, weight)
         if sigma is None:
             return _not_auditable(
                 "Delta is constant over the scanned rows: the SD rule of sigma is degenerate "
@@ -851,7 +883,13 @@ def scan_estimate(data: CbsData, settings: CbsSettings, est: CbsEstimate, seed: 
     if not est.auditable:
         return CbsOutcome(est, None, None, None)
     problem = est.problem(data.codes, settings)
-    cells = problem.cells()
+    if data.weight is None:
+        cells = problem.cells()
+    else:  # weighted sums per cell: the cells of the rows repeated (whole-number weights)
+        w = data.weight[est.protected]
+        cells = compress(
+            problem.codes, problem.observed * w, problem.expected, problem.cardinality, w
+        )
     return CbsOutcome(est, problem, cells, scan(cells, settings, est.sigma, seed))
 
 

@@ -22,10 +22,52 @@ class Cells:
     row_cell: np.ndarray  # (n,) int64
     cardinality: np.ndarray  # (m,) int32: values per attribute (codes are 0..card-1)
     constant_expectation: bool
+    # fractional sample weights (columns.weight) of the input rows: the Bernoulli null draws
+    # are then per row, each draw times its row's weight; None: whole-number weights, drawn
+    # per unit of weight (Binomial(weight, expected) per cell, as for repeated rows)
+    row_weight: np.ndarray | None = None
 
     @property
     def n_cells(self) -> int:
         return int(self.weight.shape[0])
+
+
+def fractional(weights: np.ndarray | None) -> bool:
+    """Sample weights that are not all whole numbers (then no draw can be per unit of weight)."""
+    return weights is not None and not bool(np.all(weights == np.round(weights)))
+
+
+def bernoulli_sums(cells: Cells, rng: np.random.Generator) -> np.ndarray:
+    """One null replicate of the cells' observed sums under Bernoulli(expected) rows: per unit
+    of weight (``Binomial(weight, expected)`` per cell), or with fractional row weights per
+    row, each row's draw times its weight."""
+    if cells.row_weight is None:
+        return rng.binomial(cells.weight.astype(np.int64), cells.expected).astype(np.float64)
+    drawn = rng.random(cells.row_cell.shape[0]) < cells.expected[cells.row_cell]
+    return np.bincount(
+        cells.row_cell, weights=drawn * cells.row_weight, minlength=cells.n_cells
+    ).astype(np.float64)
+
+
+def restrict(cells: Cells, inside: np.ndarray, expected: np.ndarray | None = None) -> Cells:
+    """The cells ``inside`` (a boolean mask over cells), with ``expected`` instead of theirs if
+    given; rows (and their fractional weights) kept only where the null draws need them."""
+    row_cell = np.zeros(0, np.int64)
+    row_weight = None
+    if cells.row_weight is not None:
+        keep = inside[cells.row_cell]
+        row_cell = (np.cumsum(inside) - 1)[cells.row_cell[keep]].astype(np.int64)
+        row_weight = cells.row_weight[keep]
+    return Cells(
+        codes=cells.codes[inside],
+        weight=cells.weight[inside],
+        observed=cells.observed[inside],
+        expected=cells.expected[inside] if expected is None else expected,
+        row_cell=row_cell,
+        cardinality=cells.cardinality,
+        constant_expectation=cells.constant_expectation and expected is None,
+        row_weight=row_weight,
+    )
 
 
 def _profile_keys(codes: np.ndarray, cardinality: np.ndarray) -> np.ndarray:

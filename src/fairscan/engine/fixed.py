@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairscan.engine.cells import Cells
+from fairscan.engine.cells import Cells, restrict
 from fairscan.engine.mdss import members
 from fairscan.engine.scores import Draw, draw_cells
 from fairscan.engine.seeds import child_seed, replicate_rng
@@ -135,15 +135,7 @@ def fixed_power(
     if expected is None or replicates <= 0:
         return None
     null = np.sort(draw_sums(cells, inside, draw, seed, replicates))
-    sub = Cells(
-        codes=cells.codes[inside],
-        weight=weights,
-        observed=cells.observed[inside],
-        expected=np.clip(expected, 0.0, None if draw == "poisson" else 1.0),
-        row_cell=np.zeros(0, np.int64),
-        cardinality=cells.cardinality,
-        constant_expectation=False,
-    )
+    sub = restrict(cells, inside, np.clip(expected, 0.0, None if draw == "poisson" else 1.0))
     # the null draws use the replicate children of ``seed``; the alternative's, one level down
     alt_seed = child_seed(seed, replicates)
     alt = np.array(
@@ -176,15 +168,7 @@ def draw_sums(
                 draw_cells(cells, draw, replicate_rng(seed, r), residuals).observed[inside].sum()
             )
         return sums
-    sub = Cells(
-        codes=cells.codes[inside],
-        weight=cells.weight[inside],
-        observed=cells.observed[inside],
-        expected=cells.expected[inside],
-        row_cell=np.zeros(0, np.int64),
-        cardinality=cells.cardinality,
-        constant_expectation=cells.constant_expectation,
-    )
+    sub = restrict(cells, inside)
     for r in range(replicates):
         sums[r] = draw_cells(sub, draw, replicate_rng(seed, r)).observed.sum()
     return sums
@@ -211,12 +195,17 @@ def gap_bootstrap(
     theta: float | None,
     resamples: int,
     seed: np.random.SeedSequence,
+    weight: np.ndarray | None = None,
 ) -> GapBootstrap:
     """Cherian-Candès' bootstrap (methods.md §5.3) for the one group S: multinomial(n; 1/n)
     resample counts w, eps*_b = sum_S w L / sum_S w - theta*_b with theta*_b the resample's
     mean of L (``theta`` None: estimated, Algorithm 8's target) or the known ``theta``.
-    Resample ``b`` uses its own stream; a resample with no row of S is left out."""
+    Resample ``b`` uses its own stream; a resample with no row of S is left out. ``weight``:
+    the rows' sample weights (means become weighted means; a resampled row carries its
+    weight, as in the shift scan's own bootstrap)."""
     n = L.shape[0]
+    if weight is not None:
+        return _weighted_gap_bootstrap(L, inside, theta, resamples, seed, weight)
     mean = float(L.mean()) if theta is None else float(theta)
     estimate = float(L[inside].mean()) - mean
     sums = np.empty((resamples, 3))
@@ -227,6 +216,33 @@ def gap_bootstrap(
         sums[b] = (w @ Lin, w @ inside, w @ L)
     kept = sums[:, 1] > 0
     theta_b = sums[kept, 2] / n if theta is None else np.full(int(kept.sum()), mean)
+    centred = sums[kept, 0] / sums[kept, 1] - theta_b - estimate
+    return GapBootstrap(estimate, mean, centred)
+
+
+def _weighted_gap_bootstrap(
+    L: np.ndarray,
+    inside: np.ndarray,
+    theta: float | None,
+    resamples: int,
+    seed: np.random.SeedSequence,
+    weight: np.ndarray,
+) -> GapBootstrap:
+    """:func:`gap_bootstrap` with sample weights ``v``: weighted means, and each resampled row
+    carrying its weight (resample counts w times v), the same draws as without weights."""
+    n = L.shape[0]
+    v = np.asarray(weight, dtype=np.float64)
+    mean = float(v @ L / v.sum()) if theta is None else float(theta)
+    estimate = float(v[inside] @ L[inside] / v[inside].sum()) - mean
+    sums = np.empty((resamples, 4))
+    probabilities = np.full(n, 1.0 / n)
+    vL, vin = v * L, v * inside
+    vLin = np.where(inside, vL, 0.0)
+    for b in range(resamples):
+        w = replicate_rng(seed, b).multinomial(n, probabilities).astype(np.float64)
+        sums[b] = (w @ vLin, w @ vin, w @ vL, w @ v)
+    kept = (sums[:, 1] > 0) & (sums[:, 3] > 0)
+    theta_b = sums[kept, 2] / sums[kept, 3] if theta is None else np.full(int(kept.sum()), mean)
     centred = sums[kept, 0] / sums[kept, 1] - theta_b - estimate
     return GapBootstrap(estimate, mean, centred)
 

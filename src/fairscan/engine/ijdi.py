@@ -20,7 +20,7 @@ corrections depend on nothing else, so this is exact and much faster than per re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -50,6 +50,9 @@ class IjdiCells:
     observed: np.ndarray  # (M,) number of positive recommendations
     base_rate: np.ndarray  # (M,) p_i
     cardinality: np.ndarray
+    # fractional sample weights: each record's cell and weight, for per-record null draws
+    row_cell: np.ndarray | None = None
+    row_weight: np.ndarray | None = None
 
     @classmethod
     def from_records(
@@ -58,12 +61,36 @@ class IjdiCells:
         recommendation: np.ndarray,
         base_rate: np.ndarray,
         cardinality: np.ndarray,
+        weight: np.ndarray | None = None,
     ) -> IjdiCells:
-        cells = compress(codes, recommendation, base_rate, cardinality)
-        return cls(cells.codes, cells.weight, cells.observed, cells.expected, cells.cardinality)
+        """Records compressed to cells; with sample ``weight`` every sum is weighted."""
+        if weight is None:
+            cells = compress(codes, recommendation, base_rate, cardinality)
+            return cls(cells.codes, cells.weight, cells.observed, cells.expected, cells.cardinality)
+        w = weight.astype(np.float64)
+        cells = compress(codes, recommendation * w, base_rate, cardinality, weight=w)
+        return cls(
+            cells.codes,
+            cells.weight,
+            cells.observed,
+            cells.expected,
+            cells.cardinality,
+            cells.row_cell,
+            w,
+        )
 
     def with_observed(self, observed: np.ndarray) -> IjdiCells:
-        return IjdiCells(self.codes, self.weight, observed, self.base_rate, self.cardinality)
+        return replace(self, observed=observed)
+
+    def draw(self, expected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Null recommendations summed per cell: Bernoulli(expected) per record (per unit of
+        weight), or per record times its fractional weight."""
+        if self.row_cell is None or self.row_weight is None:
+            return rng.binomial(self.weight.astype(np.int64), expected).astype(np.float64)
+        drawn = rng.random(self.row_cell.shape[0]) < expected[self.row_cell]
+        return np.bincount(
+            self.row_cell, weights=drawn * self.row_weight, minlength=self.weight.shape[0]
+        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fairscan.engine.cells import Cells
+from fairscan.engine.cells import Cells, bernoulli_sums
 from fairscan.engine.jobs import LOCAL, Executor, ReplicateJob
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
@@ -73,8 +73,7 @@ class MdssReplicate:
     def __call__(self, index: int) -> float:
         rng = replicate_rng(self.seed, index)
         if self.draw == "binomial" and self.score == BERNOULLI:  # the original path, unchanged
-            observed = rng.binomial(self.cells.weight.astype(np.int64), self.cells.expected)
-            null_cells = replace(self.cells, observed=observed.astype(np.float64))
+            null_cells = replace(self.cells, observed=bernoulli_sums(self.cells, rng))
             return max_score(
                 null_cells,
                 direction=self.settings.direction,

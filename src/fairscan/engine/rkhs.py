@@ -143,8 +143,10 @@ class Forms:
     # Nystroem: C' U_b for the two replicate columns (B, r, 2) and C'1, C'L (r, 2)
     coef: np.ndarray | None = None
     fixed: np.ndarray | None = None
-    # exact: the counts (B, n)
+    # exact: the counts (B, n) (times the sample weights)
     weights: np.ndarray | None = None
+    # the sample weights of the rows (mean 1; None: 1 each), the columns "1" and "L" times them
+    base: np.ndarray | None = None
 
 
 def bootstrap_forms(
@@ -154,8 +156,13 @@ def bootstrap_forms(
     B: int,
     seed: np.random.SeedSequence,
     approx: Nystroem | None = None,
+    weight: np.ndarray | None = None,
 ) -> Forms:
-    """``Q_b`` for ``B`` multinomial resamples of the rows; ``L`` is already centred (L - theta)."""
+    """``Q_b`` for ``B`` multinomial resamples of the rows; ``L`` is already centred (L - theta).
+
+    ``weight``: sample weights of the rows (mean 1): a resampled row carries its weight (the
+    resample's counts are multiplied by it) and the sample means are weighted, i.e. the columns
+    become ``[w s L, s, w s, s L]``."""
     n = len(L)
     rng = np.random.default_rng(seed)
     block = _block(n, B)
@@ -163,21 +170,37 @@ def bootstrap_forms(
     if approx is None:
         W = np.empty((B, n))
         for a, b, counts in multinomial_blocks(rng, n, B, block):
-            W[:, a:b] = counts
+            W[:, a:b] = counts if weight is None else counts * weight[a:b]
         sum_wL = W @ L
-        return Forms(Q=exact_forms(X, L, bandwidth, W), sum_wL=sum_wL, weights=W)
+        Q = exact_forms(X, L, bandwidth, W, weight)
+        return Forms(Q=Q, sum_wL=sum_wL, weights=W, base=weight)
     r = approx.rank
     coef = np.zeros((B, r, 2))
     fixed = np.zeros((r, 2))
     for a, b, counts in multinomial_blocks(rng, n, B, block):
         C = gaussian_kernel(X[a:b], approx.landmarks, bandwidth)  # (m, r)
         Lb = L[a:b]
+        if weight is None:
+            coef[:, :, 0] += (counts * Lb) @ C
+            coef[:, :, 1] += counts @ C
+            fixed[:, 0] += C.sum(0)
+            fixed[:, 1] += Lb @ C
+            sum_wL += counts @ Lb
+            continue
+        sb = weight[a:b]
+        counts = counts * sb
         coef[:, :, 0] += (counts * Lb) @ C
         coef[:, :, 1] += counts @ C
-        fixed[:, 0] += C.sum(0)
-        fixed[:, 1] += Lb @ C
+        fixed[:, 0] += sb @ C
+        fixed[:, 1] += (sb * Lb) @ C
         sum_wL += counts @ Lb
-    return Forms(Q=nystroem_forms(approx.root, coef, fixed), sum_wL=sum_wL, coef=coef, fixed=fixed)
+    return Forms(
+        Q=nystroem_forms(approx.root, coef, fixed),
+        sum_wL=sum_wL,
+        coef=coef,
+        fixed=fixed,
+        base=weight,
+    )
 
 
 def _stack(coef: np.ndarray, fixed: np.ndarray) -> np.ndarray:
@@ -197,16 +220,20 @@ def nystroem_forms(root: np.ndarray, coef: np.ndarray, fixed: np.ndarray) -> np.
     return np.einsum("bkp,bkq->bpq", P, P)
 
 
-def exact_forms(X: np.ndarray, L: np.ndarray, bandwidth: float, W: np.ndarray) -> np.ndarray:
-    """``U_b' K U_b`` with the exact kernel, for the (B, n) counts ``W``; K in row blocks."""
+def exact_forms(
+    X: np.ndarray, L: np.ndarray, bandwidth: float, W: np.ndarray, base: np.ndarray | None = None
+) -> np.ndarray:
+    """``U_b' K U_b`` with the exact kernel, for the (B, n) counts ``W``; K in row blocks.
+    ``base``: the rows' sample weights (the columns ``1`` and ``L`` become ``s`` and ``s L``)."""
     B, n = W.shape
+    one = np.ones(n) if base is None else base
     cols = np.empty((n, 2 * B + 2))
     cols[:, :B] = (W * L).T
     cols[:, B : 2 * B] = W.T
-    cols[:, 2 * B] = 1.0
-    cols[:, 2 * B + 1] = L
+    cols[:, 2 * B] = one
+    cols[:, 2 * B + 1] = L if base is None else base * L
     KU = kernel_apply(X, X, cols, bandwidth)
-    U = [cols[:, :B].T, np.ones((1, n)), W, L[None, :]]
+    U = [cols[:, :B].T, one[None, :], W, cols[:, 2 * B + 1][None, :]]
     KUs = [KU[:, :B].T, KU[:, 2 * B][None, :], KU[:, B : 2 * B].T, KU[:, 2 * B + 1][None, :]]
     Q = np.empty((B, 4, 4))
     for p in range(4):
@@ -315,20 +342,25 @@ def shift_bootstrap(
     seed: np.random.SeedSequence,
     theta: float | None = None,
     approx: Nystroem | None = None,
+    weight: np.ndarray | None = None,
 ) -> ShiftBootstrap:
     """t* of Algorithm 8 (``theta=None``: theta = mean L, psi = L - mean L) or 5 (known theta).
 
     ``L`` constant (Var(L) = 0): every process is 0; t* = 0 and ``degenerate`` (§5.9).
+    ``weight``: sample weights of the rows, mean 1 (every mean of the process weighted, and
+    each resampled row carries its weight); None: 1 each.
     """
     n = len(L)
     L = np.asarray(L, dtype=np.float64)
     estimated = theta is None
-    theta_hat = float(L.mean()) if theta is None else float(theta)
+    mean = float(L.mean()) if weight is None else float(np.average(L, weights=weight))
+    theta_hat = mean if theta is None else float(theta)
     Lc = L - theta_hat
-    if float(np.var(L)) <= 0.0:
+    var = float(np.var(L)) if weight is None else float(np.average((L - mean) ** 2, weights=weight))
+    if var <= 0.0:
         zeros = np.zeros(B)
         return ShiftBootstrap(n, theta_hat, estimated, Lc, zeros, 0.0, zeros, zeros, True, None)
-    forms = bootstrap_forms(X, Lc, bandwidth, B, seed, approx)
+    forms = bootstrap_forms(X, Lc, bandwidth, B, seed, approx, weight)
     # t = mean((w - 1) psi) with psi = L - theta_hat (sum psi = 0): sum(w L) / n
     t_b = forms.sum_wL / n if estimated else np.zeros(B)
     lam_min, lam_max = extreme_eigenvalues(forms.Q, t_b, n)
@@ -364,7 +396,10 @@ def _worst_case(
     if approx is None:
         assert forms.weights is not None
         w = forms.weights[b]
-        beta = c[0] * w * L + c[1] + c[2] * w + c[3] * L
+        if forms.base is None:
+            beta = c[0] * w * L + c[1] + c[2] * w + c[3] * L
+        else:  # sample weights: the columns "1" and "L" are s and s L
+            beta = c[0] * w * L + c[1] * forms.base + c[2] * w + c[3] * forms.base * L
         centers, coef = X, beta
     else:
         assert forms.coef is not None and forms.fixed is not None

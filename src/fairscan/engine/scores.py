@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 
 from fairscan.engine import kernels
-from fairscan.engine.cells import Cells, compress
+from fairscan.engine.cells import Cells, bernoulli_sums, compress
 from fairscan.engine.mdss import SubgroupScore, score_subgroup, search
 
 # How a null replicate redraws a cell's observed sum (methods.md §1.5 generalised):
@@ -186,7 +186,7 @@ def draw_cells(
         )
         return replace(cells, observed=cells.weight * cells.expected + shuffled)
     if draw == "binomial":
-        observed = rng.binomial(cells.weight.astype(np.int64), cells.expected)
+        observed = bernoulli_sums(cells, rng)
     elif draw == "poisson":
         observed = rng.poisson(cells.weight * cells.expected)
     elif draw == "gaussian":

@@ -38,8 +38,11 @@ from fairscan.engine.subroc_kernels import (
     MEASURE_PR,
     MEASURE_ROC,
     evaluate_children,
+    evaluate_children_weighted,
     measure_sorted,
+    measure_sorted_weighted,
     null_measures,
+    null_measures_weighted,
 )
 
 MEASURES = {"roc_auc": MEASURE_ROC, "pr_auc": MEASURE_PR, "ranking_loss": MEASURE_ARL}
@@ -61,14 +64,31 @@ def _sorted_inputs(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.nda
     return order, np.asarray(y, dtype=np.int8)[order], grp
 
 
-def measure(y: np.ndarray, score: np.ndarray, name: str) -> float:
+def measure(y: np.ndarray, score: np.ndarray, name: str, weight: np.ndarray | None = None) -> float:
     """ROC AUC, PR AUC (linear interpolation, precision 1 at the origin) or ARL of a multiset;
-    NaN when undefined (ROC: both classes needed; PR, ARL: a positive needed)."""
+    NaN when undefined (ROC: both classes needed; PR, ARL: a positive needed). ``weight``:
+    sample weights of the rows (every count a sum of weights)."""
     y = np.asarray(y)
     if len(y) == 0:
         return float("nan")
-    _, ys, grp = _sorted_inputs(y, score)
-    return float(measure_sorted(np.arange(len(ys), dtype=np.int64), ys, grp, MEASURES[name]))
+    order, ys, grp = _sorted_inputs(y, score)
+    return _measure_rows(np.arange(len(ys), dtype=np.int64), ys, grp, MEASURES[name], weight, order)
+
+
+def _measure_rows(
+    rows: np.ndarray,
+    ys: np.ndarray,
+    grp: np.ndarray,
+    mcode: int,
+    weight: np.ndarray | None,
+    order: np.ndarray | None = None,
+) -> float:
+    """The measure of ``rows`` (positions in score order); ``weight`` in the data's order
+    (``order`` sorts it), or already sorted when ``order`` is None."""
+    if weight is None:
+        return float(measure_sorted(rows, ys, grp, mcode))
+    ws = np.ascontiguousarray(weight if order is None else weight[order], dtype=np.float64)
+    return float(measure_sorted_weighted(rows, ys, ws, grp, mcode))
 
 
 def lower_bound(y: np.ndarray, score: np.ndarray, name: str) -> float:
@@ -85,11 +105,15 @@ def lower_bound(y: np.ndarray, score: np.ndarray, name: str) -> float:
     return float(_bound(name, above, tied))
 
 
-def _bound(name: str, above, tied):
+def _bound(name: str, above, tied, weighted: bool = False):
     above = np.asarray(above, dtype=np.float64)
     tied = np.asarray(tied, dtype=np.float64)
     if name == "roc_auc":
         return np.where(above > 0, 0.0, np.where(tied > 0, 0.5, 1.0))
+    if name == "pr_auc" and weighted:
+        # weighted rows: a light positive among heavy negatives has a precision near 0, so
+        # only "no negative at or above the lowest positive" (AP = 1 for every subset) bounds
+        return np.where(above + tied > 0, 0.0, 1.0)
     if name == "pr_auc":
         geq = above + tied
         return 0.5 / (1.0 + geq) + np.where(above > 0, 0.0, 0.5)
@@ -144,9 +168,9 @@ class Pattern:
     weighted: float  # phi'_{alpha_s, beta}
     relative: float  # phi' unweighted (overall - subgroup for AUCs; subgroup - overall for ARL)
     value: float  # the measure in the subgroup
-    size: int
-    positives: int
-    negatives: int
+    size: float  # rows (an int), or the sum of their sample weights
+    positives: float
+    negatives: float
     optimistic: float  # optimistic estimate used for pruning (GA-adjusted if GA)
     key: int
 
@@ -155,8 +179,8 @@ class Pattern:
 class SearchResult:
     patterns: list[Pattern]  # the top-k' with a positive score, best first (at most k')
     overall: float  # the measure on the whole search set
-    positives: int
-    negatives: int
+    positives: float  # rows (an int), or the sum of their sample weights
+    negatives: float
     evaluated: int  # candidate patterns scored
     valid: int  # of which satisfy min cover and the class constraint
     pruned: int  # valid patterns whose specialisations were skipped by the optimistic estimate
@@ -203,8 +227,10 @@ def search(
     score: np.ndarray,
     cardinality: np.ndarray | list[int],
     config: SearchConfig,
+    sample_weight: np.ndarray | None = None,
 ) -> SearchResult:
-    """Exhaustive top-k' SubROC search on one data set (methods.md §6.3–6.5)."""
+    """Exhaustive top-k' SubROC search on one data set (methods.md §6.3–6.5); ``weight``: the
+    rows' sample weights (every count, size and measure weighted)."""
     if config.measure not in MEASURES:
         raise ValueError(f"unknown measure {config.measure!r}")
     mcode = MEASURES[config.measure]
@@ -225,9 +251,10 @@ def search(
         )
     bits = _bitsets(codes_sorted, offsets)
     root = n_sel
-    overall = float(measure_sorted(np.arange(n, dtype=np.int64), ys, grp, mcode))
-    n_pos = int(ys.sum())
-    n_neg = n - n_pos
+    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
+    n_pos: float = int(ys.sum()) if ws is None else float(ws[ys == 1].sum())
+    n_neg: float = n - n_pos if ws is None else float(ws[ys == 0].sum())
     alpha_s, beta = float(config.size_weight), float(config.balance_weight)
     ga = config.generalization_aware
     k_prime = int(config.candidates)
@@ -290,21 +317,39 @@ def search(
         n_out = int(t_size.sum())
         task_ptr = np.searchsorted(t_parent, np.arange(len(parents) + 1)).astype(np.int64)
         n_chunks = max(1, min(len(parents), threads * 8))
-        pos, neg, u2, nb, nt, area = evaluate_children(
-            parents,
-            bits,
-            task_ptr,
-            t_attr,
-            t_out,
-            n_out,
-            codes_t,
-            card,
-            ys,
-            grp,
-            mcode == MEASURE_PR,
-            n_chunks,
-            threads=threads,
-        )
+        if ws is None:
+            pos, neg, u2, nb, nt, area = evaluate_children(
+                parents,
+                bits,
+                task_ptr,
+                t_attr,
+                t_out,
+                n_out,
+                codes_t,
+                card,
+                ys,
+                grp,
+                mcode == MEASURE_PR,
+                n_chunks,
+                threads=threads,
+            )
+        else:
+            pos, neg, u2, nb, nt, area = evaluate_children_weighted(
+                parents,
+                bits,
+                task_ptr,
+                t_attr,
+                t_out,
+                n_out,
+                codes_t,
+                card,
+                ys,
+                ws,
+                grp,
+                mcode == MEASURE_PR,
+                n_chunks,
+                threads=threads,
+            )
         slot = t_out[np.searchsorted(upair, pair)] + (si - offsets[ca])
         pos, neg, u2, nb, nt, area = (a[slot] for a in (pos, neg, u2, nb, nt, area))
         size = pos + neg
@@ -321,7 +366,7 @@ def search(
             elif mcode == MEASURE_PR:
                 value = area
                 relative = overall - value
-                oe_raw = overall - _bound("pr_auc", above, nt)
+                oe_raw = overall - _bound("pr_auc", above, nt, ws is not None)
             else:
                 value = neg - u2 / (2.0 * pos)
                 relative = value - overall
@@ -408,9 +453,9 @@ def search(
                     weighted=float(cat["weighted"][i]),
                     relative=float(cat["relative"][i]),
                     value=float(cat["value"][i]),
-                    size=int(cat["size"][i]),
-                    positives=int(cat["pos"][i]),
-                    negatives=int(cat["neg"][i]),
+                    size=_count(cat["size"][i], ws is not None),
+                    positives=_count(cat["pos"][i], ws is not None),
+                    negatives=_count(cat["neg"][i], ws is not None),
                     optimistic=float(cat["oe"][i]),
                     key=int(k),
                 )
@@ -428,6 +473,11 @@ def search(
     )
 
 
+def _count(value: float, weighted: bool) -> float:
+    """A count as reported: rows (an int), or a sum of sample weights."""
+    return float(value) if weighted else int(value)
+
+
 # --------------------------------------------------------------------------------------------
 # Significance filtering (methods.md §6.6)
 # --------------------------------------------------------------------------------------------
@@ -437,9 +487,9 @@ def search(
 class PatternTest:
     value: float  # measure of the pattern's validation cover (NaN if undefined)
     statistic: float  # relative score on the validation set (NaN if undefined)
-    size: int
-    positives: int
-    negatives: int
+    size: float  # rows (an int), or the sum of their sample weights
+    positives: float
+    negatives: float
     exceed: int  # null statistics >= observed
     p_value: float
 
@@ -473,13 +523,18 @@ def significance(
     *,
     paper_pvalue: bool = False,
     workers: int = 1,
+    sample_weight: np.ndarray | None = None,
 ) -> SignificanceResult:
-    """Random-subset test of each pattern on the validation set, with cached null draws."""
+    """Random-subset test of each pattern on the validation set, with cached null draws.
+
+    ``sample_weight``: the rows' sample weights. The measures are weighted; a null subset has the
+    pattern's numbers of positive and negative rows, each drawn row carrying its weight."""
     mcode = MEASURES[measure_name]
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     codes_sorted = np.asarray(codes)[order]
     n = len(ys)
-    overall = float(measure_sorted(np.arange(n, dtype=np.int64), ys, grp, mcode))
+    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
     pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
     neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
     sign = -1.0 if mcode == MEASURE_ARL else 1.0  # statistic: larger = worse subgroup
@@ -491,23 +546,35 @@ def significance(
         rows = np.flatnonzero(cov[i]).astype(np.int64)
         p_c = int(ys[rows].sum())
         n_c = len(rows) - p_c
-        value = float(measure_sorted(rows, ys, grp, mcode)) if len(rows) else float("nan")
+        value = _measure_rows(rows, ys, grp, mcode, ws) if len(rows) else float("nan")
         stat = sign * (overall - value)
+        if ws is None:
+            counts: tuple[float, float, float] = (len(rows), p_c, n_c)
+        else:
+            w_pos = float(ws[rows][ys[rows] == 1].sum())
+            counts = (float(ws[rows].sum()), w_pos, float(ws[rows].sum()) - w_pos)
         if not np.isfinite(stat) or subsets == 0:
-            tests.append(PatternTest(value, float("nan"), len(rows), p_c, n_c, 0, 1.0))
+            tests.append(PatternTest(value, float("nan"), *counts, 0, 1.0))
             continue
         pair = (p_c, n_c)
         if pair not in cache:
             rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
             up = rng.random((subsets, p_c))
             un = rng.random((subsets, n_c))
-            null_values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=threads)
+            if ws is None:
+                null_values = null_measures(
+                    up, un, pos_rows, neg_rows, ys, grp, mcode, threads=threads
+                )
+            else:
+                null_values = null_measures_weighted(
+                    up, un, pos_rows, neg_rows, ys, ws, grp, mcode, threads=threads
+                )
             cache[pair] = sign * (overall - null_values)
         null = cache[pair]
         threshold = stat - TIE_TOLERANCE * max(1.0, abs(stat))
         exceed = int(np.count_nonzero(null >= threshold))
         p = exceed / subsets if paper_pvalue else (1 + exceed) / (1 + subsets)
-        tests.append(PatternTest(value, float(stat), len(rows), p_c, n_c, exceed, p))
+        tests.append(PatternTest(value, float(stat), *counts, exceed, p))
     adjusted = adjust_p_values(np.array([t.p_value for t in tests]), correction)
     return SignificanceResult(
         overall=overall, tests=tests, adjusted=adjusted, null_pairs=len(cache)
@@ -534,16 +601,19 @@ def fixed_subset_tests(
     seed: np.random.SeedSequence,
     *,
     workers: int = 1,
+    sample_weight: np.ndarray | None = None,
 ) -> tuple[float, list[FixedSubsetTest]]:
     """(the measure on all rows, each subgroup's test): the statistic of subgroup ``mask`` is
     its raw relative score (methods.md §6.6 step 2, larger = worse) and its null the same
     statistic over ``subsets`` random subsets with as many positives and negatives, drawn
     without replacement (§6.6 step 3); p = (1 + #{null >= observed}) / (1 + R). The rows are
-    all the rows given: with no search there is nothing to hold out."""
+    all the rows given: with no search there is nothing to hold out. ``sample_weight``: as in
+    :func:`significance` (weighted measures; each drawn row carries its weight)."""
     mcode = MEASURES[measure_name]
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     n = len(ys)
-    overall = float(measure_sorted(np.arange(n, dtype=np.int64), ys, grp, mcode))
+    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
     pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
     neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
     sign = -1.0 if mcode == MEASURE_ARL else 1.0
@@ -553,22 +623,32 @@ def fixed_subset_tests(
         rows = np.flatnonzero(np.asarray(mask)[order]).astype(np.int64)
         p_c = int(ys[rows].sum())
         n_c = len(rows) - p_c
-        value = float(measure_sorted(rows, ys, grp, mcode)) if len(rows) else float("nan")
+        value = _measure_rows(rows, ys, grp, mcode, ws) if len(rows) else float("nan")
         stat = sign * (overall - value)
+        if ws is None:
+            counts: tuple[float, float, float] = (len(rows), p_c, n_c)
+        else:
+            w_pos = float(ws[rows][ys[rows] == 1].sum())
+            counts = (float(ws[rows].sum()), w_pos, float(ws[rows].sum()) - w_pos)
         if not np.isfinite(stat) or subsets == 0:
-            out.append(FixedSubsetTest(PatternTest(value, stat, len(rows), p_c, n_c, 0, 1.0), None))
+            out.append(FixedSubsetTest(PatternTest(value, stat, *counts, 0, 1.0), None))
             continue
         pair = (p_c, n_c)
         if pair not in cache:
             rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
             up = rng.random((subsets, p_c))
             un = rng.random((subsets, n_c))
-            values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=workers)
+            if ws is None:
+                values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=workers)
+            else:
+                values = null_measures_weighted(
+                    up, un, pos_rows, neg_rows, ys, ws, grp, mcode, threads=workers
+                )
             cache[pair] = sign * (overall - values)
         null = cache[pair]
         exceed = int(np.count_nonzero(null >= stat - TIE_TOLERANCE * max(1.0, abs(stat))))
         p = (1 + exceed) / (1 + subsets)
-        out.append(FixedSubsetTest(PatternTest(value, stat, len(rows), p_c, n_c, exceed, p), null))
+        out.append(FixedSubsetTest(PatternTest(value, stat, *counts, exceed, p), null))
     return overall, out
 
 

@@ -228,15 +228,11 @@ def run_scan(
     try:
         weighted_rows = SCAN_TYPES[scan.type].reads_weighted_rows(scan)
         if prepared.spec.columns.weight is not None:
-            from fairscan.data.weights import check_weight_support
+            from fairscan.data.weights import check_weight_support, whole_numbers
 
-            check_weight_support(
-                scan.type,
-                weighted_rows,
-                prepared.spec.significance.replicates,
-                prepared.data,
-                prepared.spec.columns.weight,
-            )
+            fractional = SCAN_TYPES[scan.type].honours_fractional_weights(scan)
+            check_weight_support(scan.type, fractional, prepared.data, prepared.spec.columns.weight)
+            weighted_rows = weighted_rows or (fractional and not whole_numbers(prepared.data))
         data = prepared.data_for(weighted_rows)
         bound = bind_roles(data, roles)
         ctx = ScanContext(

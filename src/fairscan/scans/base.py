@@ -218,6 +218,9 @@ class ScanType:
     # rows with their counts), always or for the specs this says; the others get the data
     # expanded to one row per data row
     weighted_rows: bool | Callable[[Any], bool] = False
+    # the runner honours fractional sample weights (columns.weight) as ``ctx.data.row_weight``
+    # (weighted statistics, fits and resamples); whole-number weights still repeat the rows
+    fractional_weights: bool | Callable[[Any], bool] = False
     # baseline re-test (issue 26): the effect of a finding of this type, as the parameter its
     # given-subgroup test computes a power against (None: default, the finding's odds or rate
     # multiplier ``detail.q``); and what besides the subgroup tells its findings apart (CBS:
@@ -244,6 +247,12 @@ class ScanType:
         if callable(self.weighted_rows):
             return self.weighted_rows(spec)
         return self.weighted_rows
+
+    def honours_fractional_weights(self, spec: Any) -> bool:
+        """Whether the runner of ``spec`` takes fractional sample weights (as weighted rows)."""
+        if callable(self.fractional_weights):
+            return self.fractional_weights(spec)
+        return self.fractional_weights or self.reads_weighted_rows(spec)
 
     def roles_for(self, spec: Any) -> frozenset[Role]:
         """The roles this scan needs for ``spec``."""

@@ -25,7 +25,7 @@ class IjdiReplicate:
     def __call__(self, index: int) -> float:
         rng = replicate_rng(self.seed, index)
         expected = null_expectations(self.cells, self.lam)
-        observed = rng.binomial(self.cells.weight.astype(np.int64), expected).astype(np.float64)
+        observed = self.cells.draw(expected, rng)
         outcome = ijdi_loop(
             self.cells.with_observed(observed),
             lam=self.lam,

@@ -19,7 +19,7 @@ import numpy as np
 from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.engine import kernels
-from fairscan.engine.cells import Cells, compress
+from fairscan.engine.cells import Cells, compress, fractional
 from fairscan.engine.expectation_cells import (
     ExpectationCells,
     ExpectationReplicate,
@@ -201,6 +201,10 @@ def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
         cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
         if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
             return pooled_means(cells)
+        multiplicity = inputs.multiplicity
+        if inputs.weight is None and multiplicity is not None and fractional(multiplicity):
+            # fractional sample weights: the null draws are per row, times the row's weight
+            return replace(cells, row_weight=multiplicity.astype(np.float64))
         return cells
     if inputs.score.likelihood == kernels.POISSON:
         return pooled_means(problem.cells())
@@ -277,7 +281,8 @@ def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | 
             raise ValueError("a cell holds rows of two summed profiles")
         return from_profile_sums(cells, profiles_of(cells), cell_profile, sums, inputs.direction)
     if not (
-        inputs.summarise_expectations
+        cells.row_weight is None
+        and inputs.summarise_expectations
         and inputs.score == BERNOULLI
         and inputs.draw == "binomial"
         and inputs.clip
@@ -327,8 +332,11 @@ def mdss_result(
     findings = []
     if is_material(found.best):
         findings.append(_finding(spec, ctx, inputs, problem, found, null, extra))
-    n = round(inputs.total(np.ones(problem.observed.shape[0])))
+    total = inputs.total(np.ones(problem.observed.shape[0]))
+    n = round(total)
     observed_total, expected_total = _population_totals(problem, inputs)
+    if total != n:  # fractional weights: the rates over their exact total
+        observed_total, expected_total = observed_total * n / total, expected_total * n / total
     return ScanResult(
         id=spec.id,
         type=spec.type,

@@ -195,11 +195,14 @@ class ColumnsSpec(StrictModel):
         default=None,
         min_length=1,
         description=(
-            "Sample weights: a non-negative numeric column with frequency-weight semantics (a "
-            "whole-number weight w counts the row w times, exactly as if it were repeated; 0 "
-            "drops it). fpr_scan, tpr_scan and the binary Bernoulli bias_scan use weighted "
-            "counts (any non-negative weights; null replicates need whole numbers); every "
-            "other scan type takes whole-number weights only (the rows repeated)."
+            "Sample weights: a non-negative numeric column, honoured by every scan type. "
+            "Whole-number weights are frequency weights (a weight w counts the row w times, "
+            "exactly as if it were repeated; 0 drops it; null draws per unit of weight). "
+            "Fractional weights are survey/importance weights: relative (rescaled to mean 1 "
+            "over the rows), every statistic and model fit weighted, and the null draws, "
+            "permutations and bootstrap resamples per row, each row's weight multiplying its "
+            "draw. bias_scan takes fractional weights with outcome_type binary (bernoulli and "
+            "berk_jones scores); its other settings take whole-number weights."
         ),
     )
 

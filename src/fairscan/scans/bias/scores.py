@@ -114,6 +114,7 @@ def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
         describe=describe,
         score=berk_jones(grid),
         score_name="berk_jones",
+        multiplicity=ctx.data.row_weight,  # weighted counts (sample weights, streamed counts)
     )
 
 

@@ -71,6 +71,7 @@ CBS = ScanType(
     extra_columns=extra_columns,
     check=check,
     render=lazy_hooks("fairscan.scans.cbs.render", "CBS_HOOKS"),
+    fractional_weights=True,
 )
 
 __all__ = [

@@ -170,6 +170,7 @@ def _inputs(spec: CbsSpec, ctx: ScanContext) -> CbsInputs:
         prediction=ctx.prediction.astype(np.float64) if on_predictions else None,
         recommendation=None if on_predictions else ctx.recommendation.astype(np.float64),
         expectations=expectations,
+        weight=ctx.data.row_weight,  # fractional sample weights (whole ones: rows repeated)
     )
     classes = _protected_classes(spec, ctx.data.extra[spec.protected.column])
     fairness, on, condition, event = spec.cell
@@ -241,9 +242,13 @@ def _calibration(
 
 
 def _calibrations(
-    settings: engine.CbsSettings, est: engine.CbsEstimate, a: np.ndarray
+    settings: engine.CbsSettings,
+    est: engine.CbsEstimate,
+    a: np.ndarray,
+    weight: np.ndarray | None = None,
 ) -> tuple[CbsCalibration | None, CbsCalibration | None]:
-    """Calibration of the propensity and the outcome model (None when not fitted)."""
+    """Calibration of the propensity and the outcome model (None when not fitted); ``weight``:
+    the sample weights of all rows (the outcome model's weights include them already)."""
     propensity = outcome = None
     if est.propensity is not None:
         propensity = _calibration(
@@ -251,7 +256,7 @@ def _calibrations(
             "all rows (label: protected)",
             est.propensity,
             a.astype(np.float64),
-            None,
+            weight,
         )
     if est.fitted is not None:
         assert est.training_label is not None
@@ -283,7 +288,7 @@ def _run_record(
 ) -> CbsRun:
     est, best = outcome.estimate, outcome.best
     assert best is not None
-    propensity, fitted = _calibrations(inputs.settings, est, a)
+    propensity, fitted = _calibrations(inputs.settings, est, a, inputs.data.weight)
     return CbsRun(
         status=_run_status(best.llr > 0.0, null),
         score=best.score,
@@ -291,7 +296,7 @@ def _run_record(
         p_value=null.p_value if null else None,
         significant=null.significant if null else None,
         sigma=est.sigma,
-        mean_delta=float(np.mean(est.observed))
+        mean_delta=float(np.average(est.observed, weights=inputs.data.row_weight(est.protected)))
         if inputs.settings.gaussian and est.observed is not None
         else None,
         max_weight_ratio=est.max_weight_ratio,
@@ -320,10 +325,13 @@ def _finding(
         ev = 1.0 - ev
     prot_rows = est.protected & inside_all
     comp_rows = est.comparison & inside_all
-    n_prot, n_comp = int(prot_rows.sum()), int(comp_rows.sum())
-    p_metric = float(ev[prot_rows].mean())
-    p_expected = float(est.expected[local_in].mean())
-    c_metric = float(ev[comp_rows].mean()) if comp_rows.any() else None
+    data = inputs.data
+    w_prot, w_comp = data.row_weight(prot_rows), data.row_weight(comp_rows)
+    n_prot, n_comp = round(float(w_prot.sum())), round(float(w_comp.sum()))
+    p_metric = float(np.average(ev[prot_rows], weights=w_prot))
+    w_in = data.row_weight(est.protected)[local_in]
+    p_expected = float(np.average(est.expected[local_in], weights=w_in))
+    c_metric = float(np.average(ev[comp_rows], weights=w_comp)) if comp_rows.any() else None
     subgroup = subgroup_labels(inputs.attributes, problem, best.selection)
     value = best.log_q if settings.gaussian else best.q
     param: Literal["q", "mu"] = "mu" if settings.gaussian else "q"
@@ -344,7 +352,7 @@ def _finding(
         if supplied
         else "comparable non-protected records (model)",
         inside_count=n_prot,
-        reference_count=None if supplied else int(est.comparison.sum()),
+        reference_count=None if supplied else round(float(data.row_weight(est.comparison).sum())),
         expected=p_expected,
     )
     runs = len(inputs.classes)
@@ -374,8 +382,8 @@ def _finding(
     )
     # the event counts of the protected rows in S* (for the Gaussian score the search's own
     # observed/expected are Delta and a filler)
-    finding.detail["observed_count"] = float(ev[prot_rows].sum())
-    finding.detail["expected_count"] = float(est.expected[local_in].sum())
+    finding.detail["observed_count"] = float((w_prot * ev[prot_rows]).sum())
+    finding.detail["expected_count"] = float((w_in * est.expected[local_in]).sum())
     return finding
 
 
@@ -403,8 +411,8 @@ def _run_class(
     est = outcome.estimate
     base: dict[str, Any] = {
         "protected": label,
-        "scanned_rows": int(est.protected.sum()),
-        "comparison_rows": int(est.comparison.sum()),
+        "scanned_rows": round(float(inputs.data.row_weight(est.protected).sum())),
+        "comparison_rows": round(float(inputs.data.row_weight(est.comparison).sum())),
         "alpha": inputs.alpha_run,
     }
     if not est.auditable:

@@ -38,6 +38,7 @@ FLAG = ScanType(
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
     retest_named=retest_flag,
+    fractional_weights=True,
 )
 
 CERTIFY = ScanType(
@@ -53,6 +54,7 @@ CERTIFY = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
+    fractional_weights=True,
 )
 
 __all__ = [

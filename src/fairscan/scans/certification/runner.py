@@ -558,6 +558,7 @@ def run_audit(spec: AuditSpec, ctx: ScanContext) -> ScanResult:
         atom_groups=gc.atom_groups,
         reference=target.reference,
         theta=target.theta,
+        weight=ctx.data.row_weight,  # fractional sample weights (whole ones: rows repeated)
     )
     out = run_engine(spec, ctx, problem, min_size)
     boot_done = time.perf_counter()
@@ -576,8 +577,8 @@ def run_audit(spec: AuditSpec, ctx: ScanContext) -> ScanResult:
         ),
         population=Population(
             description=metric.population_text,
-            size=int(pop.sum()),
-            observed_rate=float(metric.L[pop].mean()),
+            size=round(float(problem.row_weight[pop].sum())),
+            observed_rate=float(np.average(metric.L[pop], weights=problem.row_weight[pop])),
             expected_rate=None,
             observed_label=metric.words,
         ),

@@ -63,6 +63,17 @@ class IjdiInputs:
     kind: str  # "true negatives" / "true positives"
     rate_name: str  # "false positive rate" / "true positive rate"
     population: str  # e.g. "true negatives (two_year_recid = 0)"
+    # fractional sample weights (columns.weight), per row of the table; None: one per row
+    weight: np.ndarray | None = None
+
+    def mean(self, values: np.ndarray, rows: np.ndarray) -> float:
+        """The (weighted) mean of ``values`` over ``rows``."""
+        w = None if self.weight is None else self.weight[rows]
+        return float(np.average(values[rows], weights=w))
+
+    def count(self, rows: np.ndarray) -> float:
+        """The (weighted) number of ``rows``."""
+        return int(rows.sum()) if self.weight is None else float(self.weight[rows].sum())
 
 
 @dataclass
@@ -84,11 +95,12 @@ def estimate_base_rate(ctx: ScanContext, names: list[str]) -> np.ndarray:
     from sklearn.linear_model import LogisticRegression
 
     outcome = ctx.outcome
+    weight = ctx.data.row_weight  # fractional sample weights: a weighted fit
     features = design_matrix(ctx, names)
     if features.shape[1] == 0:
-        return np.full(ctx.data.n_rows, float(outcome.mean()))
+        return np.full(ctx.data.n_rows, float(np.average(outcome, weights=weight)))
     model = LogisticRegression(max_iter=2000)
-    model.fit(features, outcome)
+    model.fit(features, outcome, sample_weight=weight)
     return np.asarray(model.predict_proba(features)[:, 1], dtype=np.float64)
 
 
@@ -127,6 +139,7 @@ def _inputs(spec: IjdiScanSpec, ctx: ScanContext) -> IjdiInputs:
         kind=kind,
         rate_name=CATALOGUE["fpr" if outcome_class == 0 else "tpr"].words,
         population=f"{kind} ({outcome_text(ctx.role_names, outcome_class)})",
+        weight=ctx.data.row_weight,
     )
 
 
@@ -146,7 +159,11 @@ def _scan_pass(
     rows = inputs.side_rows
     problem = inputs.problem
     cells = IjdiCells.from_records(
-        problem.codes, recommendation[rows], inputs.base_rate[rows], problem.cardinality
+        problem.codes,
+        recommendation[rows],
+        inputs.base_rate[rows],
+        problem.cardinality,
+        None if inputs.weight is None else inputs.weight[rows],
     )
     outcome = ijdi_loop(
         cells,
@@ -187,10 +204,10 @@ def _criterion(
     inside_rows = np.zeros(inputs.side_rows.shape[0], dtype=bool)
     inside_rows[inputs.side_rows] = inputs.problem.members(selection)
     out_rows = inputs.side_rows & ~inside_rows
-    rate_in = float(recommendation[inside_rows].mean())
-    rate_out = float(recommendation[out_rows].mean()) if out_rows.any() else None
-    p_in = float(inputs.base_rate[inside_rows].mean())
-    p_out = float(inputs.base_rate[out_rows].mean()) if out_rows.any() else None
+    rate_in = inputs.mean(recommendation, inside_rows)
+    rate_out = inputs.mean(recommendation, out_rows) if out_rows.any() else None
+    p_in = inputs.mean(inputs.base_rate, inside_rows)
+    p_out = inputs.mean(inputs.base_rate, out_rows) if out_rows.any() else None
     observed_gap = None if rate_out is None else rate_in - rate_out
     allowed = None if p_out is None else max(inputs.lam * (p_in - p_out), 0.0)
     criterion = IjdiCriterion(
@@ -230,7 +247,14 @@ def _mitigate(
         )
         level = float(np.clip(1.0 - target, 0.0, 1.0))
         # inverted-CDF quantile with the strict rule p > eta: at most the target share passes
-        eta = float(np.quantile(prediction[inside_rows], level, method="inverted_cdf"))
+        eta = float(
+            np.quantile(
+                prediction[inside_rows],
+                level,
+                method="inverted_cdf",
+                weights=None if inputs.weight is None else inputs.weight[inside_rows],
+            )
+        )
         everyone = inputs.problem.rows_in(ctx.data.codes, best.selection)
         new_rec = np.where(everyone, compare(prediction, eta, rule).astype(np.float64), rec)
         subgroup = subgroup_labels(ctx.data.attributes, inputs.problem, best.selection)
@@ -239,8 +263,8 @@ def _mitigate(
                 subgroup=subgroup,
                 label=subgroup_label(subgroup, ctx.data.attributes),
                 threshold=eta,
-                rate_before=float(rec[inside_rows].mean()),
-                rate_after=float(new_rec[inside_rows].mean()),
+                rate_before=inputs.mean(rec, inside_rows),
+                rate_after=inputs.mean(new_rec, inside_rows),
                 score_before=best.score,
                 p_value_before=current.null.p_value if current.null is not None else None,
             )
@@ -277,7 +301,7 @@ def _finding(ctx: ScanContext, spec: IjdiScanSpec, inputs: IjdiInputs, scan: Ijd
         f"{inputs.rate_name} of {percent(crit.rate_inside)} vs {percent(crit.rate_outside)} "
         f"for the others: a gap of {gap_text}, while {allowed_text}."
     )
-    n_outside = int((inputs.side_rows & ~inside_rows).sum())
+    n_outside = round(inputs.count(inputs.side_rows & ~inside_rows))
     effect = Effect(
         metric=inputs.rate_name,
         inside=crit.rate_inside,
@@ -321,8 +345,8 @@ def _result(
     timer: ScanTimer,
 ) -> ScanResult:
     outcome = first.outcome
-    side_rate = inputs.recommendation[inputs.side_rows]
-    n_side = int(side_rate.shape[0])
+    n_side = round(inputs.count(inputs.side_rows))
+    side_rate = inputs.mean(inputs.recommendation, inputs.side_rows) if n_side else None
     recommendation = ctx.role_names.get("recommendation")
     detail = IjdiScanDetail(
         side=spec.side,
@@ -360,8 +384,8 @@ def _result(
         population=Population(
             description=inputs.population,
             size=n_side,
-            observed_rate=float(side_rate.mean()) if n_side else None,
-            expected_rate=float(side_rate.mean()) if n_side else None,
+            observed_rate=side_rate,
+            expected_rate=side_rate,
             observed_label=f"recommended positive ({recommendation})"
             if recommendation
             else "recommended positive",

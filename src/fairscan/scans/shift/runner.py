@@ -101,8 +101,16 @@ def _target_text(spec: ShiftSpec, metric: MetricInputs) -> str:
     return f"known value {float(spec.target):g}"
 
 
-def _profile(spec: ShiftSpec, Xraw: np.ndarray, h: np.ndarray) -> TiltProfile | None:
-    """Mean h per bin of the first feature over mean h (h >= 0: a density ratio)."""
+def _weighted(h: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
+    """A tilt's values times the rows' sample weights (mean 1): sums of it are weighted sums."""
+    return h if weight is None else h * weight
+
+
+def _profile(
+    spec: ShiftSpec, Xraw: np.ndarray, h: np.ndarray, weight: np.ndarray | None = None
+) -> TiltProfile | None:
+    """Mean h per bin of the first feature over mean h (h >= 0: a density ratio); ``h`` is
+    already times the sample ``weight`` of the rows, which then count in the bins."""
     x = Xraw[:, 0]
     lo_x, hi_x = (float(v) for v in np.quantile(x, [0.01, 0.99]))
     edges = np.linspace(lo_x, hi_x, PROFILE_BINS + 1)
@@ -110,7 +118,7 @@ def _profile(spec: ShiftSpec, Xraw: np.ndarray, h: np.ndarray) -> TiltProfile | 
         return None
     which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, PROFILE_BINS - 1)
     sums = np.bincount(which, weights=h, minlength=PROFILE_BINS)
-    counts = np.bincount(which, minlength=PROFILE_BINS)
+    counts = np.bincount(which, weights=weight, minlength=PROFILE_BINS)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = sums / counts / h.mean()
     return TiltProfile(
@@ -128,13 +136,15 @@ def _valid_tilt(
     Lc: np.ndarray,
     t_star: float,
     theta: float,
+    weight: np.ndarray | None = None,
 ) -> tuple[ValidTilt | None, np.ndarray | None]:
-    """The non-negative tilt nearest the direction (RKHS norm), bounded like a named tilt."""
+    """The non-negative tilt nearest the direction (RKHS norm), bounded like a named tilt; its
+    values on the rows come back times their sample ``weight``."""
     bw = spec.kernel.bandwidth
     a, iterations = rkhs.nonnegative_projection(centers, coef, bw)
     if not (a > 0).any():
         return None, None
-    h = rkhs.kernel_apply(X, centers, a, bw)
+    h = _weighted(rkhs.kernel_apply(X, centers, a, bw), weight)
     norm2 = rkhs.tilt_norm2(centers, a, bw)
     if not h.mean() > 0:
         return None, None
@@ -167,32 +177,37 @@ def _describe_worst(
     X: np.ndarray,
     worst: rkhs.WorstCase,
     boot: rkhs.ShiftBootstrap,
+    weight: np.ndarray | None = None,
 ) -> WorstCase:
     """The direction attaining the bound (an eigen-direction over the whole unit ball, which may
-    weigh rows negatively: then it is not a population) and the closest valid tilt."""
+    weigh rows negatively: then it is not a population) and the closest valid tilt. ``weight``:
+    the rows' sample weights (mean 1)."""
     bw = spec.kernel.bandwidth
     Lc = boot.L
     coef = worst.coef
     h = rkhs.kernel_apply(X, worst.centers, coef, bw)
-    if h.sum() < 0:  # an eigenvector's sign is arbitrary: the side with more mass
+    if _weighted(h, weight).sum() < 0:  # an eigenvector's sign is arbitrary: the larger mass
         h, coef = -h, -coef
     scale = float(np.abs(h).max()) if h.size else 0.0
     negative = h < -1e-12 * scale
     is_distribution = not negative.any()
-    min_ratio = finite_or_none(float(h.min() / h.mean())) if h.mean() > 0 else None
-    hp = np.maximum(h, 0.0)
+    mean_h = float(_weighted(h, weight).mean())
+    min_ratio = finite_or_none(float(h.min() / mean_h)) if mean_h > 0 else None
+    hp = _weighted(np.maximum(h, 0.0), weight)
     est = float((hp * Lc).sum() / hp.sum()) if hp.sum() > 0 else None
     ess = float(hp.sum() ** 2 / (hp * hp).sum()) if hp.sum() > 0 else 0.0
     valid, hv = (None, None)
     if hp.sum() > 0:
-        valid, hv = _valid_tilt(spec, X, worst.centers, coef, Lc, boot.t_star, boot.theta)
+        valid, hv = _valid_tilt(spec, X, worst.centers, coef, Lc, boot.t_star, boot.theta, weight)
     weights = hv if hv is not None else hp
     ranges = []
     parts = []
     for k, f in enumerate(spec.features):
         x = Xraw[:, k]
         lo, med, hi = rkhs.weighted_quantiles(x, weights, LEVELS)
-        dlo, dmed, dhi = np.quantile(x, LEVELS)
+        dlo, dmed, dhi = (
+            np.quantile(x, LEVELS) if weight is None else rkhs.weighted_quantiles(x, weight, LEVELS)
+        )
         ranges.append(
             FeatureRange(
                 feature=f,
@@ -205,6 +220,7 @@ def _describe_worst(
             )
         )
         parts.append(f"{f} {lo:.4g} to {hi:.4g} (all rows: {dlo:.4g} to {dhi:.4g})")
+    negative_share = float(np.average(negative, weights=weight)) if h.size else 0.0
     if is_distribution:
         head = (
             "The direction that attains the bound (the extreme eigen-direction of the median "
@@ -214,7 +230,7 @@ def _describe_worst(
         head = (
             "The direction that attains the bound (the extreme eigen-direction of the median "
             "bootstrap replicate) is not a distribution: it weighs "
-            f"{100 * float(negative.mean()):.0f}% of the rows negatively (density ratio down to "
+            f"{100 * negative_share:.0f}% of the rows negatively (density ratio down to "
             f"{min_ratio:.3g}), so it describes no population."
         )
     if valid is not None:
@@ -240,9 +256,9 @@ def _describe_worst(
         estimate=est,
         effective_sample_size=ess,
         ranges=ranges,
-        profile=_profile(spec, Xraw, hv) if hv is not None else None,
+        profile=_profile(spec, Xraw, hv, weight) if hv is not None else None,
         is_distribution=is_distribution,
-        negative_share=float(negative.mean()) if h.size else 0.0,
+        negative_share=negative_share,
         min_ratio=min_ratio,
         valid_tilt=valid,
     )
@@ -255,9 +271,10 @@ def _tilt_result(
     a: np.ndarray,
     X: np.ndarray,
     boot: rkhs.ShiftBootstrap,
+    weight: np.ndarray | None = None,
 ) -> TiltResult:
     bw = spec.kernel.bandwidth
-    h = rkhs.kernel_apply(X, Z, a, bw)
+    h = _weighted(rkhs.kernel_apply(X, Z, a, bw), weight)
     norm2 = rkhs.tilt_norm2(Z, a, bw)
     tb = rkhs.tilt_bound(h, boot.L, norm2, boot.t_star, boot.t_star)
     lower = tb.lower if spec.side in ("lower", "both") else None
@@ -413,12 +430,22 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     Xraw = Xall[pop]
     L = metric.L[pop].astype(np.float64)
     n, d = Xraw.shape
+    # fractional sample weights (columns.weight), rescaled to mean 1 over the audited rows
+    rows_weight = ctx.data.row_weight
+    weight = None if rows_weight is None else rows_weight[pop] * (n / rows_weight[pop].sum())
+    # the population's size: its rows, or the sum of their weights (every row's weight rescaled
+    # to the data rows' count in fairscan.data.weights)
+    size = n if rows_weight is None else round(float(rows_weight[pop].sum()))
     _check_scale(spec, Xraw)
     mu = np.zeros(d)
     sd = np.ones(d)
     if spec.kernel.standardize:
-        mu = Xraw.mean(axis=0)
-        sd = Xraw.std(axis=0)
+        if weight is None:
+            mu = Xraw.mean(axis=0)
+            sd = Xraw.std(axis=0)
+        else:
+            mu = np.average(Xraw, axis=0, weights=weight)
+            sd = np.sqrt(np.average((Xraw - mu) ** 2, axis=0, weights=weight))
         for k in np.flatnonzero(sd <= 0):
             warnings.append(f"feature {spec.features[k]!r} is constant: not rescaled")
         sd = np.where(sd > 0, sd, 1.0)
@@ -446,6 +473,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
             seed=child_seed(ctx.seed, ShiftStream.BOOTSTRAP),
             theta=None if spec.target == "overall" else float(spec.target),
             approx=approx,
+            weight=weight,
         )
         return approx, boot
 
@@ -460,7 +488,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         )
     worst = None
     if boot.worst is not None:
-        worst = _describe_worst(spec, Xraw, X, boot.worst, boot)
+        worst = _describe_worst(spec, Xraw, X, boot.worst, boot, weight)
     tilts = []
     for j, tilt in enumerate(spec.tilts):
         if isinstance(tilt, CenterTilt):
@@ -470,7 +498,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
             Z = _sample_centers(spec, tilt, j, ctx, warnings)
             a = np.ones(len(Z))
         a = a / a.sum()
-        result_t = _tilt_result(spec, tilt, (Z - mu) / sd, a, X, boot)
+        result_t = _tilt_result(spec, tilt, (Z - mu) / sd, a, X, boot, weight)
         if result_t.status == "no_mass":
             warnings.append(
                 f"tilt {tilt.name!r} has (numerically) no weight on the audited rows; widen the "
@@ -514,8 +542,8 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
         ),
         population=Population(
             description=metric.population_text,
-            size=n,
-            observed_rate=float(L.mean()),
+            size=size,
+            observed_rate=float(np.average(L, weights=weight)),
             expected_rate=None,
             observed_label=metric.words,
         ),
@@ -544,6 +572,8 @@ def _run_given(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     codes = ctx.data.codes[pop]
     theta = None if spec.target == "overall" else float(spec.target)
     target = _target_text(spec, metric)
+    # fractional sample weights (columns.weight) of the population's rows
+    weight = None if ctx.data.row_weight is None else ctx.data.row_weight[pop]
     attributes = ctx.data.attributes
     findings = []
     for k, subgroup in enumerate(resolve_subgroups(spec.subgroups or [], attributes)):
@@ -560,9 +590,10 @@ def _run_given(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
             theta=theta,
             resamples=spec.bootstrap,
             seed=child_seed(ctx.seed, ShiftStream.FIXED, k),
+            weight=weight,
         )
         p_value, exceed = gap_p_value(boot, spec.side)
-        size = int(inside.sum())
+        size = int(inside.sum()) if weight is None else round(float(weight[inside].sum()))
         finding = Finding(
             subgroup=subgroup,
             label=label,

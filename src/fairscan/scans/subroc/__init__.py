@@ -62,6 +62,7 @@ SUBROC = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.subroc.render", "SUBROC_HOOKS"),
+    fractional_weights=True,
 )
 
 __all__ = [

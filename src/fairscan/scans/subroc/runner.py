@@ -63,10 +63,20 @@ class SubrocInputs:
     in_search: np.ndarray  # (n,) bool
     in_validation: np.ndarray  # (n,) bool
     warnings: list[str] = field(default_factory=list)
+    # fractional sample weights (columns.weight) of the rows; None: 1 each
+    weight: np.ndarray | None = None
 
     def search_part(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         m = self.in_search
         return self.codes[m], self.y[m], self.score[m]
+
+    def weight_of(self, rows: np.ndarray) -> np.ndarray | None:
+        """The sample weights of ``rows`` (a mask), None without weights."""
+        return None if self.weight is None else self.weight[rows]
+
+    def count(self, rows: np.ndarray) -> float:
+        """Rows (an int), or the sum of their sample weights."""
+        return int(rows.sum()) if self.weight is None else float(self.weight[rows].sum())
 
     def validation_part(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         m = self.in_validation
@@ -182,7 +192,7 @@ def subroc_inputs(spec: SubrocSpec, ctx: ScanContext) -> SubrocInputs:
         warnings.append(
             f"min_cover {spec.min_cover} exceeds the {n_search} search rows: no pattern can qualify"
         )
-    return SubrocInputs(y, score, data.codes, card, in_search, in_val, warnings)
+    return SubrocInputs(y, score, data.codes, card, in_search, in_val, warnings, data.row_weight)
 
 
 # --- engine -----------------------------------------------------------------------------------
@@ -202,7 +212,9 @@ def run_search(spec: SubrocSpec, ctx: ScanContext, inputs: SubrocInputs) -> Sear
     )
     codes, y, score = inputs.search_part()
     try:
-        return search(codes, y, score, inputs.cardinality, config)
+        return search(
+            codes, y, score, inputs.cardinality, config, inputs.weight_of(inputs.in_search)
+        )
     except ValueError as exc:
         raise ScanError(str(exc), field="max_length") from exc
 
@@ -230,6 +242,7 @@ def run_test(
             spec.significance.correction,
             paper_pvalue=spec.significance.paper_pvalue,
             workers=ctx.workers,
+            sample_weight=inputs.weight_of(inputs.in_validation),
         )
         ctx.progress.advance(len(patterns))
     finally:
@@ -251,20 +264,31 @@ def reported_mask(patterns: list[Pattern], tested: Tested, top_k: int) -> list[b
     return out
 
 
-def roc_points(y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS) -> dict | None:
+def roc_points(
+    y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS, weight: np.ndarray | None = None
+) -> dict | None:
     """ROC curve (one point per distinct score threshold, from (0, 0) to (1, 1)), evenly
-    down-sampled to at most ``limit`` points; None without both classes."""
+    down-sampled to at most ``limit`` points; None without both classes. ``weight``: the
+    rows' sample weights (rates of weighted counts)."""
     y = np.asarray(y)
-    pos = int(y.sum())
-    neg = len(y) - pos
+    if weight is not None:
+        pos, neg = float(weight[y == 1].sum()), float(weight[y == 0].sum())
+    else:
+        pos = int(y.sum())
+        neg = len(y) - pos
     if pos == 0 or neg == 0:
         return None
     order = np.argsort(-np.asarray(score, dtype=np.float64), kind="stable")
     s = np.asarray(score, dtype=np.float64)[order]
     ys = y[order]
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]  # last row of each tie group
-    tp = np.cumsum(ys)[last]
-    fp = (last + 1) - tp
+    if weight is not None:
+        ws = weight[order]
+        tp = np.cumsum(ws * ys)[last]
+        fp = np.cumsum(ws * (1 - ys))[last]
+    else:
+        tp = np.cumsum(ys)[last]
+        fp = (last + 1) - tp
     fpr = np.r_[0.0, fp / neg]
     tpr = np.r_[0.0, tp / pos]
     if len(fpr) > limit:
@@ -273,16 +297,17 @@ def roc_points(y: np.ndarray, score: np.ndarray, limit: int = ROC_POINTS) -> dic
     return {"fpr": [round(float(x), 5) for x in fpr], "tpr": [round(float(x), 5) for x in tpr]}
 
 
-def _roc(y: np.ndarray, score: np.ndarray) -> SubrocRoc | None:
-    pts = roc_points(y, score)
+def _roc(y: np.ndarray, score: np.ndarray, weight: np.ndarray | None = None) -> SubrocRoc | None:
+    pts = roc_points(y, score, weight=weight)
     return SubrocRoc(**pts) if pts is not None else None
 
 
-def _cover(size: int, pos: int, neg: int, value: float) -> SubrocCover:
+def _cover(size: float, pos: float, neg: float, value: float) -> SubrocCover:
+    """A cover's rows (sums of sample weights, rounded, when weighted)."""
     return SubrocCover(
-        size=size,
-        positives=pos,
-        negatives=neg,
+        size=round(size),
+        positives=round(pos),
+        negatives=round(neg),
         negative_ratio=neg / size if size else None,
         measure=finite_or_none(value),
     )
@@ -306,19 +331,20 @@ def _pattern(
     measure = MEASURE_TEXT[spec.measure]
     val_text = ""
     if t is not None and np.isfinite(t.value):
-        val_text = f"; on the validation set {measure} = {t.value:.3f} over {t.size} rows"
+        val_text = f"; on the validation set {measure} = {t.value:.3f} over {round(t.size)} rows"
     roc = None
     if reported:
         codes, y, score = inputs.search_part()
         rows = covers(codes, [p.selectors])[0]
-        roc = _roc(y[rows], score[rows])
+        w = inputs.weight_of(inputs.in_search)
+        roc = _roc(y[rows], score[rows], None if w is None else w[rows])
     return SubrocPattern(
         rank=rank + 1,
         subgroup=subgroup,
         label=label,
         description=(
             f"{label}: {measure} = {p.value:.3f} vs {found.overall:.3f} overall on the "
-            f"search set ({p.size} rows, {p.negatives / p.size:.0%} with "
+            f"search set ({round(p.size)} rows, {p.negatives / p.size:.0%} with "
             f"{outcome_text(ctx.role_names, 0)})"
             f"{val_text}."
         ),
@@ -387,10 +413,10 @@ def _summary(
         measure=spec.measure,
         overall_search=found.overall,
         overall_validation=sig.overall if sig is not None else None,
-        search_rows=int(inputs.in_search.sum()),
-        search_positives=found.positives,
-        validation_rows=int(inputs.in_validation.sum()),
-        validation_positives=int(inputs.y[inputs.in_validation].sum()),
+        search_rows=round(inputs.count(inputs.in_search)),
+        search_positives=round(found.positives),
+        validation_rows=round(inputs.count(inputs.in_validation)),
+        validation_positives=round(inputs.count(inputs.in_validation & (inputs.y == 1))),
         candidates_evaluated=found.evaluated,
         candidates_valid=found.valid,
         pruned=found.pruned,
@@ -403,7 +429,7 @@ def _summary(
         null_distributions=sig.null_pairs if sig is not None else 0,
         reported=sum(p.reported for p in patterns),
         patterns=patterns,
-        roc=_roc(y, score),
+        roc=_roc(y, score, inputs.weight_of(inputs.in_search)),
     )
 
 
@@ -452,7 +478,7 @@ def run_subroc(spec: SubrocSpec, ctx: ScanContext) -> ScanResult:
         population=Population(
             description=f"search set ({n} rows; validation set {result.validation_rows} rows)",
             size=n,
-            observed_rate=found.positives / n if n else None,
+            observed_rate=found.positives / (found.positives + found.negatives) if n else None,
             expected_rate=None,
             observed_label=outcome_text(ctx.role_names, 1),
         ),
@@ -482,6 +508,7 @@ def _run_given(
     y, score, codes = inputs.y[rows], inputs.score[rows], inputs.codes[rows]
     subsets = spec.significance.subsets if ctx.replicates > 0 else 0
     masks = [subgroup_rows(s, ctx.data.attributes, codes) for s in given]
+    weight = None if inputs.weight is None else inputs.weight[rows]
     overall, tests = fixed_subset_tests(
         y,
         score,
@@ -490,6 +517,7 @@ def _run_given(
         subsets,
         child_seed(ctx.seed, SubrocStream.FIXED),
         workers=ctx.workers,
+        sample_weight=weight,
     )
     measure = MEASURE_TEXT[spec.measure]
     n = int(rows.sum())
@@ -497,6 +525,11 @@ def _run_given(
     findings = []
     for k, (subgroup, fixed) in enumerate(zip(given, tests, strict=True)):
         t = fixed.test
+        # rows and classes (sums of sample weights, rounded, when weighted)
+        size, positives, negatives = round(t.size), round(t.positives), round(t.negatives)
+        # the simulated alternative draws rows: the subgroup's row counts, not weight sums
+        pos_rows = int(y[masks[k]].sum())
+        neg_rows = int(masks[k].sum()) - pos_rows
         label = subgroup_label(subgroup, ctx.data.attributes)
         stat = finite_or_none(t.statistic)
         if stat is None:
@@ -504,33 +537,31 @@ def _run_given(
                 "both classes" if spec.measure == "roc_auc" else "a positive"
             )
             p_value: float | None = 1.0
-            text = (
-                f"{label}: {measure} is undefined on its {t.size} rows ({t.positives} positives)."
-            )
+            text = f"{label}: {measure} is undefined on its {size} rows ({positives} positives)."
         else:
             test, p_value = GIVEN_TEST, (t.p_value if fixed.null is not None else None)
             text = (
                 f"{label}: {measure} = {t.value:.3f} vs {overall:.3f} on all {n} audited rows "
-                f"({t.size} rows, {t.positives} positives, {t.negatives} negatives)."
+                f"({size} rows, {positives} positives, {negatives} negatives)."
             )
         finding = Finding(
             subgroup=subgroup,
             label=label,
-            size=t.size,
+            size=size,
             statistic=Statistic(name="gap", value=stat),
             effect=Effect(
                 metric=measure,
                 inside=finite_or_none(t.value),
                 reference=overall,
                 reference_name="everyone audited",
-                inside_count=t.size,
+                inside_count=size,
                 reference_count=n,
             ),
             p_value=p_value,
             adjusted_p_value=None,
             significant=None,
             description=text,
-            detail={"positives": t.positives, "negatives": t.negatives},
+            detail={"positives": positives, "negatives": negatives},
         )
         delta = ctx.detect[k] if k < len(ctx.detect) else None
         power = None
@@ -538,8 +569,8 @@ def _run_given(
             alt = alternative_statistics(
                 y,
                 score,
-                t.positives,
-                t.negatives,
+                pos_rows,
+                neg_rows,
                 spec.measure,
                 float(delta),
                 subsets,
