@@ -27,10 +27,13 @@ import numpy as np
 import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
+from fairscan.data.engine_scan import Engine
 from fairscan.data.load import first_line, mask
 from fairscan.data.stream import (
+    MAX_VALUE_COUNTS,
     WEIGHT_COLUMN,
     _edges_from,
+    _order_statistics,
     _numeric_or_error,
     _ranks,
     _too_many_distinct,
@@ -107,11 +110,12 @@ class DuckDBRelation:
     """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
     and run by the relation's own connection (``relation.query``)."""
 
-    def __init__(self, relation: Any) -> None:
+    def __init__(self, relation: Any, engine: Engine | None = None) -> None:
         import ibis
         from ibis.backends.sql.datatypes import DuckDBType
 
         self.relation = relation
+        self.engine = engine  # a streamed table's connection: progress and interruption
         self.secrets: tuple[str, ...] = ()
         self.has_nan = True
 
@@ -132,9 +136,13 @@ class DuckDBRelation:
         import ibis
 
         sql = str(ibis.to_sql(expr, dialect="duckdb"))
-        result = self.relation.query(_INPUT, sql).pl()
-        assert isinstance(result, pl.DataFrame)
-        return result
+
+        def query() -> pl.DataFrame:
+            result = self.relation.query(_INPUT, sql).pl()
+            assert isinstance(result, pl.DataFrame)
+            return result
+
+        return query() if self.engine is None else self.engine.run(query)
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,7 @@ class PushdownSource:
     provenance: dict[str, Any] = field(default_factory=dict)
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
+    failed: str = "the database failed"  # how an engine error's message begins
 
     def run(self, expr: Any, what: str, hint: str | None = None) -> pl.DataFrame:
         """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
@@ -155,8 +164,14 @@ class PushdownSource:
         except DataError:
             raise
         except Exception as exc:
+            from fairscan.interrupts import interrupt_of
+
+            interrupted = interrupt_of(exc)
+            if interrupted is not None or type(exc).__name__ == "InterruptException":
+                # DuckDB's interrupt(), called when the waiting thread was interrupted
+                raise interrupted or KeyboardInterrupt() from None
             raise DataError(
-                f"the database failed while {what}: {mask(first_line(exc), self.relation.secrets)}",
+                f"{self.failed} while {what}: {mask(first_line(exc), self.relation.secrets)}",
                 field=self.spec_field,
                 hint=hint
                 or "check the table's columns and types (and the query in the database's "
@@ -211,12 +226,32 @@ def _present(source: PushdownSource, table: Any, column: str) -> tuple[Any, Any]
     return x, x.notnull() & ~x.isnan()
 
 
-def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: int) -> tuple:
-    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks."""
-    import ibis
-
+def _quantile_edges(
+    source: PushdownSource, table: Any, column: str, quantiles: int
+) -> tuple[tuple[float, ...], str]:
+    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks,
+    from the column's value counts (one ``GROUP BY``, any SQL engine) when it has at most
+    :data:`~fairscan.data.stream.MAX_VALUE_COUNTS` distinct values, else picked by
+    ``ROW_NUMBER()`` (a sort); and how they were computed."""
     x, ok = _present(source, table, column)
     values = table.filter(ok).select(v=x)
+    counts = source.run(
+        values.group_by("v").aggregate(n=values.count()).limit(MAX_VALUE_COUNTS + 1),
+        f"counting the values of {column!r}",
+    )
+    if counts.height <= MAX_VALUE_COUNTS:
+        n = int(counts["n"].sum()) if counts.height else 0
+        if n == 0:
+            return (), "value counts"
+        counts = counts.with_columns(pl.col("n").cast(pl.Int64))
+        return _edges_from(_order_statistics(counts, _ranks(n, quantiles))), "value counts"
+    return _ranked_edges(source, values, column, quantiles), "ROW_NUMBER"
+
+
+def _ranked_edges(source: PushdownSource, values: Any, column: str, quantiles: int) -> tuple:
+    """The order statistics at numpy's ``higher`` ranks, picked by ``ROW_NUMBER()``."""
+    import ibis
+
     n = _count(source, values, f"counting the values of {column!r}")
     if n == 0:
         return ()
@@ -535,6 +570,7 @@ def prepared_table(
         return frame, None, (n_raw, note)
     binned: dict[str, tuple[float, ...]] = {}
     keyed: dict[str, Any] = {}
+    methods: set[str] = set()
     for name in attributes:
         rule = discretize.get(name)
         if rule is None or name not in present:
@@ -544,10 +580,12 @@ def prepared_table(
             binned[name] = explicit_edges(rule.edges)
         else:
             quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
-            binned[name] = _quantile_edges(source, filtered, name, quantiles)
+            binned[name], method = _quantile_edges(source, filtered, name, quantiles)
+            methods.add(method)
         keyed[name] = _bin_codes(source, filtered, name, binned[name])
     if binned:
-        plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
+        how = " and ".join(sorted(methods))
+        plan.steps.append(f"discretize (quantiles exact, by {how})" if how else "discretize")
     sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
     for name in sided:
         keyed.update(_threshold_keys(source, filtered, name, cuts[name]))

@@ -1,0 +1,162 @@
+"""Streamed dataset vs DuckDB's own GROUP BY (issue 29): a 200M-row, 8-attribute Parquet
+dataset in 20 files, FPR-Scan with 19 replicates, side by side in one run.
+
+Writes the dataset if it is missing (``make_large_dataset.py``, under ``--data``, by default
+``/tmp/fairscan-bench/large``: never into the repository), then, each as a separate process
+whose peak RSS is ``wait4``'s maximum over the process and its children:
+
+1. DuckDB's ``GROUP BY`` of the 8 attributes, the outcome and the decision, with counts, over
+   the same files (``threads`` and ``memory_limit`` as fairscan sets them);
+2. ``audit run`` of a spec naming the folder (``--src``: the sources to run, e.g. a checkout
+   of an earlier commit for a before/after);
+3. the ``GROUP BY`` again.
+
+It prints the ratio of the audit's wall time to the ``GROUP BY``'s (alone and to the mean of
+the two), the peak RSS, whether the injected subgroup (segment E aged 18-24) is found, and the
+load average (``uptime``) before each step.
+
+    python benchmarks/bench_stream_pushdown.py [--rows N --files K] [--src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+
+SPEC = """\
+version: 1
+name: large-fpr
+data:
+  path: {data}
+columns:
+  outcome: outcome
+  recommendation: decision
+attributes: [region, sex, channel, product, segment, device, age, tenure_years]
+discretize:
+  age: {{quantiles: 5}}
+  tenure_years: {{quantiles: 4}}
+scans:
+  - {{id: fpr, type: fpr_scan, penalty: 1, restarts: 50}}
+significance: {{replicates: {replicates}, seed: 0, workers: 2}}
+output: {{dir: {out}, formats: [json]}}
+"""
+
+GROUP_BY = """
+import sys, time, duckdb
+con = duckdb.connect(config={"threads": 2, "memory_limit": sys.argv[2]})
+started = time.perf_counter()
+rows = con.sql(
+    "select region, sex, channel, product, segment, device, age, tenure_years, outcome, "
+    "decision, count(*) as n from read_parquet(?) group by all",
+    params=[sys.argv[1] + "/*.parquet"],
+).fetchall()
+print(time.perf_counter() - started, len(rows), sum(r[-1] for r in rows))
+"""
+
+
+def _load() -> str:
+    return os.getloadavg().__repr__()
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MiB, stdout) of a separate process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert process.stdout is not None and process.stderr is not None
+    out = process.stdout.read().decode()
+    err = process.stderr.read().decode()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{command[:3]} failed ({code}):\n{err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def _group_by(data: Path, memory_limit: str) -> tuple[float, float, float, int]:
+    """(query seconds, process wall, peak RSS MiB, groups) of DuckDB's GROUP BY."""
+    wall, rss, out = _run([sys.executable, "-c", GROUP_BY, str(data), memory_limit])
+    seconds, groups, rows = out.split()
+    return float(seconds), wall, rss, int(groups)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--replicates", type=int, default=19)
+    parser.add_argument("--data", type=Path, default=Path("/tmp/fairscan-bench/large"))
+    parser.add_argument("--src", type=Path, default=SRC, help="the fairscan sources to run")
+    parser.add_argument("--memory-limit", default="512MB", help="DuckDB's, for the GROUP BY")
+    parser.add_argument("--skip-anchor", action="store_true", help="the audit only")
+    args = parser.parse_args()
+    data: Path = args.data
+    if not data.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "make_large_dataset.py"),
+                *("--rows", str(args.rows), "--files", str(args.files), "--out", str(data)),
+            ],
+            check=True,
+        )
+    work = data.parent
+    spec = work / "large-fpr.audit.yaml"
+    out = work / "large-out"
+    spec.write_text(
+        SPEC.format(data=str(data) + "/", replicates=args.replicates, out=str(out))
+    )
+    print(f"sources: {args.src}; data: {data} ({len(list(data.glob('*.parquet')))} files)")
+    result: dict[str, Any] = {}
+    if not args.skip_anchor:
+        print(f"load before GROUP BY: {_load()}", flush=True)
+        q1, w1, r1, groups = _group_by(data, args.memory_limit)
+        print(f"DuckDB GROUP BY: {q1:.2f} s (process {w1:.2f} s, {r1:.0f} MiB), {groups:,} groups")
+        result["group_by_seconds"] = [round(q1, 2)]
+        result["group_by_process_seconds"] = [round(w1, 2)]
+        result["group_by_peak_rss_mib"] = round(r1)
+    env = {**os.environ, "PYTHONPATH": str(args.src)}
+    audit = [sys.executable, "-m", "fairscan.cli", "run", str(spec)]
+    print(f"load before audit run: {_load()}", flush=True)
+    wall, rss, _ = _run(audit, env)
+    report = json.loads((out / "large-fpr.json").read_text())
+    scan = report["scans"][0]
+    finding = scan["findings"][0] if scan["findings"] else None
+    found = bool(finding) and "segment = E" in finding["label"] and "age" in finding["label"]
+    print(
+        f"audit run: {wall:.2f} s, peak RSS {rss:.0f} MiB, finding: "
+        f"{finding['label'] if finding else None} (p = {finding['p_value'] if finding else None})"
+    )
+    result.update(
+        audit_seconds=round(wall, 2),
+        audit_peak_rss_mib=round(rss),
+        injected_subgroup_found=found,
+        finding=finding["label"] if finding else None,
+        p_value=finding["p_value"] if finding else None,
+        rows=report["provenance"]["data_rows"],
+        pushdown=(report["provenance"].get("data_source") or {}).get("pushdown"),
+    )
+    if not args.skip_anchor:
+        print(f"load before GROUP BY again: {_load()}", flush=True)
+        q2, w2, _, _ = _group_by(data, args.memory_limit)
+        result["group_by_seconds"].append(round(q2, 2))
+        result["group_by_process_seconds"].append(round(w2, 2))
+        result["ratio_to_first"] = round(wall / q1, 2)
+        result["ratio_to_mean"] = round(2 * wall / (q1 + q2), 2)
+        result["ratio_to_mean_process"] = round(2 * wall / (w1 + w2), 2)
+        print(f"DuckDB GROUP BY again: {q2:.2f} s (process {w2:.2f} s)")
+    result["load_after"] = _load()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
