@@ -198,8 +198,36 @@ def _canonical_schema(schema: pl.Schema) -> pl.Schema:
     return pl.Schema(out)
 
 
+def _same_columns(files: Sequence[str]) -> None:
+    """Every part has the columns of the first (DuckDB would fill the missing ones with
+    nulls: a part written with another schema is an error, as it is for polars)."""
+    first: list[str] | None = None
+    for file in files:
+        try:
+            names = list(pl.read_parquet_schema(file))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(
+                f"cannot read the Parquet file {file!r}: {first_line(exc)}",
+                field=FIELD,
+                hint="check that every file of the dataset is a complete Parquet file",
+            ) from None
+        if first is None:
+            first = names
+        elif set(names) != set(first):
+            missing = sorted(set(first) - set(names)) or sorted(set(names) - set(first))
+            raise DataError(
+                f"the parts of the dataset have different columns: {file!r} "
+                f"{'lacks' if set(first) - set(names) else 'adds'} "
+                f"{', '.join(repr(m) for m in missing[:5])} (against {files[0]!r})",
+                field=FIELD,
+                column=missing[0],
+                hint="check that every file of the dataset has the same columns and types",
+            )
+
+
 def parquet_relation(con: Any, files: Sequence[str], hive: bool) -> Any:
     """DuckDB's own reader over local Parquet files (wider types where the parts differ)."""
+    _same_columns(files)
     return con.read_parquet(
         list(files), hive_partitioning=hive, union_by_name=len(files) > 1, binary_as_string=False
     )
@@ -280,7 +308,8 @@ def engine_source(
             provenance["reader"] = "duckdb read_parquet"
         else:
             used = [c for c in dict.fromkeys(columns) if c in schema]
-            relation = stream_relation(con, lazy.select(used), schema.select(used), engine)
+            kept = pl.Schema({c: schema[c] for c in used})
+            relation = stream_relation(con, lazy.select(used), kept, engine)
             provenance["reader"] = "polars streaming engine (Arrow stream)"
     except DataError:
         raise

@@ -274,7 +274,7 @@ def _read_streamed(
         calibrations = calibration_only_columns(spec, roles, other)
         if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
             return pushed_down(source, spec, columns, cuts, calibrations)
-        return _pushed_to_engine(spec, source, engine, columns, cuts, calibrations)
+        return _pushed_to_engine(spec, source, engine, columns, cuts)
     progress = engine.progress or (lambda rows: None)
     query, schema = stream_query(
         source.scan(),
@@ -313,7 +313,6 @@ def _pushed_to_engine(
     engine: Engine,
     columns: Sequence[str],
     cuts: dict[str, tuple[tuple[float, ...], ThresholdRule, bool]],
-    calibrations: dict[str, tuple[int, ...]],
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """A dataset or LazyFrame prepared in DuckDB; the aggregate in the source's polars types."""
     from fairscan.data.engine_scan import engine_source, restore_types
@@ -322,8 +321,10 @@ def _pushed_to_engine(
 
     keys = sorted(filter_columns(parse_filter(spec.data.filter))) if spec.data.filter else []
     pushdown, schema = engine_source(source, engine, [*columns, *keys])
-    frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, calibrations)
-    replaced = [*cuts, *calibrations, *(aggregation.binned if aggregation else ())]
+    # probabilities stay per row (not binned as for a database table): the seeded null
+    # replicates of a calibration scan are those of the rows, as in memory
+    frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, {})
+    replaced = [*cuts, *(aggregation.binned if aggregation else ())]
     engine.provenance = pushdown.provenance
     return restore_types(frame, schema, replaced), aggregation, note
 
