@@ -100,7 +100,7 @@ class IbisRelation:
     def table(self) -> Any:
         return self._table
 
-    def execute(self, expr: Any) -> pl.DataFrame:
+    def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
         result = expr.to_polars()
         assert isinstance(result, pl.DataFrame)
         return result
@@ -132,7 +132,9 @@ class DuckDBRelation:
     def table(self) -> Any:
         return self._table
 
-    def execute(self, expr: Any) -> pl.DataFrame:
+    def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
+        """``expr``'s result; ``scan``: it reads the table (a pass the progress display shows),
+        not just a count."""
         import ibis
 
         sql = str(ibis.to_sql(expr, dialect="duckdb"))
@@ -142,7 +144,7 @@ class DuckDBRelation:
             assert isinstance(result, pl.DataFrame)
             return result
 
-        return query() if self.engine is None else self.engine.run(query)
+        return query() if self.engine is None or not scan else self.engine.run(query)
 
 
 @dataclass(frozen=True)
@@ -157,10 +159,13 @@ class PushdownSource:
     weight: str | None = WEIGHT_COLUMN
     failed: str = "the database failed"  # how an engine error's message begins
 
-    def run(self, expr: Any, what: str, hint: str | None = None) -> pl.DataFrame:
-        """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
+    def run(
+        self, expr: Any, what: str, hint: str | None = None, *, scan: bool = True
+    ) -> pl.DataFrame:
+        """Run ``expr`` in the engine; its failure a DataError naming the source's field
+        (``scan``: a pass over the table that the progress display shows)."""
         try:
-            return self.relation.execute(expr)
+            return self.relation.execute(expr, scan)
         except DataError:
             raise
         except Exception as exc:
@@ -214,7 +219,7 @@ def _polars_schema(source: PushdownSource, table: Any, columns: Sequence[str]) -
 def _count(source: PushdownSource, table: Any, what: str) -> int:
     import ibis
 
-    frame = source.run(table.aggregate(n=ibis._.count()), what)
+    frame = source.run(table.aggregate(n=ibis._.count()), what, scan=False)
     return int(frame["n"][0] or 0)
 
 
