@@ -50,17 +50,28 @@ significance: {{replicates: {replicates}, seed: 0, workers: 2}}
 output: {{dir: {out}, formats: [json]}}
 """
 
+# The audit's bins (its report's `bins`: exact quantile edges of the 200M-row dataset); the
+# GROUP BY cuts age and tenure_years at the same inner edges, so that it builds the same groups
+# as the audit (172,800), as bench_warehouse.py does.
+AGE_EDGES = (30, 43, 55, 68)
+TENURE_EDGES = (7, 15, 23)
 GROUP_BY = """
 import sys, time, duckdb
 con = duckdb.connect(config={"threads": 2, "memory_limit": sys.argv[2]})
+con.execute("SET enable_progress_bar = false")
 started = time.perf_counter()
 rows = con.sql(
-    "select region, sex, channel, product, segment, device, age, tenure_years, outcome, "
-    "decision, count(*) as n from read_parquet(?) group by all",
+    "select region, sex, channel, product, segment, device, "
+    + sys.argv[3] + " as age, " + sys.argv[4] + " as tenure_years, outcome, decision, "
+    "count(*) as n from read_parquet(?) group by all",
     params=[sys.argv[1] + "/*.parquet"],
 ).fetchall()
 print(time.perf_counter() - started, len(rows), sum(r[-1] for r in rows))
 """
+
+
+def _bins(column: str, edges: tuple[int, ...]) -> str:
+    return " + ".join(f"({column} >= {e})::int" for e in edges)
 
 
 def _load() -> str:
@@ -84,7 +95,13 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[float, 
 
 def _group_by(data: Path, memory_limit: str) -> tuple[float, float, float, int]:
     """(query seconds, process wall, peak RSS MiB, groups) of DuckDB's GROUP BY."""
-    wall, rss, out = _run([sys.executable, "-c", GROUP_BY, str(data), memory_limit])
+    wall, rss, out = _run(
+        [
+            sys.executable,
+            *("-c", GROUP_BY, str(data), memory_limit),
+            *(_bins("age", AGE_EDGES), _bins("tenure_years", TENURE_EDGES)),
+        ]
+    )
     seconds, groups, rows = out.split()
     return float(seconds), wall, rss, int(groups)
 
@@ -132,6 +149,12 @@ def main() -> None:
     scan = report["scans"][0]
     finding = scan["findings"][0] if scan["findings"] else None
     found = bool(finding) and "segment = E" in finding["label"] and "age" in finding["label"]
+    bins = report.get("bins") or {}
+    same_bins = bins.get("age", [])[1:-1] == list(AGE_EDGES) and bins.get("tenure_years", [])[
+        1:-1
+    ] == list(TENURE_EDGES)
+    if not same_bins:
+        print(f"note: the audit's bins {bins} differ from the GROUP BY's")
     print(
         f"audit run: {wall:.2f} s, peak RSS {rss:.0f} MiB, finding: "
         f"{finding['label'] if finding else None} (p = {finding['p_value'] if finding else None})"
@@ -143,6 +166,7 @@ def main() -> None:
         finding=finding["label"] if finding else None,
         p_value=finding["p_value"] if finding else None,
         rows=report["provenance"]["data_rows"],
+        same_bins_as_group_by=same_bins,
         pushdown=(report["provenance"].get("data_source") or {}).get("pushdown"),
     )
     if not args.skip_anchor:

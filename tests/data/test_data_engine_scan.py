@@ -179,7 +179,7 @@ def test_an_interrupt_stops_duckdb_s_query() -> None:
 
 
 def test_duckdb_memory_is_bounded() -> None:
-    assert 256 * 2**20 <= memory_limit() <= 768 * 2**20
+    assert 64 * 2**20 <= memory_limit() <= 768 * 2**20
     engine = Engine()
     limit = engine.connection().sql("select current_setting('memory_limit')").fetchall()[0][0]
     assert limit.endswith(("MiB", "MB", "GiB", "GB"))

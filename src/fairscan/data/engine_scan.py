@@ -39,7 +39,7 @@ from fairscan.errors import DataError
 
 FIELD = "data.path"
 # DuckDB's buffer memory: a quarter of what is available, within these bounds
-MIN_MEMORY_LIMIT = 256 * 2**20
+MIN_MEMORY_LIMIT = 64 * 2**20
 MAX_MEMORY_LIMIT = 768 * 2**20
 # rows a batch of an Arrow stream holds (polars' streaming engine decodes them)
 STREAM_BATCH_ROWS = 1_000_000
@@ -291,9 +291,11 @@ def engine_source(
     from fairscan.data.pushdown import DuckDBRelation, PushdownSource
     from fairscan.data.sources import DatasetSource
 
-    con = engine.connection()
     lazy = source.scan()
     schema = polars_schema(lazy)
+    if not _local_parquet(source):
+        import pyarrow  # noqa: F401  (the Arrow stream's; here, a failure to load it is plain)
+    con = engine.connection()
     dataset = isinstance(source, DatasetSource)
     provenance: dict[str, Any] = {
         "kind": ("url" if source.remote else "files") if dataset else "polars LazyFrame",
@@ -314,6 +316,10 @@ def engine_source(
     except DataError:
         raise
     except Exception as exc:
+        from fairscan.memory_budget import is_resource_failure
+
+        if is_resource_failure(exc):
+            raise
         raise _read_error(exc) from None
     if dataset:
         provenance["format"] = source.format

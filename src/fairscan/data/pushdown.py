@@ -170,7 +170,10 @@ class PushdownSource:
             raise
         except Exception as exc:
             from fairscan.interrupts import interrupt_of
+            from fairscan.memory_budget import is_resource_failure
 
+            if is_resource_failure(exc):  # the run's out-of-memory message, with the way out
+                raise
             interrupted = interrupt_of(exc)
             if interrupted is not None or type(exc).__name__ == "InterruptException":
                 # DuckDB's interrupt(), called when the waiting thread was interrupted
