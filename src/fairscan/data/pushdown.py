@@ -19,6 +19,7 @@ engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -276,11 +277,17 @@ def _ranked_edges(source: PushdownSource, values: Any, column: str, quantiles: i
 
 
 def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
-    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine."""
+    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine (an
+    integer column compared with the edges rounded up: the same codes, without a cast a row)."""
     import ibis
 
-    x, ok = _present(source, table, column)
     inner = list(edges[1:-1])
+    raw = table[column]
+    if raw.type().is_integer():
+        x, ok = raw, raw.notnull()
+        inner = [int(math.ceil(e)) for e in inner]
+    else:
+        x, ok = _present(source, table, column)
     code = ibis.literal(0, type="int32")
     for e in inner:
         code = code + (x >= e).cast("int32")
@@ -559,7 +566,8 @@ def prepared_table(
     stripped = [
         a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
     ]
-    if stripped:
+    deferred = _strip_after_grouping(stripped, filter, sample, calibrations)
+    if stripped and not deferred:
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
     n_raw = _count(source, table, "counting the rows")
@@ -621,6 +629,9 @@ def prepared_table(
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    if deferred:
+        frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
+        plan.steps.append("strip_whitespace (of the distinct values)")
     for name in calibrated:
         frame = _with_bin_means(frame, name)
     for i, name in enumerate(sided):
@@ -659,6 +670,34 @@ def prepared_table(
         )
     source.provenance.update(_provenance(plan, n_raw, frame))
     return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
+
+
+def _strip_after_grouping(
+    stripped: Sequence[str],
+    filter: str | None,
+    sample: SampleSpec | None,
+    calibrations: Mapping[str, Calibration] | None,
+) -> list[str]:
+    """The text attributes whose whitespace is stripped from the aggregate's distinct values
+    instead of every row (the same groups once merged, at a fraction of the cost): all of
+    them unless the filter reads one, a sample needs the rows, or profile sums group by them."""
+    if not stripped or sample is not None or calibrations:
+        return []
+    if filter is not None:
+        from fairscan.data.filters import filter_columns, parse_filter
+
+        if set(filter_columns(parse_filter(filter))) & set(stripped):
+            return []
+    return list(stripped)
+
+
+def _stripped(
+    frame: pl.DataFrame, columns: Sequence[str], keys: Sequence[str], sums: Sequence[str]
+) -> pl.DataFrame:
+    """``columns`` stripped of surrounding whitespace (as :mod:`fairscan.data.load` strips
+    them), the groups that become equal merged."""
+    frame = frame.with_columns(pl.col(c).str.strip_chars() for c in columns)
+    return frame.group_by(list(keys)).agg(pl.col(c).sum() for c in sums)
 
 
 def _sampled(
