@@ -283,7 +283,7 @@ def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[
 
     inner = list(edges[1:-1])
     raw = table[column]
-    if raw.type().is_integer():
+    if raw.type().is_integer() and all(abs(e) < 2**62 for e in inner):
         x, ok = raw, raw.notnull()
         inner = [int(math.ceil(e)) for e in inner]
     else:
