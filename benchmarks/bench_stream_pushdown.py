@@ -102,7 +102,7 @@ def _group_by(data: Path, memory_limit: str) -> tuple[float, float, float, int]:
             *(_bins("age", AGE_EDGES), _bins("tenure_years", TENURE_EDGES)),
         ]
     )
-    seconds, groups, rows = out.split()
+    seconds, groups, _rows = out.split()
     return float(seconds), wall, rss, int(groups)
 
 
@@ -129,9 +129,7 @@ def main() -> None:
     work = data.parent
     spec = work / "large-fpr.audit.yaml"
     out = work / "large-out"
-    spec.write_text(
-        SPEC.format(data=str(data) + "/", replicates=args.replicates, out=str(out))
-    )
+    spec.write_text(SPEC.format(data=str(data) + "/", replicates=args.replicates, out=str(out)))
     print(f"sources: {args.src}; data: {data} ({len(list(data.glob('*.parquet')))} files)")
     result: dict[str, Any] = {}
     if not args.skip_anchor:

@@ -230,3 +230,33 @@ def test_a_corrupt_part_is_a_data_error_naming_data_path(
     with pytest.raises((DataError, SpecError)) as caught:
         _run(tmp_path, "parts/")
     assert "data.path" in caught.value.render()
+
+
+def _megabytes(setting: str) -> float:
+    number, unit = setting.split(" ") if " " in setting else (setting[:-3], setting[-3:])
+    scale = {"KiB": 2**-10, "MiB": 1, "GiB": 2**10, "KB": 1e3 / 2**20, "MB": 1e6 / 2**20}
+    return float(number) * scale.get(unit, 2**10 if unit.startswith("G") else 1)
+
+
+def test_a_duckdb_connection_gets_the_same_bounded_memory(tmp_path: Path) -> None:
+    """data.connection to a DuckDB file: the memory limit streamed datasets get (a 100M-row
+    threshold audit stays under 1 GiB without ?memory_limit=), unless the URL sets its own."""
+    duckdb = pytest.importorskip("duckdb")
+    from fairscan.data.database import database_source
+
+    for name in ("t.duckdb", "u.duckdb"):
+        con = duckdb.connect(str(tmp_path / name))
+        con.sql("create table t as select 1 as x")
+        con.close()
+    default = database_source(str(tmp_path / "t.duckdb"), "t", None, tmp_path)
+    setting = default.relation.relation.query(
+        "fairscan_input", "select current_setting('memory_limit')"
+    ).fetchall()[0][0]
+    assert _megabytes(setting) <= 768 * 1.05
+    own = database_source(
+        f"duckdb://{tmp_path / 'u.duckdb'}?memory_limit=100MB", "t", None, tmp_path
+    )
+    setting = own.relation.relation.query(
+        "fairscan_input", "select current_setting('memory_limit')"
+    ).fetchall()[0][0]
+    assert 90 <= _megabytes(setting) <= 100

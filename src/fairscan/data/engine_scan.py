@@ -277,9 +277,7 @@ def _local_parquet(source: Any) -> bool:
     )
 
 
-def engine_source(
-    source: Any, engine: Engine, columns: Sequence[str]
-) -> tuple[Any, pl.Schema]:
+def engine_source(source: Any, engine: Engine, columns: Sequence[str]) -> tuple[Any, pl.Schema]:
     """A dataset (:class:`~fairscan.data.sources.DatasetSource`) or a polars LazyFrame
     (:class:`~fairscan.data.backends.LazyTable` without a count column) as a
     :class:`~fairscan.data.pushdown.PushdownSource` on ``engine``'s connection, and the

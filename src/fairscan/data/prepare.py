@@ -424,7 +424,9 @@ def _check_unit_interval(
     return not n_out
 
 
-def _check_finite(ctx: _Context, request: RoleColumn, values: pl.Series, missing: pl.Series) -> bool:
+def _check_finite(
+    ctx: _Context, request: RoleColumn, values: pl.Series, missing: pl.Series
+) -> bool:
     infinite = ctx.count(values.is_infinite() & ~missing)  # data rows
     if infinite:
         ctx.add(

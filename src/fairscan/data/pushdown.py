@@ -34,8 +34,8 @@ from fairscan.data.stream import (
     MAX_VALUE_COUNTS,
     WEIGHT_COLUMN,
     _edges_from,
-    _order_statistics,
     _numeric_or_error,
+    _order_statistics,
     _ranks,
     _too_many_distinct,
 )
@@ -277,18 +277,19 @@ def _ranked_edges(source: PushdownSource, values: Any, column: str, quantiles: i
 
 
 def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
-    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine (an
-    integer column compared with the edges rounded up: the same codes, without a cast a row)."""
+    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine. An
+    integer column is compared with the edges rounded up (the same codes, no cast a row), and
+    a null propagates through the sum of comparisons (no NaN to tell apart)."""
     import ibis
 
     inner = list(edges[1:-1])
     raw = table[column]
-    if raw.type().is_integer() and all(abs(e) < 2**62 for e in inner):
-        x, ok = raw, raw.notnull()
-        inner = [int(math.ceil(e)) for e in inner]
-    else:
-        x, ok = _present(source, table, column)
     code = ibis.literal(0, type="int32")
+    if raw.type().is_integer() and all(abs(e) < 2**62 for e in inner):
+        for e in inner:
+            code = code + (raw >= math.ceil(e)).cast("int32")
+        return code if inner else ibis.ifelse(raw.notnull(), code, ibis.null("int32"))
+    x, ok = _present(source, table, column)
     for e in inner:
         code = code + (x >= e).cast("int32")
     return ibis.ifelse(ok, code, ibis.null("int32")).cast("int32")
