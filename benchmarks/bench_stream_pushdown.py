@@ -70,6 +70,24 @@ print(time.perf_counter() - started, len(rows), sum(r[-1] for r in rows))
 """
 
 
+# polars' streaming engine on the same aggregation (the alternative the issue names)
+POLARS_GROUP_BY = """
+import sys, time, polars as pl
+started = time.perf_counter()
+lazy = pl.scan_parquet(sys.argv[1] + "/*.parquet")
+def bins(column, edges):
+    return pl.sum_horizontal([(pl.col(column) >= e).cast(pl.Int32) for e in edges]).alias(column)
+table = (
+    lazy.with_columns(bins("age", (30, 43, 55, 68)), bins("tenure_years", (7, 15, 23)))
+    .group_by("region", "sex", "channel", "product", "segment", "device", "age",
+              "tenure_years", "outcome", "decision")
+    .agg(pl.len())
+    .collect(engine="streaming")
+)
+print(time.perf_counter() - started, table.height, table["len"].sum())
+"""
+
+
 def _bins(column: str, edges: tuple[int, ...]) -> str:
     return " + ".join(f"({column} >= {e})::int" for e in edges)
 
@@ -115,6 +133,9 @@ def main() -> None:
     parser.add_argument("--src", type=Path, default=SRC, help="the fairscan sources to run")
     parser.add_argument("--memory-limit", default="512MB", help="DuckDB's, for the GROUP BY")
     parser.add_argument("--skip-anchor", action="store_true", help="the audit only")
+    parser.add_argument(
+        "--polars", action="store_true", help="also polars' streaming GROUP BY of the files"
+    )
     args = parser.parse_args()
     data: Path = args.data
     if not data.exists():
@@ -176,6 +197,12 @@ def main() -> None:
         result["ratio_to_mean"] = round(2 * wall / (q1 + q2), 2)
         result["ratio_to_mean_process"] = round(2 * wall / (w1 + w2), 2)
         print(f"DuckDB GROUP BY again: {q2:.2f} s (process {w2:.2f} s)")
+    if args.polars:
+        print(f"load before polars' streaming GROUP BY: {_load()}", flush=True)
+        _, rss_p, out_p = _run([sys.executable, "-c", POLARS_GROUP_BY, str(data)])
+        result["polars_streaming_seconds"] = round(float(out_p.split()[0]), 2)
+        result["polars_streaming_peak_rss_mib"] = round(rss_p)
+        print(f"polars streaming GROUP BY: {out_p.split()[0]} s, {rss_p:.0f} MiB")
     result["load_after"] = _load()
     print(json.dumps(result, indent=2))
 
