@@ -119,13 +119,23 @@ class Engine:
         if self._con is not None:
             self._con.interrupt()
 
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-        if self._spill is not None:
-            self._spill.cleanup()
-            self._spill = None
+    def close(self, wait: float = 1.0) -> None:
+        """Close the connection and remove the spill folder, waiting at most ``wait`` seconds:
+        after an interrupt or a stalled read the query's thread may still hold the connection
+        (it ends with the process: a run must not hang on it)."""
+        con, spill = self._con, self._spill
+        self._con = self._spill = None
+        if con is None:
+            return
+
+        def close() -> None:
+            con.close()
+            if spill is not None:
+                spill.cleanup()
+
+        closer = threading.Thread(target=close, name="fairscan-duckdb-close", daemon=True)
+        closer.start()
+        closer.join(wait)
 
     def advance(self, rows: int) -> None:
         if self.progress is not None and rows > 0:

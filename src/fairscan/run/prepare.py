@@ -205,6 +205,10 @@ def _prepare_streamed(
         # timeouts and return to Python between steps)
         if isinstance(source, DatasetSource) or _in_engine(source):
             remote = isinstance(source, DatasetSource) and source.remote
+            if remote:  # a server that does not answer is named by the probe, not the stall watch
+                from fairscan.data.netio import probe_url
+
+                watched(lambda: probe_url(source.location), remote=False)
             frame, aggregation, sample_note = watched(read, remote=remote, cancel=engine.interrupt)
         else:
             frame, aggregation, sample_note = read()
