@@ -319,7 +319,8 @@ def _pushed_to_engine(
     cuts: dict[str, tuple[tuple[float, ...], ThresholdRule, bool]],
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """A dataset or LazyFrame prepared in DuckDB; the aggregate in the source's polars types."""
-    from fairscan.data.engine_scan import engine_source, restore_types
+    from fairscan.data.engine_scan import restore_types
+    from fairscan.data.engine_source import engine_source
     from fairscan.data.filters import filter_columns, parse_filter
     from fairscan.data.pushdown import pushed_down
 
