@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / "work"
+WORK = Path(os.environ.get("FAIRSCAN_BENCH_WORK", HERE / "work"))  # e.g. under /tmp
 SRC = HERE.parent / "src"
 
 AUDIT: dict[str, Any] = {

@@ -140,3 +140,20 @@ def test_a_signal_during_the_shift_bootstrap_stops_within_2s(
     assert code == expected, stderr
     assert "Traceback" not in stderr
     assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_duckdb_s_query_of_a_streamed_file_stops_within_2s(
+    big_spec: Path, signum: int, expected: int
+) -> None:
+    """The same file streamed (issue 29): polars decodes it into DuckDB's GROUP BY; the
+    signal interrupts DuckDB's query (interrupt()) and the run exits."""
+    streamed = big_spec.with_name("big-streamed.audit.yaml")
+    text = big_spec.read_text(encoding="utf-8").replace(
+        "data: {path:", "data: {streaming: true, path:"
+    )
+    streamed.write_text(text, encoding="utf-8")
+    code, stderr, elapsed = _signal_after(streamed, 1.5, signum)
+    assert code == expected, stderr
+    assert "Traceback" not in stderr
+    assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"

@@ -106,5 +106,20 @@ def test_quantile_edges_are_exact(frame: pl.DataFrame, tmp_path: Path, quantiles
     expected = quantile_edges(frame["x"].drop_nulls().to_numpy(), quantiles)
     for relation in sources.values():
         source = PushdownSource(relation, "t", "data.table")
-        got = _quantile_edges(source, relation.table(), "x", quantiles)
-        assert got == tuple(expected)
+        got, method = _quantile_edges(source, relation.table(), "x", quantiles)
+        assert got == tuple(expected) and method == "value counts"
+
+
+@pytest.mark.parametrize("quantiles", [3, 7])
+def test_quantile_edges_of_many_distinct_values_are_ranked(
+    frame: pl.DataFrame, tmp_path: Path, quantiles: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond MAX_VALUE_COUNTS distinct values the edges are picked by ROW_NUMBER(): the same."""
+    from fairscan.data import pushdown
+
+    monkeypatch.setattr(pushdown, "MAX_VALUE_COUNTS", 5)
+    expected = quantile_edges(frame["x"].drop_nulls().to_numpy(), quantiles)
+    for relation in _sources(frame, tmp_path).values():
+        source = PushdownSource(relation, "t", "data.table")
+        got, method = _quantile_edges(source, relation.table(), "x", quantiles)
+        assert got == tuple(expected) and method == "ROW_NUMBER"

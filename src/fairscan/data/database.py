@@ -184,11 +184,17 @@ def connect(source: DatabaseTable) -> Any:
                     "file's folder",
                 )
             if source.engine == "duckdb":
-                # no progress bar on the terminal; the URL's settings (memory_limit, threads)
+                # no progress bar on the terminal; the URL's settings (memory_limit, threads),
+                # else the memory limit and threads streamed datasets get (engine_scan)
+                from fairscan.data.engine_scan import engine_threads, memory_limit
+
+                settings = {
+                    "memory_limit": f"{memory_limit() // 2**20}MB",
+                    "threads": engine_threads(),
+                    **dict(source.options),
+                }
                 read_only = source.target != ":memory:"
-                backend = ibis.duckdb.connect(
-                    source.target, read_only=read_only, **dict(source.options)
-                )
+                backend = ibis.duckdb.connect(source.target, read_only=read_only, **settings)
                 backend.raw_sql("SET enable_progress_bar = false")
                 return backend
             return ibis.sqlite.connect(source.target)

@@ -20,6 +20,7 @@ The timeouts come from ``FAIRSCAN_CONNECT_TIMEOUT`` and ``FAIRSCAN_READ_TIMEOUT`
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import threading
@@ -147,10 +148,28 @@ def probe_url(url: str) -> None:
         connection.close()
 
 
-def watched(read: Callable[[], T], *, remote: bool, what: str = "the data") -> T:
+def watched(
+    read: Callable[[], T],
+    *,
+    remote: bool,
+    what: str = "the data",
+    cancel: Callable[[], None] | None = None,
+) -> T:
     """``read()`` run in a daemon thread while this thread waits in short steps (Ctrl-C and
     SIGTERM are handled within one step); with ``remote``, given up with a :class:`DataError`
-    when the process reads almost nothing for a whole read timeout."""
+    when the process reads almost nothing for a whole read timeout. ``cancel``: called when
+    the wait ends early (an interrupt, the timeout) to stop the work of the read's thread
+    (e.g. DuckDB's ``interrupt()``), so that it does not go on in the background."""
+    try:
+        return _watched(read, remote=remote, what=what)
+    except BaseException:
+        if cancel is not None:
+            with contextlib.suppress(Exception):
+                cancel()
+        raise
+
+
+def _watched(read: Callable[[], T], *, remote: bool, what: str) -> T:
     outcome: list[T] = []
     failure: list[BaseException] = []
 

@@ -402,8 +402,13 @@ def _report_not_numeric(ctx: _Context, request: RoleColumn, s: pl.Series) -> Non
     )
 
 
-def _check_unit_interval(ctx: _Context, request: RoleColumn, present: pl.Series) -> bool:
-    n_out = int(((present < 0.0) | (present > 1.0)).sum())  # distinct values if aggregated
+def _check_unit_interval(
+    ctx: _Context, request: RoleColumn, values: pl.Series, missing: pl.Series
+) -> bool:
+    """Probabilities in [0, 1]; the count of those outside is of data rows (an aggregated
+    row counts as the rows it stands for)."""
+    present = values.filter(~missing)
+    n_out = ctx.count(((values < 0.0) | (values > 1.0)) & ~missing)
     if n_out:
         ctx.add(
             f"prediction column {request.column!r} must hold probabilities in [0, 1]; "
@@ -419,8 +424,10 @@ def _check_unit_interval(ctx: _Context, request: RoleColumn, present: pl.Series)
     return not n_out
 
 
-def _check_finite(ctx: _Context, request: RoleColumn, present: pl.Series) -> bool:
-    infinite = int(present.is_infinite().sum())
+def _check_finite(
+    ctx: _Context, request: RoleColumn, values: pl.Series, missing: pl.Series
+) -> bool:
+    infinite = ctx.count(values.is_infinite() & ~missing)  # data rows
     if infinite:
         ctx.add(
             f"score column {request.column!r} has {_plural(infinite, 'infinite value')}",
@@ -440,11 +447,10 @@ def _real(ctx: _Context, request: RoleColumn) -> np.ndarray | None:
     f = s.cast(pl.Float64)
     missing = _missing_mask(f)
     ok = _report_missing(ctx, request, missing, "null or NaN; ")
-    present = f.filter(~missing)
     if request.kind == "probability":
-        ok = _check_unit_interval(ctx, request, present) and ok
+        ok = _check_unit_interval(ctx, request, f, missing) and ok
     else:
-        ok = _check_finite(ctx, request, present) and ok
+        ok = _check_finite(ctx, request, f, missing) and ok
     return f.to_numpy().astype(np.float64, copy=True) if ok else None
 
 

@@ -19,6 +19,7 @@ engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,11 +28,14 @@ import numpy as np
 import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
+from fairscan.data.engine_scan import Engine
 from fairscan.data.load import first_line, mask
 from fairscan.data.stream import (
+    MAX_VALUE_COUNTS,
     WEIGHT_COLUMN,
     _edges_from,
     _numeric_or_error,
+    _order_statistics,
     _ranks,
     _too_many_distinct,
 )
@@ -97,7 +101,7 @@ class IbisRelation:
     def table(self) -> Any:
         return self._table
 
-    def execute(self, expr: Any) -> pl.DataFrame:
+    def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
         result = expr.to_polars()
         assert isinstance(result, pl.DataFrame)
         return result
@@ -107,11 +111,12 @@ class DuckDBRelation:
     """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
     and run by the relation's own connection (``relation.query``)."""
 
-    def __init__(self, relation: Any) -> None:
+    def __init__(self, relation: Any, engine: Engine | None = None) -> None:
         import ibis
         from ibis.backends.sql.datatypes import DuckDBType
 
         self.relation = relation
+        self.engine = engine  # a streamed table's connection: progress and interruption
         self.secrets: tuple[str, ...] = ()
         self.has_nan = True
 
@@ -128,13 +133,19 @@ class DuckDBRelation:
     def table(self) -> Any:
         return self._table
 
-    def execute(self, expr: Any) -> pl.DataFrame:
+    def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
+        """``expr``'s result; ``scan``: it reads the table (a pass the progress display shows),
+        not just a count."""
         import ibis
 
         sql = str(ibis.to_sql(expr, dialect="duckdb"))
-        result = self.relation.query(_INPUT, sql).pl()
-        assert isinstance(result, pl.DataFrame)
-        return result
+
+        def query() -> pl.DataFrame:
+            result = self.relation.query(_INPUT, sql).pl()
+            assert isinstance(result, pl.DataFrame)
+            return result
+
+        return query() if self.engine is None or not scan else self.engine.run(query)
 
 
 @dataclass(frozen=True)
@@ -147,16 +158,29 @@ class PushdownSource:
     provenance: dict[str, Any] = field(default_factory=dict)
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
+    failed: str = "the database failed"  # how an engine error's message begins
 
-    def run(self, expr: Any, what: str, hint: str | None = None) -> pl.DataFrame:
-        """Run ``expr`` in the engine; its failure a DataError naming the source's field."""
+    def run(
+        self, expr: Any, what: str, hint: str | None = None, *, scan: bool = True
+    ) -> pl.DataFrame:
+        """Run ``expr`` in the engine; its failure a DataError naming the source's field
+        (``scan``: a pass over the table that the progress display shows)."""
         try:
-            return self.relation.execute(expr)
+            return self.relation.execute(expr, scan)
         except DataError:
             raise
         except Exception as exc:
+            from fairscan.interrupts import interrupt_of
+            from fairscan.memory_budget import is_resource_failure
+
+            if is_resource_failure(exc):  # the run's out-of-memory message, with the way out
+                raise
+            interrupted = interrupt_of(exc)
+            if interrupted is not None or type(exc).__name__ == "InterruptException":
+                # DuckDB's interrupt(), called when the waiting thread was interrupted
+                raise interrupted or KeyboardInterrupt() from None
             raise DataError(
-                f"the database failed while {what}: {mask(first_line(exc), self.relation.secrets)}",
+                f"{self.failed} while {what}: {mask(first_line(exc), self.relation.secrets)}",
                 field=self.spec_field,
                 hint=hint
                 or "check the table's columns and types (and the query in the database's "
@@ -199,7 +223,7 @@ def _polars_schema(source: PushdownSource, table: Any, columns: Sequence[str]) -
 def _count(source: PushdownSource, table: Any, what: str) -> int:
     import ibis
 
-    frame = source.run(table.aggregate(n=ibis._.count()), what)
+    frame = source.run(table.aggregate(n=ibis._.count()), what, scan=False)
     return int(frame["n"][0] or 0)
 
 
@@ -211,12 +235,32 @@ def _present(source: PushdownSource, table: Any, column: str) -> tuple[Any, Any]
     return x, x.notnull() & ~x.isnan()
 
 
-def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: int) -> tuple:
-    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks."""
-    import ibis
-
+def _quantile_edges(
+    source: PushdownSource, table: Any, column: str, quantiles: int
+) -> tuple[tuple[float, ...], str]:
+    """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks,
+    from the column's value counts (one ``GROUP BY``, any SQL engine) when it has at most
+    :data:`~fairscan.data.stream.MAX_VALUE_COUNTS` distinct values, else picked by
+    ``ROW_NUMBER()`` (a sort); and how they were computed."""
     x, ok = _present(source, table, column)
     values = table.filter(ok).select(v=x)
+    counts = source.run(
+        values.group_by("v").aggregate(n=values.count()).limit(MAX_VALUE_COUNTS + 1),
+        f"counting the values of {column!r}",
+    )
+    if counts.height <= MAX_VALUE_COUNTS:
+        n = int(counts["n"].sum()) if counts.height else 0
+        if n == 0:
+            return (), "value counts"
+        counts = counts.with_columns(pl.col("n").cast(pl.Int64))
+        return _edges_from(_order_statistics(counts, _ranks(n, quantiles))), "value counts"
+    return _ranked_edges(source, values, column, quantiles), "ROW_NUMBER"
+
+
+def _ranked_edges(source: PushdownSource, values: Any, column: str, quantiles: int) -> tuple:
+    """The order statistics at numpy's ``higher`` ranks, picked by ``ROW_NUMBER()``."""
+    import ibis
+
     n = _count(source, values, f"counting the values of {column!r}")
     if n == 0:
         return ()
@@ -233,12 +277,19 @@ def _quantile_edges(source: PushdownSource, table: Any, column: str, quantiles: 
 
 
 def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
-    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine."""
+    """Bin codes as :func:`fairscan.data.stream.bin_codes` computes them, in the engine. An
+    integer column is compared with the edges rounded up (the same codes, no cast a row), and
+    a null propagates through the sum of comparisons (no NaN to tell apart)."""
     import ibis
 
-    x, ok = _present(source, table, column)
     inner = list(edges[1:-1])
+    raw = table[column]
     code = ibis.literal(0, type="int32")
+    if raw.type().is_integer() and all(abs(e) < 2**62 for e in inner):
+        for e in inner:
+            code = code + (raw >= math.ceil(e)).cast("int32")
+        return code if inner else ibis.ifelse(raw.notnull(), code, ibis.null("int32"))
+    x, ok = _present(source, table, column)
     for e in inner:
         code = code + (x >= e).cast("int32")
     return ibis.ifelse(ok, code, ibis.null("int32")).cast("int32")
@@ -516,7 +567,8 @@ def prepared_table(
     stripped = [
         a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
     ]
-    if stripped:
+    deferred = _strip_after_grouping(stripped, filter, sample, calibrations)
+    if stripped and not deferred:
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
     n_raw = _count(source, table, "counting the rows")
@@ -535,6 +587,7 @@ def prepared_table(
         return frame, None, (n_raw, note)
     binned: dict[str, tuple[float, ...]] = {}
     keyed: dict[str, Any] = {}
+    methods: set[str] = set()
     for name in attributes:
         rule = discretize.get(name)
         if rule is None or name not in present:
@@ -544,10 +597,12 @@ def prepared_table(
             binned[name] = explicit_edges(rule.edges)
         else:
             quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
-            binned[name] = _quantile_edges(source, filtered, name, quantiles)
+            binned[name], method = _quantile_edges(source, filtered, name, quantiles)
+            methods.add(method)
         keyed[name] = _bin_codes(source, filtered, name, binned[name])
     if binned:
-        plan.steps.append("discretize (quantiles exact, by ROW_NUMBER)")
+        how = " and ".join(sorted(methods))
+        plan.steps.append(f"discretize (quantiles exact, by {how})" if how else "discretize")
     sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
     for name in sided:
         keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
@@ -575,6 +630,9 @@ def prepared_table(
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    if deferred:
+        frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
+        plan.steps.append("strip_whitespace (of the distinct values)")
     for name in calibrated:
         frame = _with_bin_means(frame, name)
     for i, name in enumerate(sided):
@@ -613,6 +671,34 @@ def prepared_table(
         )
     source.provenance.update(_provenance(plan, n_raw, frame))
     return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
+
+
+def _strip_after_grouping(
+    stripped: Sequence[str],
+    filter: str | None,
+    sample: SampleSpec | None,
+    calibrations: Mapping[str, Calibration] | None,
+) -> list[str]:
+    """The text attributes whose whitespace is stripped from the aggregate's distinct values
+    instead of every row (the same groups once merged, at a fraction of the cost): all of
+    them unless the filter reads one, a sample needs the rows, or profile sums group by them."""
+    if not stripped or sample is not None or calibrations:
+        return []
+    if filter is not None:
+        from fairscan.data.filters import filter_columns, parse_filter
+
+        if set(filter_columns(parse_filter(filter))) & set(stripped):
+            return []
+    return list(stripped)
+
+
+def _stripped(
+    frame: pl.DataFrame, columns: Sequence[str], keys: Sequence[str], sums: Sequence[str]
+) -> pl.DataFrame:
+    """``columns`` stripped of surrounding whitespace (as :mod:`fairscan.data.load` strips
+    them), the groups that become equal merged."""
+    frame = frame.with_columns(pl.col(c).str.strip_chars() for c in columns)
+    return frame.group_by(list(keys)).agg(pl.col(c).sum() for c in sums)
 
 
 def _sampled(

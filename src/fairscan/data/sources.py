@@ -2,9 +2,10 @@
 
 A single local file is read into memory as before (:func:`fairscan.data.load.read_table`).
 Datasets (a directory, hive-partitioned or not, a glob such as ``parts/*.parquet``) and remote
-data (``s3://``, ``gs://``, ``az://``, ``https://`` ...) are scanned lazily with polars' own
-readers (credentials come from the environment, as polars reads them) and streamed in slices
-(:mod:`fairscan.data.stream`), so that they never need to fit in memory.
+data (``s3://``, ``gs://``, ``az://``, ``https://`` ...) are scanned lazily (credentials come from
+the environment, as polars reads them) and prepared in DuckDB (:mod:`fairscan.data.engine_scan`:
+local Parquet by DuckDB's own reader, the rest decoded by polars' streaming engine), so that
+they never need to fit in memory.
 """
 
 from __future__ import annotations

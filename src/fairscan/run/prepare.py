@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from fairscan.data.backends import LazyTable
+    from fairscan.data.engine_scan import Engine
     from fairscan.data.pushdown import PushdownSource
     from fairscan.data.sources import DatasetSource
     from fairscan.data.table import Aggregation, PreparedData, RoleColumn
@@ -186,23 +187,29 @@ def _prepare_streamed(
     """Stream a dataset or lazy table: a uniform sample of its rows (``data.sample``), or its
     distinct rows with their counts (the aggregate scans run on those; the others get them
     as rows)."""
+    from fairscan.data.engine_scan import Engine
     from fairscan.data.netio import watched
     from fairscan.data.sources import DatasetSource
 
     spec_issues = spec_issues or []
     progress = (options or RunOptions()).progress
+    engine = Engine(_stream_progress(progress, source.location))
     try:
 
         def read() -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
-            return _read_streamed(
-                spec, roles, source, extra_roles, _stream_progress(progress, source.location)
-            )
+            return _read_streamed(spec, roles, source, extra_roles, engine)
 
-        # files and URLs in a watched thread: interruptible, and a stalled remote read times out;
-        # a database or lazy table stays on the thread that holds its connection (SQLite allows no
-        # other; the drivers have their own timeouts and return to Python between steps)
-        if isinstance(source, DatasetSource):
-            frame, aggregation, sample_note = watched(read, remote=source.remote)
+        # files, URLs and LazyFrames in a watched thread: interruptible (DuckDB's query is
+        # interrupted too), and a stalled remote read times out; a database table stays on the
+        # thread that holds its connection (SQLite allows no other; the drivers have their own
+        # timeouts and return to Python between steps)
+        if isinstance(source, DatasetSource) or _in_engine(source):
+            remote = isinstance(source, DatasetSource) and source.remote
+            if remote:  # a server that does not answer is named by the probe, not the stall watch
+                from fairscan.data.netio import probe_url
+
+                watched(lambda: probe_url(source.location), remote=False)
+            frame, aggregation, sample_note = watched(read, remote=remote, cancel=engine.interrupt)
         else:
             frame, aggregation, sample_note = read()
         sha = (
@@ -212,6 +219,7 @@ def _prepare_streamed(
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     finally:
         progress.done()
+        engine.close()
     if sha is None:
         from fairscan.data.load import frame_sha256
 
@@ -229,7 +237,9 @@ def _prepare_streamed(
         prefiltered=aggregation is None,
         aggregated=aggregation,
     )
-    prepared = replace(prepared, data_source=getattr(source, "provenance", None))
+    prepared = replace(
+        prepared, data_source=engine.provenance or getattr(source, "provenance", None)
+    )
     if sample_note is None:
         return prepared
     n_raw, note = sample_note
@@ -237,24 +247,39 @@ def _prepare_streamed(
     return replace(prepared, data=data)
 
 
+def _in_engine(source: DatasetSource | LazyTable | PushdownSource) -> bool:
+    """A dataset or a polars LazyFrame (not a table aggregated elsewhere) prepared in DuckDB."""
+    from fairscan.data.pushdown import PushdownSource
+
+    return not isinstance(source, PushdownSource) and source.weight is None
+
+
 def _read_streamed(
     spec: AuditSpec,
     roles: list[ScanRoles],
     source: DatasetSource | LazyTable | PushdownSource,
     extra_roles: Sequence[RoleColumn],
-    progress: Callable[[int], None],
+    engine: Engine,
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
-    """(table, its aggregation or None for a sample, (data rows, note) of a sample)."""
+    """(table, its aggregation or None for a sample, (data rows, note) of a sample).
+
+    Database tables, datasets and polars LazyFrames are prepared by one push-down path
+    (:mod:`fairscan.data.pushdown`; the latter two in DuckDB, :mod:`fairscan.data.engine_scan`);
+    a uniform sample of a dataset (``data.sample``) and a table aggregated in another engine
+    are streamed by :mod:`fairscan.data.stream`."""
     from fairscan.data.load import available_memory
     from fairscan.data.pushdown import PushdownSource, pushed_down
     from fairscan.data.stream import aggregated_table, sampled_table, stream_query
 
-    if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
+    columns = used_columns(spec, roles, extra_roles)
+    if isinstance(source, PushdownSource) or (spec.data.sample is None and _in_engine(source)):
         other = {*spec.attributes, *extra_columns(spec, roles), *(r.column for r in extra_roles)}
         cuts = threshold_only_columns(list(spec.scans), roles, other)
         calibrations = calibration_only_columns(spec, roles, other)
-        return pushed_down(source, spec, used_columns(spec, roles, extra_roles), cuts, calibrations)
-
+        if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
+            return pushed_down(source, spec, columns, cuts, calibrations)
+        return _pushed_to_engine(spec, source, engine, columns, cuts)
+    progress = engine.progress or (lambda rows: None)
     query, schema = stream_query(
         source.scan(),
         sliceable=source.sliceable,
@@ -284,6 +309,29 @@ def _read_streamed(
         max_rows=max_rows,
     )
     return frame, aggregation, None
+
+
+def _pushed_to_engine(
+    spec: AuditSpec,
+    source: DatasetSource | LazyTable,
+    engine: Engine,
+    columns: Sequence[str],
+    cuts: dict[str, tuple[tuple[float, ...], ThresholdRule, bool]],
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """A dataset or LazyFrame prepared in DuckDB; the aggregate in the source's polars types."""
+    from fairscan.data.engine_scan import restore_types
+    from fairscan.data.engine_source import engine_source
+    from fairscan.data.filters import filter_columns, parse_filter
+    from fairscan.data.pushdown import pushed_down
+
+    keys = sorted(filter_columns(parse_filter(spec.data.filter))) if spec.data.filter else []
+    pushdown, schema = engine_source(source, engine, [*columns, *keys])
+    # probabilities stay per row (not binned as for a database table): the seeded null
+    # replicates of a calibration scan are those of the rows, as in memory
+    frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, {})
+    replaced = [*cuts, *(aggregation.binned if aggregation else ())]
+    engine.provenance = pushdown.provenance
+    return restore_types(frame, schema, replaced), aggregation, note
 
 
 def prepare_lazy(
