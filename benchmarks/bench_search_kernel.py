@@ -102,7 +102,8 @@ def compas_cases(case: str, repeat: int) -> dict[str, tuple[float, str]]:
 def profile_case(repeat: int) -> dict[str, tuple[float, str]]:
     from fairscan.engine import expectation_cells as ec
     from fairscan.engine.mdss import ScanProblem
-    from fairscan.engine.randomization import NullSettings, search_seed
+    from fairscan.engine.randomization import NullSettings
+    from fairscan.engine.seeds import search_seed
 
     table = bp.make_table()
     cells = ScanProblem.build(table["codes"], table["y"].astype(np.float64), table["p"]).cells()

@@ -78,10 +78,22 @@ class ExpectationCells:
     source_profile: np.ndarray  # (N,) int64
     source_weight: np.ndarray  # (N,) int64
     source_p: np.ndarray  # (N,) float64
+    # (M,) each profile's G at the far end of the half-bracket (derived from the coefficients)
+    far_end: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.far_end is None:
+            ends = far_end_values(self.coefficients, self.offsets, self.direction)
+            object.__setattr__(self, "far_end", ends)
 
     @property
     def n_cells(self) -> int:
         return int(self.weight.shape[0])
+
+    @property
+    def ends(self) -> np.ndarray:
+        assert self.far_end is not None  # set by __post_init__
+        return self.far_end
 
     def with_observed(self, observed: np.ndarray) -> ExpectationCells:
         return replace(self, observed=np.asarray(observed, dtype=np.float64))
@@ -93,6 +105,21 @@ class ExpectationCells:
         else:
             drawn = rng.binomial(self.source_weight, self.source_p).astype(np.float64)
         return np.bincount(self.source_profile, weights=drawn, minlength=self.n_cells)
+
+
+def far_end_values(coefficients: np.ndarray, offsets: np.ndarray, direction: int) -> np.ndarray:
+    """Each row's expansion at the far end of the half-bracket (u = -log 1e6 for the negative
+    direction, the start of the first piece; u = log 1e6 for the positive one, the end of the
+    last): T_k(-1) = (-1)^k, T_k(1) = 1. The search decides with it, in one number per cell,
+    whether a value's q-interval reaches that end without summing the far piece."""
+    coefficients = np.asarray(coefficients, dtype=np.float64)
+    if direction > 0:
+        first, last = int(offsets[-2]), int(offsets[-1])
+        signs = np.ones(last - first)
+    else:
+        first, last = int(offsets[0]), int(offsets[1])
+        signs = (-1.0) ** np.arange(last - first)
+    return np.ascontiguousarray(coefficients[:, first:last] @ signs)
 
 
 def nodes(direction: int) -> np.ndarray:
@@ -254,6 +281,7 @@ def score_subgroup(cells: ExpectationCells, selection: np.ndarray, penalty: floa
         cells.weight,
         cells.expected,
         cells.coefficients,
+        cells.ends,
         cells.breaks,
         cells.offsets,
         selection,
@@ -281,6 +309,7 @@ def search_selection(
         cells.weight,
         cells.expected,
         cells.coefficients,
+        cells.ends,
         cells.breaks,
         cells.offsets,
         cells.cardinality,
@@ -330,6 +359,7 @@ __all__ = [
     "ExpectationReplicate",
     "ProfileSums",
     "coefficients_from_nodes",
+    "far_end_values",
     "from_profile_sums",
     "max_score",
     "nodes",
