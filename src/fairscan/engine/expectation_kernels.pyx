@@ -28,7 +28,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from fairscan.engine.search_core cimport Grid, ScoreTable, in_subgroup, search
+from fairscan.engine.search_core cimport (
+    Grid, GridIndex, ScoreTable, grid_index_close, grid_index_open, search, subgroup_cells,
+)
 
 import numpy as np
 
@@ -560,13 +562,12 @@ cdef void _score_set(Table* tb, const uint8_t* sel, double* out) noexcept nogil:
     cdef Exp x
     for a in range(5):
         out[a] = 0.0
-    for i in range(pr.g.n_cells):
-        if in_subgroup(&pr.g, sel, i):
-            C += pr.c[i]
-            W += pr.w[i]
-            E += pr.e[i]
-            ws.inside[n] = i
-            n += 1
+    n = subgroup_cells(&pr.g, sel, ws.inside)
+    for a in range(n):
+        i = ws.inside[a]
+        C += pr.c[i]
+        W += pr.w[i]
+        E += pr.e[i]
     ws.n_inside = n
     if n == 0:
         return
@@ -646,6 +647,7 @@ cdef int _problem(Problem* pr, const int32_t[:, ::1] codes, const double[::1] c,
     pr.g.card = &card[0] if card.shape[0] > 0 else NULL
     pr.g.n_cells = n_cells
     pr.g.m = codes.shape[1]
+    pr.g.index = NULL
     pr.g.kmax = 1
     for a in range(pr.g.m):
         pr.g.kmax = max(pr.g.kmax, <int64_t>card[a])
@@ -792,9 +794,14 @@ def coordinate_ascent(const int32_t[:, ::1] codes, const double[::1] c, const do
     cdef uint8_t[:, ::1] best_sel = best_arr.view(np.uint8)
     if pr.g.m == 0:
         return best_arr, 0.0
-    _table_open(&tb, &pr, &st)
+    cdef GridIndex ix
+    grid_index_open(&pr.g, &ix)
     try:
-        search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
+        _table_open(&tb, &pr, &st)
+        try:
+            search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
+        finally:
+            _workspace_free(&tb.ws)
     finally:
-        _workspace_free(&tb.ws)
+        grid_index_close(&ix)
     return best_arr, best_j
