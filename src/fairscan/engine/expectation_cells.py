@@ -23,6 +23,7 @@ which mirrors the row-level kernel's restarts, random stream and candidate sets)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -98,12 +99,20 @@ class ExpectationCells:
     def with_observed(self, observed: np.ndarray) -> ExpectationCells:
         return replace(self, observed=np.asarray(observed, dtype=np.float64))
 
+    @cached_property
+    def single_rows(self) -> bool:
+        """Whether every source cell is one row (continuous probabilities)."""
+        return bool(self.source_weight.size and int(self.source_weight.max()) == 1)
+
     def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """One null replicate of the profiles' observed sums: Bernoulli(p) per row."""
-        if self.source_weight.size and int(self.source_weight.max()) == 1:
-            drawn = (rng.random(self.source_p.shape[0]) < self.source_p).astype(np.float64)
-        else:
-            drawn = rng.binomial(self.source_weight, self.source_p).astype(np.float64)
+        """One null replicate of the profiles' observed sums: Bernoulli(p) per row (one uniform
+        per source row, in their order, counted per profile in one pass)."""
+        if self.single_rows:
+            uniform = rng.random(self.source_p.shape[0])
+            return expectation_kernels.count_below(
+                uniform, self.source_p, self.source_profile, self.n_cells
+            )
+        drawn = rng.binomial(self.source_weight, self.source_p).astype(np.float64)
         return np.bincount(self.source_profile, weights=drawn, minlength=self.n_cells)
 
 

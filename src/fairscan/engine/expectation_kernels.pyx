@@ -489,8 +489,8 @@ cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
         ws.ag[v] = 0.0
         ws.vstart[v + 1] = ws.vstart[v] + counts[v]
     memset(ws.agg_ready, 0, k * (pr.ch.n_pieces + 1))
-    for v in range(k):
-        ws.vstart[v] = ws.vstart[v + 1] - counts[v]
+    # one pass: the sums, and a stable counting sort of the cells by value (vstart[v] runs
+    # to the end of value v's cells, then moves back to its start)
     for s in range(n):
         i = cells[s]
         v = pr.g.codes[i * m + j]
@@ -498,10 +498,6 @@ cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
         ws.aw[v] += pr.w[i]
         ws.ae[v] += pr.e[i]
         ws.ag[v] += pr.g_end[i]
-    # counting sort, stable: ascending within each value
-    for s in range(n):
-        i = cells[s]
-        v = pr.g.codes[i * m + j]
         t = ws.vstart[v]
         ws.vcells[t] = i
         ws.vstart[v] = t + 1
@@ -734,6 +730,29 @@ def fit_coefficients(const int64_t[::1] cell, const double[::1] w, const double[
                         acc = 0.5 * acc
                     coef[i, base + j] = acc
     return coef_arr
+
+
+def count_below(const double[::1] u, const double[::1] p, const int64_t[::1] cell,
+                int64_t n_cells):
+    """Per cell, how many rows ``i`` of it have ``u[i] < p[i]`` (a null replicate's Bernoulli
+    draws summed per profile in one pass: the counts ``np.bincount(cell, u < p)`` gives)."""
+    cdef int64_t n = u.shape[0]
+    cdef int64_t i, c
+    cdef bint bad = False
+    if p.shape[0] != n or cell.shape[0] != n:
+        raise ValueError("u, p and cell must have the same length")
+    counts_arr = np.zeros(n_cells, np.int64)
+    cdef int64_t[::1] counts = counts_arr
+    with nogil:
+        for i in range(n):
+            c = cell[i]
+            if c < 0 or c >= n_cells:
+                bad = True
+                break
+            counts[c] += u[i] < p[i]  # integers, no branch on the draw
+    if bad:
+        raise ValueError("cell index out of range")
+    return counts_arr.astype(np.float64)
 
 
 def evaluate(const double[::1] a, const double[::1] breaks, const int64_t[::1] offs, double u):
