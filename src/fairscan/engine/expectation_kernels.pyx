@@ -798,11 +798,11 @@ def coordinate_ascent(const int32_t[:, ::1] codes, const double[::1] c, const do
                       const double[::1] e, const double[:, ::1] coef,
                       const double[::1] g_end, const double[::1] breaks,
                       const int64_t[::1] offs, const int32_t[::1] card, double penalty,
-                      int restarts, seed):
+                      int restarts, seed, bint index=True):
     """Best penalised objective over ``restarts`` coordinate-ascent runs and its subgroup.
 
     The direction is that of the pieces (breaks from 0 up: positive; up to 0: negative).
-    Returns ``(best_sel, best_j)`` like kernels.coordinate_ascent."""
+    Returns ``(best_sel, best_j)`` like kernels.coordinate_ascent (``index``: as there)."""
     cdef Problem pr
     cdef Table tb
     cdef ScoreTable st
@@ -814,7 +814,7 @@ def coordinate_ascent(const int32_t[:, ::1] codes, const double[::1] c, const do
     if pr.g.m == 0:
         return best_arr, 0.0
     cdef GridIndex ix
-    grid_index_open(&pr.g, &ix)
+    grid_index_open(&pr.g, &ix, index)
     try:
         _table_open(&tb, &pr, &st)
         try:

@@ -415,16 +415,16 @@ cdef inline void grid_index_close(GridIndex* ix) noexcept:
     memset(ix, 0, sizeof(GridIndex))
 
 
-cdef inline int grid_index_open(Grid* g, GridIndex* ix) except -1:
-    """Index ``g``'s cells by profile key and point ``g.index`` at ``ix`` where the cells are
-    sorted by key and the grid is small enough; else ``g.index`` is NULL (cells are scanned).
-    Free with :func:`grid_index_close` (also when none was built)."""
+cdef inline int grid_index_open(Grid* g, GridIndex* ix, bint wanted) except -1:
+    """Index ``g``'s cells by profile key and point ``g.index`` at ``ix`` where ``wanted``, the
+    cells are sorted by key and the grid is small enough; else ``g.index`` is NULL (cells are
+    scanned). Free with :func:`grid_index_close` (also when none was built)."""
     cdef int64_t m = g.m
     cdef int64_t a, i, key, prev
     cdef double keys = 1.0
     memset(ix, 0, sizeof(GridIndex))
     g.index = NULL
-    if m == 0 or g.n_cells == 0 or g.card == NULL:
+    if not wanted or m == 0 or g.n_cells == 0 or g.card == NULL:
         return 0
     for a in range(m):
         keys *= g.card[a]
