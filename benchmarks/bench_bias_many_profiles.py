@@ -199,9 +199,9 @@ def run_cli(python: str, workers: int) -> dict:
     before_load = load()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0 = time.perf_counter()
+    args = ["run", str(spec), "-o", str(out), "--workers", str(workers)]
     proc = subprocess.run(
-        [python, "-c", code, "run", str(spec), "-o", str(out), "--workers", str(workers)]
-        + ["--no-progress", "--exit-zero", "-q"],
+        [python, "-c", code, *args, "--no-progress", "--exit-zero", "-q"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -306,7 +306,9 @@ def markdown(res: dict) -> str:
         if key in res:
             lines.append(f"- {key.replace('_', ' ')} (fairscan / AIF360, medians): {res[key]:.2f}x")
     if "same_subgroup" in res:
-        lines.append(f"- same subgroup (attributes with every value dropped): {res['same_subgroup']}")
+        lines.append(
+            f"- same subgroup (attributes with every value dropped): {res['same_subgroup']}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -346,11 +348,13 @@ def main() -> None:
     fair = [r for name, r in res["runs"] if name == "fairscan"]
     if aif:
         for key in ("wall", "cpu"):
-            res[f"ratio_{key}"] = statistics.median(r[f"{key}_s"] for r in fair) / statistics.median(
-                r[f"{key}_s"] for r in aif
-            )
+            res[f"ratio_{key}"] = statistics.median(
+                r[f"{key}_s"] for r in fair
+            ) / statistics.median(r[f"{key}_s"] for r in aif)
         res["same_subgroup"] = all(
-            constrained(a["subgroup"]) == constrained(f["subgroup"] or {}) for a in aif for f in fair
+            constrained(a["subgroup"]) == constrained(f["subgroup"] or {})
+            for a in aif
+            for f in fair
         )
     if args.parts:
         res["parts"] = engine_parts(table, args.parts)

@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
+from brute_force import score_records
 
 from fairscan.engine import expectation_kernels, kernels
 from fairscan.engine.expectation_cells import (
@@ -31,9 +30,6 @@ from fairscan.engine.mdss import max_score as row_max_score
 from fairscan.engine.mdss import search as row_search
 from fairscan.engine.randomization import NullSettings, run_replicates
 from fairscan.engine.seeds import child_seed, search_seed
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
-from brute_force import score_records  # noqa: E402
 
 REL = 1e-9
 

@@ -15,9 +15,17 @@ towards u = 0 (where the score of a large set is a small difference of large ter
 degrees hold the interpolation error below ~1e-14 of the piece's largest |g| for any p in
 [1e-6, 1 - 1e-6] (g is analytic in a strip of half-width pi around the real u axis).
 
-A null replicate is then one Bernoulli draw per row (per source cell: Binomial(weight, p)), a
-bincount to the profiles and a search over profiles (:mod:`fairscan.engine.expectation_kernels`,
-which mirrors the row-level kernel's restarts, random stream and candidate sets).
+A null replicate is then one Bernoulli draw per row (per source cell: Binomial(weight, p)),
+counted per profile in one pass (``count_below``), and a search over profiles
+(:mod:`fairscan.engine.expectation_kernels`, which mirrors the row-level kernel's restarts,
+random stream and candidate sets).
+
+What a search costs follows the data (issue 29): a step evaluates a set's expansion on the few
+pieces its Newton solves visit, so each piece of a set is summed when first evaluated (in the
+order of a whole-row sum: the same numbers); whether a value's q-interval reaches the far end of
+the bracket is decided from one number per profile (``far_end``, the expansion at that end)
+where it is clear by a wide margin; and the cells of a rectangular set are listed from a
+profile-key index (engine/search_core.pxd) instead of a pass over every profile.
 """
 
 from __future__ import annotations
@@ -108,7 +116,7 @@ class ExpectationCells:
         """One null replicate of the profiles' observed sums: Bernoulli(p) per row (one uniform
         per source row, in their order, counted per profile in one pass)."""
         if self.single_rows:
-            uniform = rng.random(self.source_p.shape[0])
+            uniform = np.asarray(rng.random(self.source_p.shape[0]))
             return expectation_kernels.count_below(
                 uniform, self.source_p, self.source_profile, self.n_cells
             )
@@ -124,7 +132,7 @@ def far_end_values(coefficients: np.ndarray, offsets: np.ndarray, direction: int
     coefficients = np.asarray(coefficients, dtype=np.float64)
     if direction > 0:
         first, last = int(offsets[-2]), int(offsets[-1])
-        signs = np.ones(last - first)
+        signs: np.ndarray = np.ones(last - first)
     else:
         first, last = int(offsets[0]), int(offsets[1])
         signs = (-1.0) ** np.arange(last - first)
