@@ -78,10 +78,19 @@ def _sent_once(job: ReplicateJob) -> Iterator[ReplicateJob]:
     if data.nbytes <= SHARE_JOB_BYTES:
         yield job
         return
-    fd, path = tempfile.mkstemp(prefix="fairscan-job-", suffix=".pkl")
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
+        fd, path = tempfile.mkstemp(prefix="fairscan-job-", suffix=".pkl")
+    except OSError:  # no writable temporary folder: the job goes with every chunk, as before
+        yield job
+        return
+    try:
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        except OSError:  # e.g. the folder is full
+            del data
+            yield job
+            return
         del data
         yield FileJob(path)
     finally:
