@@ -227,7 +227,7 @@ def seeds():
     import numpy as np
 
     from fairscan.api import scan_seed
-    from fairscan.engine.randomization import child_seed, search_seed
+    from fairscan.engine.seeds import child_seed, search_seed
 
     root = scan_seed(np.random.SeedSequence(0), "fpr")
     return search_seed(child_seed(root, 0)), child_seed(root, 1)

@@ -15,7 +15,11 @@ Cases (inputs and settings of the existing benchmarks, so the numbers line up wi
 * ``gauss``: the Gaussian likelihood (``kernels.pyx``) over the FPR cells, c = observed minus
   expected sums, sigma 0.5, 100 restarts;
 * ``profiles``: ``bench_bias_probabilities.py``'s 1M-row table with per-row probabilities: the
-  search over profile summaries (``expectation_kernels.pyx``) and 20 of its null replicates.
+  search over profile summaries (``expectation_kernels.pyx``) and 20 of its null replicates;
+* ``fpr1m``: ``bench_mdss.py`` section 3's 1M-row, 8-attribute FPR table (61,420 cells, constant
+  expectation; ``kernels.pyx``): the FPR-Scan search, penalty 1, 50 restarts;
+* ``many``: ``bench_bias_many_profiles.py``'s table (69,120 profiles, ~14 rows each): the search
+  over profile summaries and 20 of its null replicates (issue 29).
 
 Each case runs ``--repeat`` times after one warm-up call and prints the in-process median of a
 call and a digest of the result (the same bits before and after a refactoring must print the same
@@ -102,7 +106,8 @@ def compas_cases(case: str, repeat: int) -> dict[str, tuple[float, str]]:
 def profile_case(repeat: int) -> dict[str, tuple[float, str]]:
     from fairscan.engine import expectation_cells as ec
     from fairscan.engine.mdss import ScanProblem
-    from fairscan.engine.randomization import NullSettings, search_seed
+    from fairscan.engine.randomization import NullSettings
+    from fairscan.engine.seeds import search_seed
 
     table = bp.make_table()
     cells = ScanProblem.build(table["codes"], table["y"].astype(np.float64), table["p"]).cells()
@@ -128,13 +133,64 @@ def profile_case(repeat: int) -> dict[str, tuple[float, str]]:
     }
 
 
+def fpr1m_case(repeat: int) -> dict[str, tuple[float, str]]:
+    from fairscan.engine.mdss import ScanProblem, search
+
+    codes, outcome, flagged, _ = bm.make_synthetic(1_000_000)
+    rows = outcome == 0
+    observed = flagged[rows].astype(np.float64)
+    expected = np.full(observed.shape[0], observed.mean())
+    cells = ScanProblem.build(np.ascontiguousarray(codes[rows]), observed, expected).cells()
+
+    def fpr1m() -> object:
+        return search(cells, direction=1, penalty=1.0, restarts=bm.SYN_RESTARTS, seed=7)
+
+    return {"fpr 1M rows search": (median_call(fpr1m, repeat), repr(fpr1m().score))}
+
+
+def many_case(repeat: int) -> dict[str, tuple[float, str]]:
+    import bench_bias_many_profiles as bmp
+
+    from fairscan.engine import expectation_cells as ec
+    from fairscan.engine.mdss import ScanProblem
+    from fairscan.engine.randomization import NullSettings
+    from fairscan.engine.seeds import search_seed
+
+    table = bmp.make_table()
+    cells = ScanProblem.build(table["codes"], table["y"].astype(np.float64), table["p"]).cells()
+    summary = ec.summarise(cells, -1, ec.profiles_of(cells))
+    seed = search_seed(np.random.SeedSequence(bmp.SEED))
+
+    def profiles() -> np.ndarray:
+        return ec.search_selection(summary, penalty=bmp.PENALTY, restarts=bmp.RESTARTS, seed=seed)
+
+    job = ec.ExpectationReplicate(
+        summary, NullSettings(-1, bmp.PENALTY, bmp.RESTARTS), np.random.SeedSequence(bmp.SEED)
+    )
+
+    def replicates() -> list[float]:
+        return [job(r) for r in range(20)]
+
+    return {
+        "many profiles search": (median_call(profiles, repeat), profiles().tobytes().hex()),
+        "many profiles 20 replicates": (
+            median_call(replicates, max(1, repeat // 4)),
+            repr(replicates()),
+        ),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", choices=["fpr", "bias", "gauss", "profiles"])
+    ap.add_argument("case", choices=["fpr", "bias", "gauss", "profiles", "fpr1m", "many"])
     ap.add_argument("--repeat", type=int, default=20, help="timed calls after one warm-up")
     args = ap.parse_args()
     if args.case == "profiles":
         results = profile_case(args.repeat)
+    elif args.case == "fpr1m":
+        results = fpr1m_case(args.repeat)
+    elif args.case == "many":
+        results = many_case(args.repeat)
     else:
         results = compas_cases(args.case, args.repeat)
     for name, (seconds, digest) in results.items():

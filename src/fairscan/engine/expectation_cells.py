@@ -15,14 +15,23 @@ towards u = 0 (where the score of a large set is a small difference of large ter
 degrees hold the interpolation error below ~1e-14 of the piece's largest |g| for any p in
 [1e-6, 1 - 1e-6] (g is analytic in a strip of half-width pi around the real u axis).
 
-A null replicate is then one Bernoulli draw per row (per source cell: Binomial(weight, p)), a
-bincount to the profiles and a search over profiles (:mod:`fairscan.engine.expectation_kernels`,
-which mirrors the row-level kernel's restarts, random stream and candidate sets).
+A null replicate is then one Bernoulli draw per row (per source cell: Binomial(weight, p)),
+counted per profile in one pass (``count_below``), and a search over profiles
+(:mod:`fairscan.engine.expectation_kernels`, which mirrors the row-level kernel's restarts,
+random stream and candidate sets).
+
+What a search costs follows the data (issue 29): a step evaluates a set's expansion on the few
+pieces its Newton solves visit, so each piece of a set is summed when first evaluated (in the
+order of a whole-row sum: the same numbers); whether a value's q-interval reaches the far end of
+the bracket is decided from one number per profile (``far_end``, the expansion at that end)
+where it is clear by a wide margin; and the cells of a rectangular set are listed from a
+profile-key index (engine/search_core.pxd) instead of a pass over every profile.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -78,21 +87,56 @@ class ExpectationCells:
     source_profile: np.ndarray  # (N,) int64
     source_weight: np.ndarray  # (N,) int64
     source_p: np.ndarray  # (N,) float64
+    # (M,) each profile's G at the far end of the half-bracket (derived from the coefficients)
+    far_end: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.far_end is None:
+            ends = far_end_values(self.coefficients, self.offsets, self.direction)
+            object.__setattr__(self, "far_end", ends)
 
     @property
     def n_cells(self) -> int:
         return int(self.weight.shape[0])
 
+    @property
+    def ends(self) -> np.ndarray:
+        assert self.far_end is not None  # set by __post_init__
+        return self.far_end
+
     def with_observed(self, observed: np.ndarray) -> ExpectationCells:
         return replace(self, observed=np.asarray(observed, dtype=np.float64))
 
+    @cached_property
+    def single_rows(self) -> bool:
+        """Whether every source cell is one row (continuous probabilities)."""
+        return bool(self.source_weight.size and int(self.source_weight.max()) == 1)
+
     def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """One null replicate of the profiles' observed sums: Bernoulli(p) per row."""
-        if self.source_weight.size and int(self.source_weight.max()) == 1:
-            drawn = (rng.random(self.source_p.shape[0]) < self.source_p).astype(np.float64)
-        else:
-            drawn = rng.binomial(self.source_weight, self.source_p).astype(np.float64)
+        """One null replicate of the profiles' observed sums: Bernoulli(p) per row (one uniform
+        per source row, in their order, counted per profile in one pass)."""
+        if self.single_rows:
+            uniform = np.asarray(rng.random(self.source_p.shape[0]))
+            return expectation_kernels.count_below(
+                uniform, self.source_p, self.source_profile, self.n_cells
+            )
+        drawn = rng.binomial(self.source_weight, self.source_p).astype(np.float64)
         return np.bincount(self.source_profile, weights=drawn, minlength=self.n_cells)
+
+
+def far_end_values(coefficients: np.ndarray, offsets: np.ndarray, direction: int) -> np.ndarray:
+    """Each row's expansion at the far end of the half-bracket (u = -log 1e6 for the negative
+    direction, the start of the first piece; u = log 1e6 for the positive one, the end of the
+    last): T_k(-1) = (-1)^k, T_k(1) = 1. The search decides with it, in one number per cell,
+    whether a value's q-interval reaches that end without summing the far piece."""
+    coefficients = np.asarray(coefficients, dtype=np.float64)
+    if direction > 0:
+        first, last = int(offsets[-2]), int(offsets[-1])
+        signs: np.ndarray = np.ones(last - first)
+    else:
+        first, last = int(offsets[0]), int(offsets[1])
+        signs = (-1.0) ** np.arange(last - first)
+    return np.ascontiguousarray(coefficients[:, first:last] @ signs)
 
 
 def nodes(direction: int) -> np.ndarray:
@@ -254,6 +298,7 @@ def score_subgroup(cells: ExpectationCells, selection: np.ndarray, penalty: floa
         cells.weight,
         cells.expected,
         cells.coefficients,
+        cells.ends,
         cells.breaks,
         cells.offsets,
         selection,
@@ -281,6 +326,7 @@ def search_selection(
         cells.weight,
         cells.expected,
         cells.coefficients,
+        cells.ends,
         cells.breaks,
         cells.offsets,
         cells.cardinality,
@@ -330,6 +376,7 @@ __all__ = [
     "ExpectationReplicate",
     "ProfileSums",
     "coefficients_from_nodes",
+    "far_end_values",
     "from_profile_sums",
     "max_score",
     "nodes",

@@ -12,6 +12,7 @@ def fit_coefficients(
     breaks: np.ndarray,
     offs: np.ndarray,
 ) -> np.ndarray: ...
+def count_below(u: np.ndarray, p: np.ndarray, cell: np.ndarray, n_cells: int) -> np.ndarray: ...
 def evaluate(
     a: np.ndarray, breaks: np.ndarray, offs: np.ndarray, u: float
 ) -> tuple[float, float, float]: ...
@@ -21,6 +22,7 @@ def score_selection(
     w: np.ndarray,
     e: np.ndarray,
     coef: np.ndarray,
+    g_end: np.ndarray,
     breaks: np.ndarray,
     offs: np.ndarray,
     sel: np.ndarray,
@@ -31,10 +33,12 @@ def coordinate_ascent(
     w: np.ndarray,
     e: np.ndarray,
     coef: np.ndarray,
+    g_end: np.ndarray,
     breaks: np.ndarray,
     offs: np.ndarray,
     card: np.ndarray,
     penalty: float,
     restarts: int,
     seed: int | np.uint64,
+    index: bool = True,
 ) -> tuple[np.ndarray, float]: ...

@@ -71,6 +71,7 @@ def coordinate_ascent(
     penalty: float,
     restarts: int,
     seed: int | np.uint64,
+    index: bool = True,
 ) -> tuple[np.ndarray, float]: ...
 def coordinate_ascent_lik(
     codes: np.ndarray,
@@ -85,4 +86,5 @@ def coordinate_ascent_lik(
     seed: int | np.uint64,
     likelihood: int,
     sigma: float,
+    index: bool = True,
 ) -> tuple[np.ndarray, float]: ...

@@ -40,7 +40,8 @@ from libc.stdlib cimport malloc, free
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from fairscan.engine.search_core cimport (
-    Grid, ScoreTable, SearchWork, compute_mismatch, in_subgroup, ltss_step as core_ltss_step,
+    Grid, GridIndex, ScoreTable, SearchWork, compute_mismatch, grid_index_close, grid_index_open,
+    in_subgroup, ltss_step as core_ltss_step,
     search, search_work_alloc, search_work_free, REL_IMPROVEMENT as _REL_IMPROVEMENT,
 )
 
@@ -651,6 +652,7 @@ cdef int _cells_view(Problem* pr, const int32_t[:, ::1] codes, const double[::1]
     pr.p = &p[0] if n_cells > 0 else NULL
     pr.g.n_cells = n_cells
     pr.g.m = codes.shape[1]
+    pr.g.index = NULL
     pr.direction = direction
     pr.likelihood = likelihood
     pr.sigma2 = sigma * sigma
@@ -770,21 +772,25 @@ def _compute_mismatch(const int32_t[:, ::1] codes, sel, int32_t[::1] mismatch):
     g.n_cells = codes.shape[0]
     g.m = codes.shape[1]
     g.kmax = sel_c.shape[1]
+    g.index = NULL
     return compute_mismatch(&g, &sel_c[0, 0] if g.m else NULL,
                             &mismatch[0] if g.n_cells else NULL)
 
 
 def coordinate_ascent(codes, c, w, p, bint const_p, card, int direction, double penalty,
-                      int restarts, seed):
-    """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup."""
+                      int restarts, seed, bint index=True):
+    """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup.
+
+    ``index``: list rectangular sets from a profile-key index where cheaper (the same cells in
+    the same order as a pass over them, so the same result; False only to check that)."""
     return coordinate_ascent_lik(codes, c, w, p, const_p, card, direction, penalty, restarts,
-                                 seed, BERNOULLI, 1.0)
+                                 seed, BERNOULLI, 1.0, index)
 
 
 def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
                           const double[::1] w, const double[::1] p, bint const_p,
                           const int32_t[::1] card, int direction, double penalty, int restarts,
-                          seed, int likelihood, double sigma):
+                          seed, int likelihood, double sigma, bint index=True):
     """As :func:`coordinate_ascent` for any likelihood (``sigma``: Gaussian only).
 
     Returns ``(best_sel, best_j)``: a boolean (m, kmax) selection and its objective."""
@@ -798,9 +804,14 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     cdef uint8_t[:, ::1] best_sel = best_arr.view(np.uint8)
     if pr.g.m == 0:
         return best_arr, 0.0
-    _table_open(&tb, &pr, &st)
+    cdef GridIndex ix
+    grid_index_open(&pr.g, &ix, index)
     try:
-        search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
+        _table_open(&tb, &pr, &st)
+        try:
+            search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
+        finally:
+            _workspace_free(&tb.ws)
     finally:
-        _workspace_free(&tb.ws)
+        grid_index_close(&ix)
     return best_arr, best_j

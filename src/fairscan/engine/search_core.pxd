@@ -84,12 +84,29 @@ cdef inline int64_t randint(uint64_t* state, int64_t n) noexcept nogil:
 # --------------------------------------------------------------------------------------------
 
 
+# Where the cells come sorted by profile and the attributes' value grid is not much larger than
+# the cells, the cells of a rectangular set (a step's relaxed subgroup, a subgroup) are listed
+# by walking the set's profile keys in ascending order, in time proportional to the set, instead
+# of a pass over every cell. Both ways list the same cells in the same (ascending) order, so
+# nothing computed from them changes; each list is taken the cheaper way.
+cdef struct GridIndex:
+    int64_t* key_start  # n_keys + 1: the cells of profile key k are key_start[k]:key_start[k+1]
+    int64_t n_keys
+    int64_t* stride  # m: key = sum_a code_a * stride_a (the last attribute varies fastest)
+    int64_t* idx  # m: the walk's position in each attribute's value list
+    int64_t* vals  # m * kmax: each attribute's values in the set, ascending
+    int64_t* nvals  # m
+
+
 cdef struct Grid:
     const int32_t* codes  # (n_cells, m) row-major
     const int32_t* card  # (m,)
     int64_t n_cells
     int64_t m
     int64_t kmax
+    GridIndex* index  # the cells by profile key (NULL: none; see grid_index_open)
+
+
 
 
 ctypedef void (*GroupFn)(void* table, const int64_t* cells, int64_t n, int64_t j,
@@ -321,6 +338,8 @@ cdef inline bint in_subgroup(const Grid* g, const uint8_t* sel, int64_t i) noexc
 
 cdef inline bint _any_inside(const Grid* g, const uint8_t* sel) noexcept nogil:
     cdef int64_t i
+    if g.index != NULL and _walk_keys(g, sel, -1) <= g.n_cells:
+        return _walk_cells(g, -1, NULL, NULL, True) > 0
     for i in range(g.n_cells):
         if in_subgroup(g, sel, i):
             return True
@@ -377,6 +396,140 @@ cdef inline void _random_start(const Grid* g, uint8_t* sel, uint64_t* state) noe
 
 
 # --------------------------------------------------------------------------------------------
+# The profile-key index of the cells (GridIndex)
+# --------------------------------------------------------------------------------------------
+
+
+cdef enum:
+    # index the grid when it has at most this many keys per cell (and at least this many keys)
+    INDEX_KEYS_PER_CELL = 4
+    INDEX_MIN_KEYS = 1 << 16
+
+
+cdef inline void grid_index_close(GridIndex* ix) noexcept:
+    free(ix.key_start)
+    free(ix.stride)
+    free(ix.idx)
+    free(ix.vals)
+    free(ix.nvals)
+    memset(ix, 0, sizeof(GridIndex))
+
+
+cdef inline int grid_index_open(Grid* g, GridIndex* ix, bint wanted) except -1:
+    """Index ``g``'s cells by profile key and point ``g.index`` at ``ix`` where ``wanted``, the
+    cells are sorted by key and the grid is small enough; else ``g.index`` is NULL (cells are
+    scanned). Free with :func:`grid_index_close` (also when none was built)."""
+    cdef int64_t m = g.m
+    cdef int64_t a, i, key, prev
+    cdef double keys = 1.0
+    memset(ix, 0, sizeof(GridIndex))
+    g.index = NULL
+    if not wanted or m == 0 or g.n_cells == 0 or g.card == NULL:
+        return 0
+    for a in range(m):
+        keys *= g.card[a]
+    if keys > max(<double>INDEX_KEYS_PER_CELL * g.n_cells, <double>INDEX_MIN_KEYS):
+        return 0
+    ix.n_keys = <int64_t>keys
+    ix.key_start = <int64_t*>calloc(ix.n_keys + 2, sizeof(int64_t))
+    ix.stride = <int64_t*>malloc(m * sizeof(int64_t))
+    ix.idx = <int64_t*>malloc(m * sizeof(int64_t))
+    ix.vals = <int64_t*>malloc(m * g.kmax * sizeof(int64_t))
+    ix.nvals = <int64_t*>malloc(m * sizeof(int64_t))
+    if (ix.key_start == NULL or ix.stride == NULL or ix.idx == NULL or ix.vals == NULL
+            or ix.nvals == NULL):
+        grid_index_close(ix)
+        return 0  # an optimisation: without memory, cells are scanned
+    ix.stride[m - 1] = 1
+    for a in range(m - 2, -1, -1):
+        ix.stride[a] = ix.stride[a + 1] * g.card[a + 1]
+    prev = -1
+    for i in range(g.n_cells):
+        key = 0
+        for a in range(m):
+            key += g.codes[i * m + a] * ix.stride[a]
+        if key < prev or key >= ix.n_keys or key < 0:
+            grid_index_close(ix)  # not sorted by profile: scan
+            return 0
+        ix.key_start[key + 1] += 1
+        prev = key
+    for key in range(ix.n_keys):
+        ix.key_start[key + 1] += ix.key_start[key]
+    g.index = ix
+    return 0
+
+
+cdef inline double _walk_keys(const Grid* g, const uint8_t* sel, int64_t j) noexcept nogil:
+    """Set up the walk over the keys of ``sel`` (attribute ``j``, if >= 0, with all its
+    values); returns the number of keys (0 when a set is empty)."""
+    cdef GridIndex* ix = g.index
+    cdef int64_t a, v, n
+    cdef double keys = 1.0
+    for a in range(g.m):
+        n = 0
+        for v in range(g.card[a]):
+            if a == j or sel[a * g.kmax + v]:
+                ix.vals[a * g.kmax + n] = v
+                n += 1
+        ix.nvals[a] = n
+        ix.idx[a] = 0
+        keys *= n
+    return keys
+
+
+cdef inline int64_t _walk_cells(const Grid* g, int64_t j, int64_t* cells, int64_t* counts,
+                                bint first_only) noexcept nogil:
+    """The cells of the keys set up by :func:`_walk_keys`, ascending, into ``cells`` (their
+    number per value of ``j`` into ``counts`` when j >= 0); the count. ``first_only``: stop at
+    the first cell (cells and counts untouched)."""
+    cdef GridIndex* ix = g.index
+    cdef int64_t m = g.m
+    cdef int64_t kmax = g.kmax
+    cdef int64_t a, key, s, start, end
+    cdef int64_t n = 0
+    key = 0
+    for a in range(m):
+        if ix.nvals[a] == 0:
+            return 0
+        key += ix.vals[a * kmax] * ix.stride[a]
+    while True:
+        start = ix.key_start[key]
+        end = ix.key_start[key + 1]
+        if end > start:
+            if first_only:
+                return 1
+            if j >= 0:
+                counts[ix.vals[j * kmax + ix.idx[j]]] += end - start
+            for s in range(start, end):
+                cells[n] = s
+                n += 1
+        a = m - 1
+        while a >= 0:
+            ix.idx[a] += 1
+            if ix.idx[a] < ix.nvals[a]:
+                key += (ix.vals[a * kmax + ix.idx[a]] - ix.vals[a * kmax + ix.idx[a] - 1]) * ix.stride[a]
+                break
+            key -= (ix.vals[a * kmax + ix.nvals[a] - 1] - ix.vals[a * kmax]) * ix.stride[a]
+            ix.idx[a] = 0
+            a -= 1
+        if a < 0:
+            return n
+
+
+cdef inline int64_t subgroup_cells(const Grid* g, const uint8_t* sel, int64_t* cells) noexcept nogil:
+    """The cells inside the subgroup ``sel``, ascending, into ``cells``; their number."""
+    cdef int64_t i
+    cdef int64_t n = 0
+    if g.index != NULL and _walk_keys(g, sel, -1) <= g.n_cells:
+        return _walk_cells(g, -1, cells, NULL, False)
+    for i in range(g.n_cells):
+        if in_subgroup(g, sel, i):
+            cells[n] = i
+            n += 1
+    return n
+
+
+# --------------------------------------------------------------------------------------------
 # Exact attribute step (LTSS over q-intervals, methods.md §1.4.3)
 # --------------------------------------------------------------------------------------------
 
@@ -387,16 +540,23 @@ cdef inline int _cmp_double(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef inline int64_t _relaxed_cells(const Grid* g, const uint8_t* sel, const int32_t* mismatch,
-                                   int64_t j, int64_t* cells, int64_t* counts) noexcept nogil:
+cdef inline int64_t _relaxed_cells(const Grid* g, const uint8_t* sel, int32_t* mismatch,
+                                   bint* mismatch_ok, int64_t j, int64_t* cells,
+                                   int64_t* counts) noexcept nogil:
     """Cells of the relaxed subgroup R (matching S on every attribute but j), ascending, and
-    their number per value of j; returns how many."""
+    their number per value of j; returns how many. Listed from the key index where that is
+    cheaper, else by a pass over the cells' mismatch counts (brought up to date first)."""
     cdef int64_t m = g.m
     cdef int64_t kmax = g.kmax
     cdef int64_t i, v
     cdef int64_t n = 0
     for v in range(g.card[j]):
         counts[v] = 0
+    if g.index != NULL and _walk_keys(g, sel, j) <= g.n_cells:
+        return _walk_cells(g, j, cells, counts, False)
+    if not mismatch_ok[0]:
+        compute_mismatch(g, sel, mismatch)
+        mismatch_ok[0] = True
     for i in range(g.n_cells):
         v = g.codes[i * m + j]
         if mismatch[i] - (0 if sel[j * kmax + v] else 1) == 0:
@@ -413,7 +573,16 @@ cdef inline double ltss_step(const Grid* g, const ScoreTable* st, SearchWork* sw
 
     Returns ``F(S') - penalty * |S'_j|`` (no penalty when S'_j is all values) and writes the
     chosen value set of attribute ``j`` into ``out_row``. The penalty of the other attributes
-    is the caller's constant."""
+    is the caller's constant. ``mismatch``: the cells' counts for ``sel`` (compute_mismatch)."""
+    cdef bint ok = True  # so never written
+    return _ltss_step(g, st, sw, sel, <int32_t*>mismatch, &ok, j, penalty, out_row)
+
+
+cdef inline double _ltss_step(const Grid* g, const ScoreTable* st, SearchWork* sw,
+                              const uint8_t* sel, int32_t* mismatch, bint* mismatch_ok,
+                              int64_t j, double penalty, uint8_t* out_row) noexcept nogil:
+    """:func:`ltss_step` with ``mismatch`` recounted first if it is stale (``mismatch_ok``)
+    and the relaxed subgroup is not listed from the key index."""
     cdef int64_t k = g.card[j]
     cdef int64_t* counts = sw.counts
     cdef uint8_t* chosen = sw.chosen
@@ -422,7 +591,7 @@ cdef inline double ltss_step(const Grid* g, const ScoreTable* st, SearchWork* sw
     cdef double best, unused, f_k, j_k, mid
     cdef bint best_is_all = True
 
-    n = _relaxed_cells(g, sel, mismatch, j, sw.cells, counts)
+    n = _relaxed_cells(g, sel, mismatch, mismatch_ok, j, sw.cells, counts)
     st.group(st.table, sw.cells, n, j, counts)
 
     # candidate 0: attribute unconstrained (no penalty for j)
@@ -485,8 +654,8 @@ cdef inline double _memo_step(const Grid* g, const ScoreTable* st, SearchWork* s
                               int64_t j, double penalty, uint8_t* out_row) noexcept nogil:
     """:func:`ltss_step`, computed once per (j, selection of the other attributes).
 
-    ``mismatch`` is brought up to date (``mismatch_ok``) only when a step is computed: the
-    ascent skips that O(cells) bookkeeping while its steps are looked up."""
+    ``mismatch`` is brought up to date (``mismatch_ok``) only when a step scans the cells: the
+    ascent skips that O(cells) bookkeeping while its steps are looked up or listed by key."""
     cdef StepMemo* memo = &sw.memo
     cdef bint found = False
     cdef int64_t slot = 0
@@ -502,10 +671,7 @@ cdef inline double _memo_step(const Grid* g, const ScoreTable* st, SearchWork* s
             for v in range(g.card[j]):
                 out_row[v] = memo.rows[slot * kmax + v]
             return memo.parts[slot]
-    if not mismatch_ok[0]:
-        compute_mismatch(g, sel, mismatch)
-        mismatch_ok[0] = True
-    part = ltss_step(g, st, sw, sel, mismatch, j, penalty, out_row)
+    part = _ltss_step(g, st, sw, sel, mismatch, mismatch_ok, j, penalty, out_row)
     if memo.capacity > 0:
         _memo_keep(memo, slot, j, out_row, part)
     return part
@@ -600,11 +766,10 @@ cdef inline int search(const Grid* g, const ScoreTable* st, double penalty, int 
             PyErr_CheckSignals()  # Ctrl-C between restarts raises here
             if r == 0:
                 select_all(g, sel)
-                compute_mismatch(g, sel, mismatch)
             else:
                 _random_start(g, sel, &state)
             with nogil:
-                cur = _ascend(g, st, &sw, sel, mismatch, r == 0, row, visited, penalty, &state)
+                cur = _ascend(g, st, &sw, sel, mismatch, False, row, visited, penalty, &state)
             if cur > best_out[0]:
                 best_out[0] = cur
                 memcpy(best_sel, sel, m * kmax)

@@ -20,14 +20,18 @@ import itertools
 import os
 import re
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from joblib.externals.loky import get_reusable_executor
+from joblib.externals.loky.backend.reduction import dumps, loads
 from joblib.externals.loky.process_executor import BrokenProcessPool, TerminatedWorkerError
 
 from fairscan.errors import ScanError
@@ -44,6 +48,54 @@ WAIT_POLL_SECONDS = 0.1
 # the process exits: `_shutdown_at_exit`).
 IDLE_SECONDS = 10
 _AT_EXIT: list[Any] = []
+# A job larger than this when pickled (a profile summary of 1M rows: ~100 MB) travels to the
+# workers once, through a file each worker reads on its first chunk, instead of with every chunk
+# (each submitted chunk pickles its arguments: 60 chunks would copy 6 GB through the pipes).
+SHARE_JOB_BYTES = 4 * 1024 * 1024
+# the job a worker process last read from a file: (its file, the job)
+_READ_JOB: list[tuple[str, Any]] = []
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """A job pickled to ``path`` by the parent: the workers read it once and keep it."""
+
+    path: str
+
+    def __call__(self, index: int) -> float:
+        if not _READ_JOB or _READ_JOB[0][0] != self.path:
+            _READ_JOB[:] = []  # the previous scan's job goes first
+            _READ_JOB.append((self.path, loads(Path(self.path).read_bytes())))
+        job = _READ_JOB[0][1]
+        return float(job(index))
+
+
+@contextlib.contextmanager
+def _sent_once(job: ReplicateJob) -> Iterator[ReplicateJob]:
+    """``job`` itself when it is small, else a :class:`FileJob` for it (the file is removed when
+    the replicates are done). Either way the workers compute the same numbers."""
+    data = dumps(job)  # as loky pickles a submitted task
+    if data.nbytes <= SHARE_JOB_BYTES:
+        yield job
+        return
+    try:
+        fd, path = tempfile.mkstemp(prefix="fairscan-job-", suffix=".pkl")
+    except OSError:  # no writable temporary folder: the job goes with every chunk, as before
+        yield job
+        return
+    try:
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        except OSError:  # e.g. the folder is full
+            del data
+            yield job
+            return
+        del data
+        yield FileJob(path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -183,6 +235,17 @@ def run_chunks(
     """Fill ``scores[a:b]`` with ``job(r)`` for each chunk [a, b) of ``bounds``, in ``workers``
     worker processes; an interrupt or a failing replicate stops every worker at once, a worker
     killed from outside is a :class:`~fairscan.errors.ScanError` saying what was lost."""
+    with _sent_once(job) as sent:
+        _run_submitted(sent, scores, bounds, workers, on_progress)
+
+
+def _run_submitted(
+    job: ReplicateJob,
+    scores: np.ndarray,
+    bounds: np.ndarray,
+    workers: int,
+    on_progress: Callable[[int], None] | None,
+) -> None:
     executor, futures = _submit_all(job, bounds, workers)
     done = 0
     try:
