@@ -109,3 +109,17 @@ def test_a_file_too_big_for_the_cgroup_exits_2_with_the_limit(
     assert "needs about" in outcome.stderr and "available" in outcome.stderr
     assert "Traceback" not in outcome.stderr
     assert "stream" in outcome.stderr  # the way out
+
+
+def test_a_streamed_text_file_too_big_to_decode_exits_2(
+    project: Project, memory_cgroup: Path
+) -> None:
+    """Streamed, a CSV is decoded by polars, which reads a text file whole: under the limit
+    the run says so and how to go on (Parquet, smaller files), instead of being killed."""
+    data = project.root / "big.csv"
+    _big_csv(data, 5_000_000)
+    spec = project.spec(spec_text(data="big.csv"))
+    outcome = _run_in(memory_cgroup, project, "run", str(spec))
+    assert outcome.returncode == 2, (outcome.returncode, outcome.stderr[-2000:])
+    assert "to decode" in outcome.stderr and "Parquet" in outcome.stderr
+    assert "Traceback" not in outcome.stderr
