@@ -54,3 +54,23 @@ def test_int32_and_int64_parts_read_as_one_table(tmp_path: Path, fmt: str) -> No
         ]
     ).write_parquet(whole)
     assert _summary(tmp_path, folder) == _summary(tmp_path, whole)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "ndjson"])
+def test_text_parts_with_whole_numbers_in_one_and_decimals_in_another(
+    tmp_path: Path, fmt: str
+) -> None:
+    """Each text part is typed from its own rows: a column of whole numbers in one part and
+    decimals in the other (here the decisions, written 1.0 / 0.0 by another tool) reads as
+    decimals (it failed for NDJSON: "cannot parse '1.0' (f64) as Int64"), as the same rows in
+    one file do."""
+    frame = pl.read_csv(ROOT / "sample_data" / "credit.csv")
+    first = frame[:5000]
+    second = frame[5000:].with_columns(pl.col("high_risk").cast(pl.Float64))
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for name, part in (("a", first), ("b", second)):
+        getattr(part, f"write_{fmt}")(folder / f"{name}.{fmt}")
+    whole = tmp_path / "whole.parquet"
+    pl.concat([first.cast({"high_risk": pl.Float64}), second]).write_parquet(whole)
+    assert _summary(tmp_path, folder) == _summary(tmp_path, whole)

@@ -25,6 +25,7 @@ running query (``interrupt()``) when the waiting thread is interrupted (Ctrl-C, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -129,9 +130,13 @@ class Engine:
             return
 
         def close() -> None:
-            con.close()
+            # an interrupted query may still hold the connection (DuckDB refuses to close it
+            # then): it is released with the process; the spill folder goes either way
+            with contextlib.suppress(Exception):
+                con.close()
             if spill is not None:
-                spill.cleanup()
+                with contextlib.suppress(OSError):
+                    spill.cleanup()
 
         closer = threading.Thread(target=close, name="fairscan-duckdb-close", daemon=True)
         closer.start()

@@ -76,9 +76,14 @@ class DatasetSource:
                 if len(self.files) > 1:
                     return _ipc_parts(self.files)
                 return pl.scan_ipc(target)
+            # text parts are typed one by one (each from its own first rows): a column that is
+            # whole numbers in one part and decimals or text in another is read as the wider
+            overrides = _text_drift(self.files, self.format) if not self.remote else None
             if self.format == "ndjson":
-                return pl.scan_ndjson(target)
-            return pl.scan_csv(target, infer_schema_length=10_000, null_values=None)
+                return pl.scan_ndjson(target, schema_overrides=overrides)
+            return pl.scan_csv(
+                target, infer_schema_length=10_000, null_values=None, schema_overrides=overrides
+            )
         except (Exception, pl.exceptions.PanicException) as exc:
             raise DataError(
                 f"cannot scan {self.location!r}: {first_line(exc)}",
@@ -129,6 +134,40 @@ def _widest(schemas: list[dict[str, pl.DataType]]) -> dict[str, pl.DataType]:
             if have is None or _wider(dtype, have):
                 target[name] = dtype
     return target
+
+
+def _wider_text(a: pl.DataType, b: pl.DataType) -> bool:
+    """``a`` reads every value of ``b`` as text parts are parsed: integers < floats < text."""
+    rank = {pl.String: 2, pl.Float32: 1, pl.Float64: 1}
+    ints = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+    rank.update(dict.fromkeys(ints, 0))
+    if a in rank and b in rank and rank[a] != rank[b]:  # type: ignore[index]
+        return rank[a] > rank[b]  # type: ignore[index]
+    return _wider(a, b)
+
+
+def _text_drift(files: tuple[Path, ...], fmt: str) -> dict[str, pl.DataType] | None:
+    """The columns whose inferred type differs between the text parts, with the type that
+    reads them all (None: the parts agree, polars' own inference stands)."""
+    if len(files) < 2:
+        return None
+
+    def schema_of(path: Path) -> dict[str, pl.DataType]:
+        if fmt == "ndjson":
+            return dict(pl.scan_ndjson(path).collect_schema())
+        return dict(
+            pl.scan_csv(path, infer_schema_length=10_000, null_values=None).collect_schema()
+        )
+
+    schemas = [schema_of(f) for f in files]
+    target: dict[str, pl.DataType] = {}
+    for schema in schemas:
+        for name, dtype in schema.items():
+            have = target.get(name)
+            if have is None or _wider_text(dtype, have):
+                target[name] = dtype
+    drift = {n: t for n, t in target.items() if any(s.get(n, t) != t for s in schemas)}
+    return drift or None
 
 
 def _widest_schema(
