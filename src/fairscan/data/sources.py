@@ -125,13 +125,18 @@ def _ipc_parts(files: tuple[Path, ...]) -> pl.LazyFrame:
     return pl.concat(parts, how="vertical")
 
 
-def _widest(schemas: list[dict[str, pl.DataType]]) -> dict[str, pl.DataType]:
-    """Each column's widest integer or float type over the parts (else its first type)."""
+def _widest(
+    schemas: list[dict[str, pl.DataType]],
+    wider: Callable[[pl.DataType, pl.DataType], bool] | None = None,
+) -> dict[str, pl.DataType]:
+    """Each column's widest type over the parts by ``wider`` (default: the widest integer or
+    float type; else its first type)."""
+    is_wider = wider or _wider
     target: dict[str, pl.DataType] = {}
     for schema in schemas:
         for name, dtype in schema.items():
             have = target.get(name)
-            if have is None or _wider(dtype, have):
+            if have is None or is_wider(dtype, have):
                 target[name] = dtype
     return target
 
@@ -160,12 +165,7 @@ def _text_drift(files: tuple[Path, ...], fmt: str) -> dict[str, pl.DataType] | N
         )
 
     schemas = [schema_of(f) for f in files]
-    target: dict[str, pl.DataType] = {}
-    for schema in schemas:
-        for name, dtype in schema.items():
-            have = target.get(name)
-            if have is None or _wider_text(dtype, have):
-                target[name] = dtype
+    target = _widest(schemas, _wider_text)
     drift = {n: t for n, t in target.items() if any(s.get(n, t) != t for s in schemas)}
     return drift or None
 

@@ -511,6 +511,66 @@ def covers(codes: np.ndarray, patterns: list[tuple[tuple[int, int], ...]]) -> np
     return out
 
 
+class _SubsetNull:
+    """The random-subset test of a set of rows (methods.md §6.6 steps 2-4) on rows sorted by
+    score, with the null draws cached per (positives, negatives): the search's significance
+    test and the given subgroups' test share it. ``ws``: the sorted rows' sample weights (the
+    measures are weighted; a null subset has the rows' numbers of positive and negative rows,
+    each drawn row carrying its weight)."""
+
+    def __init__(
+        self,
+        ys: np.ndarray,
+        grp: np.ndarray,
+        mcode: int,
+        ws: np.ndarray | None,
+        subsets: int,
+        seed: np.random.SeedSequence,
+        threads: int,
+    ) -> None:
+        self.ys, self.grp, self.mcode, self.ws = ys, grp, mcode, ws
+        self.subsets, self.seed, self.threads = subsets, seed, max(1, threads)
+        self.overall = _measure_rows(np.arange(len(ys), dtype=np.int64), ys, grp, mcode, ws)
+        self.pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
+        self.neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
+        self.sign = -1.0 if mcode == MEASURE_ARL else 1.0  # statistic: larger = worse subgroup
+        self.cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def observed(self, rows: np.ndarray) -> tuple[float, float, tuple[float, float, float]]:
+        """(measure, statistic, (size, positives, negatives)) of ``rows``; sizes are sums of
+        sample weights when weighted."""
+        ys, ws = self.ys, self.ws
+        value = _measure_rows(rows, ys, self.grp, self.mcode, ws) if len(rows) else float("nan")
+        stat = self.sign * (self.overall - value)
+        p_c = int(ys[rows].sum())
+        if ws is None:
+            return value, stat, (len(rows), p_c, len(rows) - p_c)
+        w_pos = float(ws[rows][ys[rows] == 1].sum())
+        return value, stat, (float(ws[rows].sum()), w_pos, float(ws[rows].sum()) - w_pos)
+
+    def null(self, rows: np.ndarray) -> np.ndarray:
+        """The statistics of ``subsets`` random subsets with as many positives and negatives."""
+        p_c = int(self.ys[rows].sum())
+        pair = (p_c, len(rows) - p_c)
+        if pair not in self.cache:
+            rng = np.random.Generator(np.random.PCG64(child_seed(self.seed, *pair)))
+            up = rng.random((self.subsets, pair[0]))
+            un = rng.random((self.subsets, pair[1]))
+            args = (up, un, self.pos_rows, self.neg_rows, self.ys)
+            if self.ws is None:
+                values = null_measures(*args, self.grp, self.mcode, threads=self.threads)
+            else:
+                values = null_measures_weighted(
+                    *args, self.ws, self.grp, self.mcode, threads=self.threads
+                )
+            self.cache[pair] = self.sign * (self.overall - values)
+        return self.cache[pair]
+
+
+def _exceedances(null: np.ndarray, stat: float) -> int:
+    return int(np.count_nonzero(null >= stat - TIE_TOLERANCE * max(1.0, abs(stat))))
+
+
 def significance(
     codes: np.ndarray,
     y: np.ndarray,
@@ -529,55 +589,24 @@ def significance(
 
     ``sample_weight``: the rows' sample weights. The measures are weighted; a null subset has the
     pattern's numbers of positive and negative rows, each drawn row carrying its weight."""
-    mcode = MEASURES[measure_name]
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     codes_sorted = np.asarray(codes)[order]
-    n = len(ys)
     ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
-    overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
-    pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
-    neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
-    sign = -1.0 if mcode == MEASURE_ARL else 1.0  # statistic: larger = worse subgroup
-    cache: dict[tuple[int, int], np.ndarray] = {}
+    tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     tests: list[PatternTest] = []
     cov = covers(codes_sorted, patterns)
-    threads = max(1, workers)
     for i in range(len(patterns)):
         rows = np.flatnonzero(cov[i]).astype(np.int64)
-        p_c = int(ys[rows].sum())
-        n_c = len(rows) - p_c
-        value = _measure_rows(rows, ys, grp, mcode, ws) if len(rows) else float("nan")
-        stat = sign * (overall - value)
-        if ws is None:
-            counts: tuple[float, float, float] = (len(rows), p_c, n_c)
-        else:
-            w_pos = float(ws[rows][ys[rows] == 1].sum())
-            counts = (float(ws[rows].sum()), w_pos, float(ws[rows].sum()) - w_pos)
+        value, stat, counts = tester.observed(rows)
         if not np.isfinite(stat) or subsets == 0:
             tests.append(PatternTest(value, float("nan"), *counts, 0, 1.0))
             continue
-        pair = (p_c, n_c)
-        if pair not in cache:
-            rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
-            up = rng.random((subsets, p_c))
-            un = rng.random((subsets, n_c))
-            if ws is None:
-                null_values = null_measures(
-                    up, un, pos_rows, neg_rows, ys, grp, mcode, threads=threads
-                )
-            else:
-                null_values = null_measures_weighted(
-                    up, un, pos_rows, neg_rows, ys, ws, grp, mcode, threads=threads
-                )
-            cache[pair] = sign * (overall - null_values)
-        null = cache[pair]
-        threshold = stat - TIE_TOLERANCE * max(1.0, abs(stat))
-        exceed = int(np.count_nonzero(null >= threshold))
+        exceed = _exceedances(tester.null(rows), stat)
         p = exceed / subsets if paper_pvalue else (1 + exceed) / (1 + subsets)
         tests.append(PatternTest(value, float(stat), *counts, exceed, p))
     adjusted = adjust_p_values(np.array([t.p_value for t in tests]), correction)
     return SignificanceResult(
-        overall=overall, tests=tests, adjusted=adjusted, null_pairs=len(cache)
+        overall=tester.overall, tests=tests, adjusted=adjusted, null_pairs=len(tester.cache)
     )
 
 
@@ -608,48 +637,22 @@ def fixed_subset_tests(
     statistic over ``subsets`` random subsets with as many positives and negatives, drawn
     without replacement (§6.6 step 3); p = (1 + #{null >= observed}) / (1 + R). The rows are
     all the rows given: with no search there is nothing to hold out. ``sample_weight``: as in
-    :func:`significance` (weighted measures; each drawn row carries its weight)."""
-    mcode = MEASURES[measure_name]
+    :func:`significance`."""
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
-    n = len(ys)
     ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
-    overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
-    pos_rows = np.flatnonzero(ys == 1).astype(np.int64)
-    neg_rows = np.flatnonzero(ys == 0).astype(np.int64)
-    sign = -1.0 if mcode == MEASURE_ARL else 1.0
-    cache: dict[tuple[int, int], np.ndarray] = {}
+    tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     out: list[FixedSubsetTest] = []
     for mask in masks:
         rows = np.flatnonzero(np.asarray(mask)[order]).astype(np.int64)
-        p_c = int(ys[rows].sum())
-        n_c = len(rows) - p_c
-        value = _measure_rows(rows, ys, grp, mcode, ws) if len(rows) else float("nan")
-        stat = sign * (overall - value)
-        if ws is None:
-            counts: tuple[float, float, float] = (len(rows), p_c, n_c)
-        else:
-            w_pos = float(ws[rows][ys[rows] == 1].sum())
-            counts = (float(ws[rows].sum()), w_pos, float(ws[rows].sum()) - w_pos)
+        value, stat, counts = tester.observed(rows)
         if not np.isfinite(stat) or subsets == 0:
             out.append(FixedSubsetTest(PatternTest(value, stat, *counts, 0, 1.0), None))
             continue
-        pair = (p_c, n_c)
-        if pair not in cache:
-            rng = np.random.Generator(np.random.PCG64(child_seed(seed, p_c, n_c)))
-            up = rng.random((subsets, p_c))
-            un = rng.random((subsets, n_c))
-            if ws is None:
-                values = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, threads=workers)
-            else:
-                values = null_measures_weighted(
-                    up, un, pos_rows, neg_rows, ys, ws, grp, mcode, threads=workers
-                )
-            cache[pair] = sign * (overall - values)
-        null = cache[pair]
-        exceed = int(np.count_nonzero(null >= stat - TIE_TOLERANCE * max(1.0, abs(stat))))
-        p = (1 + exceed) / (1 + subsets)
-        out.append(FixedSubsetTest(PatternTest(value, stat, *counts, exceed, p), null))
-    return overall, out
+        null = tester.null(rows)
+        exceed = _exceedances(null, stat)
+        test = PatternTest(value, stat, *counts, exceed, (1 + exceed) / (1 + subsets))
+        out.append(FixedSubsetTest(test, null))
+    return tester.overall, out
 
 
 def alternative_statistics(
