@@ -201,7 +201,9 @@ def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
             observed = observed * inputs.multiplicity
         cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
         multiplicity = inputs.multiplicity
-        if multiplicity is None or not fractional(multiplicity):
+        # permuted residuals are per row, whatever the weights: each times its row's weight
+        per_row = inputs.draw == "permutation" or fractional(multiplicity)
+        if multiplicity is None or not per_row:
             if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
                 return pooled_means(cells)
             return cells
