@@ -623,3 +623,32 @@ def test_fractional_null_draws_hold_their_level(tmp_path):
         )
     # 80 runs at a true level 0.1: mean 8, sd 2.7; a per-unit-of-weight null would be far off
     assert hits <= 16, hits
+
+
+def test_fractional_gaussian_given_subgroup_p_value_against_the_normal_tail(tmp_path):
+    """A given subgroup's Gaussian test with fractional weights: under the null its weighted
+    sum s = sum_S w Delta / sigma^2 is N(0, sum_S w^2 / sigma^2), so p = Phi(-|s| / sd) in the
+    direction of s; the parametric draws (per row times the weight) reproduce it."""
+    from scipy.stats import norm
+
+    path, frame = _frame_weights(tmp_path)
+    rng = np.random.default_rng(4)
+    # a prediction correct in expectation: residuals N(0, 1), so s / sd is of order 1
+    frame = frame.with_columns((pl.col("income_k") - rng.normal(size=frame.height)).alias("pred"))
+    frame.write_csv(path)
+    w = frame["w"].to_numpy()
+    delta = frame["income_k"].to_numpy() - frame["pred"].to_numpy()
+    inside = _inside(frame, {"ethnicity": ["B"]})
+    direction = "positive" if (w * delta)[inside].sum() > 0 else "negative"
+    given = {**GAUSSIAN, "prediction": "pred", "direction": direction}
+    scan = _run(tmp_path, path, {**given, "subgroups": [{"ethnicity": ["B"]}]}, replicates=4000)
+    (finding,) = scan.scans[0].findings
+    variance = scan.scans[0].parameters["pooled_variance"]
+    s = float((w * delta)[inside].sum() / variance)
+    sd = math.sqrt(float((w**2)[inside].sum() / variance))
+    tail = float(norm.sf(abs(s) / sd))
+    assert finding.detail["given_subgroup"]["test"] == "parametric draws"
+    assert 0.02 < tail < 0.98  # a tail the draws can resolve
+    assert finding.p_value == pytest.approx(tail, abs=0.02)  # 4000 draws: SE below 0.007
+    # were the draws per unit of weight (variance sum w / sigma^2), the tail would differ
+    assert abs(norm.sf(abs(s) / math.sqrt(w[inside].sum() / variance)) - tail) > 0.025
