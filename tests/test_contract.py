@@ -344,23 +344,51 @@ def fractional_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# bias_scan's other scores and outcome types (the example is the binary Bernoulli scan)
+BIAS_SETTINGS: dict[str, dict[str, Any]] = {
+    "gaussian": {"outcome_type": "continuous", "score": "gaussian", "direction": "positive"},
+    "count": {"outcome_type": "count", "score": "poisson"},
+    "ordinal": {"outcome_type": "ordinal", "score": "poisson"},
+    "nominal": {"outcome_type": "nominal"},
+    "one-class": {"outcome_type": "nominal", "positive": 1},
+}
+
+
+def _check_fractional(tmp_path: Path, scan_type: str, table: Path, **extra: Any) -> None:
+    got = _weighted_run(tmp_path, scan_type, table, "w", **extra)
+    scan = got["scans"][0]
+    assert scan["status"] != "error", scan["error"]
+    assert got["provenance"]["rows_after_filter"] == 2500  # relative weights: n is the rows
+    plain = _weighted_run(tmp_path, scan_type, table, None, **extra)["scans"][0]
+    plain.pop("timing")
+    assert {k: v for k, v in scan.items() if k != "timing"} != plain  # the weights are used
+    scaled = _weighted_run(tmp_path, scan_type, table, "w_scaled", **extra)["scans"][0]
+    for r in (scan, scaled):
+        r.pop("timing")
+        r["parameters"].pop("weight", None)
+    _close(scan, scaled)
+
+
 @pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
 def test_fractional_weights_are_honoured_and_scale_free(
     tmp_path: Path, fractional_table: Path, scan_type: str
 ) -> None:
     assert scan_type in FRACTIONAL, f"{scan_type} must honour fractional weights"
-    got = _weighted_run(tmp_path, scan_type, fractional_table, "w")
-    scan = got["scans"][0]
-    assert scan["status"] != "error", scan["error"]
-    assert got["provenance"]["rows_after_filter"] == 2500  # relative weights: n is the rows
-    plain = _weighted_run(tmp_path, scan_type, fractional_table, None)["scans"][0]
-    plain.pop("timing")
-    assert {k: v for k, v in scan.items() if k != "timing"} != plain  # the weights are used
-    scaled = _weighted_run(tmp_path, scan_type, fractional_table, "w_scaled")["scans"][0]
-    for r in (scan, scaled):
-        r.pop("timing")
-        r["parameters"].pop("weight", None)
-    _close(scan, scaled)
+    _check_fractional(tmp_path, scan_type, fractional_table)
+
+
+def _bias_spec(setting: str) -> Any:
+    return SCAN_TYPES["bias_scan"].spec_model.model_validate(
+        {"id": "x", "type": "bias_scan", **EXAMPLES["bias_scan"], **BIAS_SETTINGS[setting]}
+    )
+
+
+@pytest.mark.parametrize("setting", sorted(BIAS_SETTINGS))
+def test_fractional_weights_in_every_bias_scan_setting(
+    tmp_path: Path, fractional_table: Path, setting: str
+) -> None:
+    assert SCAN_TYPES["bias_scan"].honours_fractional_weights(_bias_spec(setting))
+    _check_fractional(tmp_path, "bias_scan", fractional_table, **BIAS_SETTINGS[setting])
 
 
 def _statistics(scan: dict[str, Any]) -> Any:
@@ -412,6 +440,36 @@ def test_the_weighted_rows_path_equals_the_replicated_table(
     assert got["status"] != "error", got["error"]
     assert _statistics(got), "the example must find something to compare"
     _close(_statistics(want), _statistics(got))
+
+
+@pytest.mark.parametrize("setting", sorted(BIAS_SETTINGS))
+def test_the_weighted_rows_path_of_bias_scan_settings_equals_the_replicated_table(
+    tmp_path: Path,
+    weighted_tables: tuple[Path, Path],
+    setting: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whole-number weights through the weighted path of each bias_scan setting (weighted
+    likelihood and pooled variance, null draws per unit of weight): the replicated table's
+    report, p-values included for the same seed; the nominal scan draws one class per row and
+    the ordinal one permutes the rows' residuals (each times its weight), so their p-values
+    differ there and their statistics are compared."""
+    import fairscan.data.weights as weights
+
+    weighted, replicated = weighted_tables
+    extra = BIAS_SETTINGS[setting]
+    want = _weighted_run(tmp_path, "bias_scan", replicated, None, **extra)["scans"][0]
+    monkeypatch.setattr(weights, "whole_numbers", lambda data: False)
+    got = _weighted_run(tmp_path, "bias_scan", weighted, "w", **extra)["scans"][0]
+    assert got["status"] != "error", got["error"]
+    assert _statistics(got), "the example must find something to compare"
+    if setting in ("nominal", "ordinal"):
+        _close(_statistics(want), _statistics(got))
+        return
+    for r in (got, want):
+        r.pop("timing")
+        r["parameters"].pop("weight", None)
+    _close(want, got)
 
 
 @pytest.mark.parametrize("scan_type", _given_types())

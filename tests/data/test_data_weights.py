@@ -24,7 +24,8 @@ def _table(tmp_path: Path, weights: list[float | None] | np.ndarray, n: int = 15
     frame = pl.read_csv(SAMPLE).head(n)
     w = np.resize(np.asarray(weights, dtype=object), n)
     path = tmp_path / "d.csv"
-    frame.with_columns(pl.Series("w", list(w), dtype=pl.Float64, strict=False)).write_csv(path)
+    frame = frame.with_columns(pl.Series("w", list(w), dtype=pl.Float64, strict=False))
+    frame.with_columns((pl.col("income") / 1e4).alias("income_k")).write_csv(path)
     return path
 
 
@@ -128,12 +129,13 @@ def test_fractional_weights(tmp_path):
 
 def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp_path):
     data = _table(tmp_path, [0.5, 1.5])
+    # a continuous outcome binarised at its quantile for Berk-Jones (no weighted quantile yet)
     scan = {
         "type": "bias_scan",
         "outcome": "income",
         "outcome_type": "continuous",
-        "score": "gaussian",
-        "prediction": "score",
+        "score": "berk_jones",
+        "alpha": 0.3,
         "restarts": 5,
     }
     result = _run(tmp_path, data, scan).scans[0]
@@ -141,6 +143,135 @@ def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp
     assert "columns.weight" in result.error and "fractional weights" in result.error
     whole = _run(tmp_path, _table(tmp_path, [1, 3]), scan).scans[0]
     assert whole.status != "error", whole.error  # whole numbers: the rows repeated
+
+
+GAUSSIAN = {
+    "type": "bias_scan",
+    "outcome": "income_k",
+    "outcome_type": "continuous",
+    "score": "gaussian",
+    "prediction": "score",
+    "direction": "positive",
+    "restarts": 5,
+}
+COUNT = {"type": "bias_scan", "outcome_type": "count", "score": "poisson", "restarts": 5}
+
+
+def test_fractional_gaussian_score_against_the_weighted_likelihood(tmp_path):
+    """Weighted likelihood sum_S w_i (mu Delta_i - mu^2 / 2) / sigma^2: maximised at the
+    weighted mean shift, its maximum (sum_S w Delta)^2 / (2 sigma^2 sum_S w); sigma^2 the
+    weighted pooled variance (ddof 1 over the weights' total, n)."""
+    path, frame = _frame_weights(tmp_path)
+    scan = _run(tmp_path, path, GAUSSIAN).scans[0]
+    finding = scan.findings[0]
+    w = frame["w"].to_numpy()
+    delta = frame["income_k"].to_numpy() - frame["score"].to_numpy()
+    mean = np.average(delta, weights=w)
+    variance = float((w * (delta - mean) ** 2).sum() / (w.sum() - 1))
+    assert scan.parameters["pooled_variance"] == pytest.approx(variance, rel=1e-12)
+    inside = _inside(frame, finding.subgroup)
+    shift = float(np.average(delta[inside], weights=w[inside]))
+    # brute force over mu: the weighted log-likelihood ratio on a fine grid around the optimum
+    grid = shift * np.linspace(0.9, 1.1, 2001)
+    llr = (grid * (w * delta)[inside].sum() - grid**2 * w[inside].sum() / 2) / variance
+    closed = float((w * delta)[inside].sum() ** 2 / (2 * variance * w[inside].sum()))
+    assert llr.max() == pytest.approx(closed, rel=1e-6)
+    assert finding.detail["llr"] == pytest.approx(closed, rel=1e-9)
+    assert finding.detail["mean_shift"] == pytest.approx(shift, rel=1e-9)
+    assert finding.size == round(float(w[inside].sum()))
+
+
+def test_fractional_poisson_score_against_the_weighted_likelihood(tmp_path):
+    """Weighted likelihood sum_S w_i (y_i log q - mu_i (q - 1)) = C log q - E (q - 1) with
+    C = sum_S w y, E = sum_S w mu: maximised at q = C / E."""
+    path, frame = _frame_weights(tmp_path)
+    finding = _run(tmp_path, path, COUNT).scans[0].findings[0]
+    w = frame["w"].to_numpy()
+    y = frame["default"].to_numpy().astype(float)
+    mu = frame["score"].to_numpy()
+    inside = _inside(frame, finding.subgroup)
+    c, e = float((w * y)[inside].sum()), float((w * mu)[inside].sum())
+    q = np.exp(np.linspace(-6, 0, 60001))  # direction negative: q <= 1, by brute force
+    best = float((c * np.log(q) - e * (q - 1)).max())
+    assert finding.detail["observed_count"] == pytest.approx(c, rel=1e-12)
+    assert finding.detail["expected_count"] == pytest.approx(e, rel=1e-12)
+    assert finding.detail["q"] == pytest.approx(c / e, rel=1e-9)
+    assert finding.detail["llr"] == pytest.approx(best, rel=1e-6)
+    assert finding.detail["llr"] == pytest.approx(c * math.log(c / e) - c + e, rel=1e-9)
+
+
+def _weighted_cells(draw_rows: int = 40, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 2, (draw_rows, 1)).astype(np.int32)
+    w = rng.uniform(0.2, 3.0, draw_rows)
+    return rng, codes, w, np.array([2], np.int32)
+
+
+def test_fractional_poisson_and_gaussian_null_draws_are_per_row_times_the_weight():
+    """The law of each cell's null sum: sum_i w_i Y_i with Y_i ~ Poisson(mu_i) (mean sum w mu,
+    variance sum w^2 mu), and sum_i w_i Delta_i / sigma_i^2 with Delta_i ~ N(0, sigma_i^2)
+    (variance sum w^2 / sigma^2), as the scan builds its cells."""
+    from fairscan.engine.cells import compress
+    from fairscan.engine.mdss import ScanProblem
+    from fairscan.engine.scores import draw_cells, gaussian
+    from fairscan.scans.mdss_runner import MdssInputs, scan_cells
+
+    rng, codes, w, card = _weighted_cells()
+    n = codes.shape[0]
+    mu = rng.uniform(0.5, 2.0, n)
+    from dataclasses import replace
+
+    cells = replace(compress(codes, np.zeros(n), mu, card, w), row_weight=w)
+    draws = np.array([draw_cells(cells, "poisson", rng).observed for _ in range(20000)])
+    sigma2 = rng.uniform(0.5, 2.0, n)
+    problem = ScanProblem.build(codes, np.zeros(n), np.zeros(n), clip=False)
+    inputs = MdssInputs(
+        rows=np.ones(n, bool),
+        observed=np.zeros(n),
+        expected=np.zeros(n),
+        direction=1,
+        population="",
+        observed_label="",
+        metric="",
+        reference="expected",
+        reference_name="",
+        describe=lambda *a: "",
+        score=gaussian(),
+        draw="gaussian",
+        clip=False,
+        weight=1.0 / sigma2,
+        multiplicity=w,
+    )
+    gcells = scan_cells(problem, inputs)
+    gdraws = np.array([draw_cells(gcells, "gaussian", rng).observed for _ in range(20000)])
+    for c in range(cells.n_cells):
+        rows = cells.row_cell == c
+        assert draws[:, c].mean() == pytest.approx(float((w * mu)[rows].sum()), rel=0.02)
+        assert draws[:, c].var() == pytest.approx(float((w**2 * mu)[rows].sum()), rel=0.05)
+    for c in range(gcells.n_cells):
+        grows = gcells.row_cell == c
+        assert gcells.weight[c] == pytest.approx(float((w / sigma2)[grows].sum()), rel=1e-12)
+        assert gdraws[:, c].var() == pytest.approx(float((w**2 / sigma2)[grows].sum()), rel=0.05)
+
+
+BIAS_SETTINGS = [
+    pytest.param(GAUSSIAN, id="gaussian"),
+    pytest.param(COUNT, id="count"),
+    pytest.param({**COUNT, "outcome_type": "ordinal"}, id="ordinal"),
+    pytest.param({"type": "bias_scan", "outcome_type": "nominal", "restarts": 5}, id="nominal"),
+    pytest.param(
+        {"type": "bias_scan", "outcome_type": "nominal", "positive": 1, "restarts": 5},
+        id="one-class",
+    ),
+]
+
+
+@pytest.mark.parametrize("scan", BIAS_SETTINGS)
+def test_equal_fractional_bias_scan_weights_are_no_weights(tmp_path, scan):
+    data = _table(tmp_path, [0.3])
+    got = _run(tmp_path, data, scan).scans[0].model_dump(exclude={"timing"})
+    want = _run(tmp_path, data, scan, weight=None).scans[0].model_dump(exclude={"timing"})
+    _close(want, got)
 
 
 @pytest.mark.parametrize("weight", [0.5, 0.1])
@@ -182,7 +313,8 @@ def test_fractional_berk_jones_score_against_the_closed_form(tmp_path):
 def _frame_weights(tmp_path: Path, seed: int = 3, n: int = 1500) -> tuple[Path, pl.DataFrame]:
     frame = pl.read_csv(SAMPLE).head(n)
     w = np.random.default_rng(seed).uniform(0.1, 4.0, n)
-    frame = frame.with_columns(pl.Series("w", w))
+    # income in units of 10,000 (a continuous outcome on the predictions' scale)
+    frame = frame.with_columns(pl.Series("w", w), (pl.col("income") / 1e4).alias("income_k"))
     path = tmp_path / "f.csv"
     frame.write_csv(path)
     return path, frame.with_columns(pl.Series("w", w * n / w.sum()))  # the weights as used
@@ -491,3 +623,32 @@ def test_fractional_null_draws_hold_their_level(tmp_path):
         )
     # 80 runs at a true level 0.1: mean 8, sd 2.7; a per-unit-of-weight null would be far off
     assert hits <= 16, hits
+
+
+def test_fractional_gaussian_given_subgroup_p_value_against_the_normal_tail(tmp_path):
+    """A given subgroup's Gaussian test with fractional weights: under the null its weighted
+    sum s = sum_S w Delta / sigma^2 is N(0, sum_S w^2 / sigma^2), so p = Phi(-|s| / sd) in the
+    direction of s; the parametric draws (per row times the weight) reproduce it."""
+    from scipy.stats import norm
+
+    path, frame = _frame_weights(tmp_path)
+    rng = np.random.default_rng(4)
+    # a prediction correct in expectation: residuals N(0, 1), so s / sd is of order 1
+    frame = frame.with_columns((pl.col("income_k") - rng.normal(size=frame.height)).alias("pred"))
+    frame.write_csv(path)
+    w = frame["w"].to_numpy()
+    delta = frame["income_k"].to_numpy() - frame["pred"].to_numpy()
+    inside = _inside(frame, {"ethnicity": ["B"]})
+    direction = "positive" if (w * delta)[inside].sum() > 0 else "negative"
+    given = {**GAUSSIAN, "prediction": "pred", "direction": direction}
+    scan = _run(tmp_path, path, {**given, "subgroups": [{"ethnicity": ["B"]}]}, replicates=4000)
+    (finding,) = scan.scans[0].findings
+    variance = scan.scans[0].parameters["pooled_variance"]
+    s = float((w * delta)[inside].sum() / variance)
+    sd = math.sqrt(float((w**2)[inside].sum() / variance))
+    tail = float(norm.sf(abs(s) / sd))
+    assert finding.detail["given_subgroup"]["test"] == "parametric draws"
+    assert 0.02 < tail < 0.98  # a tail the draws can resolve
+    assert finding.p_value == pytest.approx(tail, abs=0.02)  # 4000 draws: SE below 0.007
+    # were the draws per unit of weight (variance sum w / sigma^2), the tail would differ
+    assert abs(norm.sf(abs(s) / math.sqrt(w[inside].sum() / variance)) - tail) > 0.025

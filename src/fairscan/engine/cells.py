@@ -26,6 +26,10 @@ class Cells:
     # are then per row, each draw times its row's weight; None: whole-number weights, drawn
     # per unit of weight (Binomial(weight, expected) per cell, as for repeated rows)
     row_weight: np.ndarray | None = None
+    # Gaussian score with fractional sample weights: the variance of each cell's null sum,
+    # sum_i w_i^2 / sigma_i^2 (each row's N(0, sigma_i^2) draw times its weight, over the
+    # cell's precision-weighted rows); None: the cell weight (per unit of weight)
+    draw_variance: np.ndarray | None = None
 
     @property
     def n_cells(self) -> int:
@@ -67,6 +71,7 @@ def restrict(cells: Cells, inside: np.ndarray, expected: np.ndarray | None = Non
         cardinality=cells.cardinality,
         constant_expectation=cells.constant_expectation and expected is None,
         row_weight=row_weight,
+        draw_variance=None if cells.draw_variance is None else cells.draw_variance[inside],
     )
 
 

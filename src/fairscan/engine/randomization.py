@@ -111,9 +111,10 @@ class NominalReplicate:
         drawn = draw_classes(self.probabilities, rng)
         best = 0.0
         for k, cells in enumerate(self.class_cells):
-            observed = np.bincount(
-                cells.row_cell, weights=(drawn == k).astype(np.float64), minlength=cells.n_cells
-            )
+            hits = (drawn == k).astype(np.float64)
+            if cells.row_weight is not None:  # fractional sample weights: times the row's
+                hits = hits * cells.row_weight
+            observed = np.bincount(cells.row_cell, weights=hits, minlength=cells.n_cells)
             found = best_subgroup(
                 replace(cells, observed=observed),
                 self.score,

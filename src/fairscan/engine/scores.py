@@ -30,6 +30,9 @@ from fairscan.engine.mdss import SubgroupScore, score_subgroup, search
 # How a null replicate redraws a cell's observed sum (methods.md §1.5 generalised):
 # binomial = Binomial(weight, expected); poisson = Poisson(weight * expected);
 # gaussian = N(0, weight) (the sum of Delta_i / sigma_i^2 over the cell's rows);
+# with fractional sample weights w_i every draw is per row times w_i (Bernoulli, Poisson, the
+# permuted residuals), and the Gaussian cell sum sum_i w_i Delta_i / sigma_i^2 is drawn from its
+# exact law N(0, sum_i w_i^2 / sigma_i^2) (``Cells.draw_variance``);
 # permutation = the cell's expectation plus the residuals (outcome - expectation) of its rows
 # permuted across all rows: keeps the outcome's own dispersion (ordinal codes, whose spread a
 # Poisson null gets wrong: uniform deciles gave 11% rejections at level 5% under Poisson draws).
@@ -181,19 +184,33 @@ def draw_cells(
     if draw == "permutation":
         if residuals is None:
             raise ValueError("the permutation draw needs the rows' residuals")
-        shuffled = np.bincount(
-            cells.row_cell, weights=rng.permutation(residuals), minlength=cells.n_cells
-        )
-        return replace(cells, observed=cells.weight * cells.expected + shuffled)
+        shuffled = rng.permutation(residuals)
+        if cells.row_weight is not None:  # fractional weights: each row's draw times its weight
+            shuffled = shuffled * cells.row_weight
+        sums = np.bincount(cells.row_cell, weights=shuffled, minlength=cells.n_cells)
+        return replace(cells, observed=cells.weight * cells.expected + sums)
     if draw == "binomial":
         observed = bernoulli_sums(cells, rng)
     elif draw == "poisson":
-        observed = rng.poisson(cells.weight * cells.expected)
+        observed = poisson_sums(cells, rng)
     elif draw == "gaussian":
-        observed = rng.normal(0.0, np.sqrt(cells.weight))
+        variance = cells.weight if cells.draw_variance is None else cells.draw_variance
+        observed = rng.normal(0.0, np.sqrt(variance))
     else:
         raise ValueError(f"unknown null draw {draw!r}")
     return replace(cells, observed=np.asarray(observed, dtype=np.float64))
+
+
+def poisson_sums(cells: Cells, rng: np.random.Generator) -> np.ndarray:
+    """One null replicate of the cells' observed sums under Poisson(expected) rows: per unit of
+    weight (``Poisson(weight * expected)`` per cell), or with fractional row weights per row,
+    each row's draw times its weight (a weighted sum of Poisson counts is not Poisson)."""
+    if cells.row_weight is None:
+        return rng.poisson(cells.weight * cells.expected).astype(np.float64)
+    drawn = rng.poisson(cells.expected[cells.row_cell])
+    return np.bincount(
+        cells.row_cell, weights=drawn * cells.row_weight, minlength=cells.n_cells
+    ).astype(np.float64)
 
 
 def draw_classes(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -216,6 +233,7 @@ __all__ = [
     "draw_cells",
     "draw_classes",
     "gaussian",
+    "poisson_sums",
     "pooled_means",
     "profile_cells",
     "score_given",

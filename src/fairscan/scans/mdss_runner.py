@@ -191,21 +191,33 @@ def mdss_finding(
 
 
 def scan_cells(problem: ScanProblem, inputs: MdssInputs) -> Cells:
-    """The problem's cells: weighted by per-row ``inputs.weight`` (Gaussian precisions), and for
-    the Poisson score pooled by profile (exact, and as fast as a constant expectation)."""
+    """The problem's cells: weighted by per-row ``inputs.weight`` (Gaussian precisions) times
+    the rows' multiplicities, and for the Poisson score pooled by profile (exact, and as fast as
+    a constant expectation) unless fractional sample weights need the rows for the null draws."""
     weight = inputs.rows_weight()
     if weight is not None:
         observed = problem.observed
         if inputs.multiplicity is not None:  # cell sums count every data row
             observed = observed * inputs.multiplicity
         cells = compress(problem.codes, observed, problem.expected, problem.cardinality, weight)
-        if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
-            return pooled_means(cells)
         multiplicity = inputs.multiplicity
-        if inputs.weight is None and multiplicity is not None and fractional(multiplicity):
-            # fractional sample weights: the null draws are per row, times the row's weight
-            return replace(cells, row_weight=multiplicity.astype(np.float64))
-        return cells
+        # permuted residuals are per row, whatever the weights: each times its row's weight
+        per_row = inputs.draw == "permutation" or fractional(multiplicity)
+        if multiplicity is None or not per_row:
+            if inputs.score.likelihood == kernels.POISSON and inputs.weight is None:
+                return pooled_means(cells)
+            return cells
+        # fractional sample weights: the null draws are per row, times the row's weight (so
+        # the cells keep their rows: a weighted sum of Poisson counts is not Poisson)
+        row_weight = multiplicity.astype(np.float64)
+        if inputs.weight is None:
+            return replace(cells, row_weight=row_weight)
+        # Gaussian precisions 1 / sigma_i^2: the cell's null sum of w_i Delta_i / sigma_i^2 is
+        # N(0, sum_i w_i^2 / sigma_i^2), drawn per cell (the law of the per-row draws' sum)
+        variance = np.bincount(
+            cells.row_cell, weights=row_weight**2 * inputs.weight, minlength=cells.n_cells
+        )
+        return replace(cells, draw_variance=variance)
     if inputs.score.likelihood == kernels.POISSON:
         return pooled_means(problem.cells())
     return problem.cells()

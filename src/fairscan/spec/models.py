@@ -201,8 +201,8 @@ class ColumnsSpec(StrictModel):
             "Fractional weights are survey/importance weights: relative (rescaled to mean 1 "
             "over the rows), every statistic and model fit weighted, and the null draws, "
             "permutations and bootstrap resamples per row, each row's weight multiplying its "
-            "draw. bias_scan takes fractional weights with outcome_type binary (bernoulli and "
-            "berk_jones scores); its other settings take whole-number weights."
+            "draw. bias_scan with a continuous outcome binarised for berk_jones takes "
+            "whole-number weights only."
         ),
     )
 

@@ -56,7 +56,8 @@ def class_model(spec: BiasScanSpec, ctx: ScanContext) -> ClassModel:
     outcome = np.asarray(ctx.outcome, dtype=object)
     present = sorted(set(outcome.tolist()))
     if not ctx.roles.classes:
-        rates = np.array([np.mean(outcome == label) for label in present])
+        w = ctx.data.row_weight  # fractional sample weights: weighted base rates
+        rates = np.array([np.average(outcome == label, weights=w) for label in present])
         return ClassModel(tuple(present), np.tile(rates, (outcome.shape[0], 1)), "base rates")
     labels = tuple(ctx.roles.classes)
     missing = [label for label in present if label not in labels]
@@ -132,6 +133,7 @@ def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: in
         reference="expected",
         reference_name=f"mean predicted probability of {label} ({column}) in the subgroup",
         describe=describe,
+        multiplicity=ctx.data.row_weight,  # fractional sample weights: weighted counts
     )
 
 
@@ -197,11 +199,8 @@ def _chosen_class(spec: BiasScanSpec, ctx: ScanContext) -> tuple[str, np.ndarray
             np.asarray(ctx.roles.classes[label], dtype=np.float64),
             ctx.role_names.get(f"class {label}", label),
         )
-    return (
-        label,
-        np.full(outcome.shape[0], float(np.mean(outcome == label))),
-        f"the base rate of {label}",
-    )
+    rate = float(np.average(outcome == label, weights=ctx.data.row_weight))
+    return label, np.full(outcome.shape[0], rate), f"the base rate of {label}"
 
 
 def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
@@ -226,6 +225,7 @@ def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         reference_name=f"mean predicted probability of {label} ({column}) in the subgroup",
         describe=describe,
         summarise_expectations=True,
+        multiplicity=ctx.data.row_weight,  # fractional sample weights: weighted counts
     )
     parameters: dict[str, object] = {
         "score": spec.score,

@@ -190,13 +190,23 @@ def residual_variances(spec: BiasScanSpec, ctx: ScanContext, residual: np.ndarra
                 hint="a zero variance would divide by zero; drop or fix those rows",
             )
         return np.asarray(values, dtype=np.float64)
-    pooled = pooled_variance(residual)
+    pooled = pooled_variance(residual, ctx.data.row_weight)
     return np.full(residual.shape[0], pooled)
 
 
-def pooled_variance(residual: np.ndarray) -> float:
-    """The sample variance (ddof 1) of the residuals; an error where it is 0 (or undefined)."""
-    variance = float(np.var(residual, ddof=1)) if residual.size > 1 else 0.0
+def pooled_variance(residual: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """The sample variance (ddof 1) of the residuals; an error where it is 0 (or undefined).
+
+    With sample weights (fractional ones are rescaled to mean 1, so they sum to n) the
+    weighted one, ``sum w (r - rbar_w)^2 / (sum w - 1)``: that of the rows repeated w times
+    for whole-number weights."""
+    if weight is None:
+        variance = float(np.var(residual, ddof=1)) if residual.size > 1 else 0.0
+    else:
+        total = float(weight.sum())
+        mean = float(weight @ residual) / total if total > 0 else 0.0
+        spread = float(weight @ (residual - mean) ** 2)
+        variance = spread / (total - 1.0) if total > 1.0 else 0.0
     if not (np.isfinite(variance) and variance > 0.0):
         raise ScanError(
             "the residuals (outcome - prediction) are all equal, so their pooled variance is 0 "
@@ -214,7 +224,7 @@ def _variance_parameters(
     if spec.variance_column is not None:
         return {"variance": f"per-row variances from column {spec.variance_column!r}"}
     residual = np.asarray(ctx.outcome, dtype=np.float64) - expected
-    return {"variance": "pooled", "pooled_variance": pooled_variance(residual)}
+    return {"variance": "pooled", "pooled_variance": pooled_variance(residual, ctx.data.row_weight)}
 
 
 def gaussian_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -> MdssInputs:
@@ -255,6 +265,9 @@ def gaussian_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) 
         clip=False,
         weight=1.0 / variance,
         raw=(outcome_values, expected),
+        # fractional sample weights: the weighted likelihood, sum_S w_i (mu Delta_i - mu^2 / 2)
+        # / sigma_i^2, and each row's N(0, sigma_i^2) null draw times its weight
+        multiplicity=ctx.data.row_weight,
     )
 
 
@@ -318,6 +331,9 @@ def poisson_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -
         draw="poisson" if spec.outcome_type == "count" else "permutation",
         score_name="poisson",
         clip=False,
+        # fractional sample weights: the weighted likelihood, sum_S w_i (y_i log q - mu_i (q-1)),
+        # and each row's null draw (Poisson, or its permuted residual) times its weight
+        multiplicity=ctx.data.row_weight,
     )
 
 
