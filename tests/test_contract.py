@@ -347,6 +347,7 @@ def fractional_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # bias_scan's other scores and outcome types (the example is the binary Bernoulli scan)
 BIAS_SETTINGS: dict[str, dict[str, Any]] = {
     "gaussian": {"outcome_type": "continuous", "score": "gaussian", "direction": "positive"},
+    "berk-jones-continuous": {"outcome_type": "continuous", "score": "berk_jones", "alpha": 0.5},
     "count": {"outcome_type": "count", "score": "poisson"},
     "ordinal": {"outcome_type": "ordinal", "score": "poisson"},
     "nominal": {"outcome_type": "nominal"},

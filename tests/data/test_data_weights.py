@@ -127,9 +127,24 @@ def test_fractional_weights(tmp_path):
     assert half.effect.reference == pytest.approx(double.effect.reference, rel=1e-9)
 
 
-def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp_path):
-    data = _table(tmp_path, [0.5, 1.5])
-    # a continuous outcome binarised at its quantile for Berk-Jones (no weighted quantile yet)
+def test_the_weighted_quantile_is_numpy_s_of_the_repeated_rows() -> None:
+    """Berk-Jones binarises a continuous outcome at its alpha-quantile (linear interpolation);
+    with sample weights, the same rule on the rows repeated w times (exactly, whole numbers)."""
+    from fairscan.scans.bias.scores import weighted_linear_quantile
+
+    rng = np.random.default_rng(4)
+    y = np.round(rng.normal(size=60), 1)  # ties included
+    w = rng.integers(1, 5, size=60).astype(np.float64)
+    for alpha in (0.0, 0.05, 0.3, 0.5, 0.77, 1.0):
+        want = float(np.quantile(np.repeat(y, w.astype(int)), alpha))
+        assert weighted_linear_quantile(y, w, alpha) == pytest.approx(want, rel=1e-12, abs=1e-12)
+    ones = np.ones(60)
+    assert weighted_linear_quantile(y, ones, 0.3) == pytest.approx(float(np.quantile(y, 0.3)))
+
+
+def test_continuous_berk_jones_takes_fractional_weights(tmp_path):
+    """A continuous outcome binarised for Berk-Jones under fractional weights: cut at the
+    weighted quantile, the weights change the result and their scale does not."""
     scan = {
         "type": "bias_scan",
         "outcome": "income",
@@ -138,9 +153,13 @@ def test_fractional_weights_refused_where_a_setting_takes_whole_numbers_only(tmp
         "alpha": 0.3,
         "restarts": 5,
     }
-    result = _run(tmp_path, data, scan).scans[0]
-    assert result.status == "error"  # never a silent unweighted run
-    assert "columns.weight" in result.error and "fractional weights" in result.error
+    weighted = _run(tmp_path, _table(tmp_path, [0.5, 1.5]), scan).scans[0]
+    assert weighted.status != "error", weighted.error
+    scaled = _run(tmp_path, _table(tmp_path, [3.65, 10.95]), scan).scans[0]  # x 7.3
+    assert weighted.parameters["binarised"] == scaled.parameters["binarised"]
+    assert [f.statistic.value for f in weighted.findings] == pytest.approx(
+        [f.statistic.value for f in scaled.findings], rel=1e-9
+    )
     whole = _run(tmp_path, _table(tmp_path, [1, 3]), scan).scans[0]
     assert whole.status != "error", whole.error  # whole numbers: the rows repeated
 

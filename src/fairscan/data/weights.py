@@ -117,6 +117,5 @@ def check_weight_support(
             field=FIELD,
             column=column,
             hint="round or scale the weights to whole numbers (frequency weights), or audit "
-            "this scan without columns.weight (bias_scan takes fractional weights in every "
-            "setting but a continuous outcome binarised for berk_jones)",
+            "this scan without columns.weight",
         )

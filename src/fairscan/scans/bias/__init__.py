@@ -25,11 +25,9 @@ BIAS_SCAN = ScanType(
     needs=needs,
     # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows
     weighted_rows=lambda spec: spec.outcome_type == "binary" and spec.score == "bernoulli",
-    # fractional sample weights: weighted counts and likelihoods, null draws per row times the
-    # row's weight; a continuous outcome binarised for Berk-Jones (a weighted quantile) not yet
-    fractional_weights=lambda spec: (
-        not (spec.outcome_type == "continuous" and spec.score == "berk_jones")
-    ),
+    # fractional sample weights: weighted counts and likelihoods (a continuous outcome for
+    # Berk-Jones binarised at its weighted quantile), null draws per row times its weight
+    fractional_weights=True,
     needs_doc=(
         "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
         "binary outcome, else the expected value; optional: the outcome's overall mean when "

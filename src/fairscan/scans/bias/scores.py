@@ -34,7 +34,8 @@ def run_scored_bias_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
             inputs,
             {"score": spec.score, "outcome_type": "continuous", "binarised": binarised},
         )
-        rate = float(inputs.observed.mean()) if inputs.observed.size else 0.0
+        observed, weight = inputs.observed, ctx.data.row_weight
+        rate = float(np.average(observed, weights=weight)) if observed.size else 0.0
         (alpha,) = spec.alpha_grid()
         if (rate > alpha) if spec.direction == "positive" else (rate < alpha):
             side = "above" if spec.direction == "positive" else "below"
@@ -118,17 +119,42 @@ def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
     )
 
 
+def weighted_linear_quantile(y: np.ndarray, weight: np.ndarray, alpha: float) -> float:
+    """numpy's linear-interpolation ``alpha``-quantile of the rows repeated ``weight`` times:
+    position h = (N - 1) alpha among N = sum(weight) "rows", between the values at floor(h) and
+    floor(h) + 1. Exactly that for whole-number weights; for fractional ones the same rule on
+    the weighted empirical distribution (the value at position k is the first row, in order,
+    whose cumulative weight exceeds k)."""
+    order = np.argsort(y, kind="stable")
+    values, cumulative = y[order], np.cumsum(weight[order])
+    h = max(float(cumulative[-1]) - 1.0, 0.0) * alpha
+    low = np.floor(h)
+
+    def at(position: float) -> float:
+        k = int(np.searchsorted(cumulative, position, side="right"))
+        return float(values[min(k, len(values) - 1)])
+
+    return at(low) + (h - low) * (at(low + 1.0) - at(low))
+
+
 def continuous_berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext) -> tuple[MdssInputs, str]:
     """A continuous outcome binarised as AIF360 does for Berk-Jones: 1{y > Q(alpha)}, Q the
-    alpha-quantile of the outcome (linear interpolation, pandas' and numpy's default), scored
-    against the level alpha; the null draws the indicator at its overall rate (autostrat)."""
+    alpha-quantile of the outcome (linear interpolation, pandas' and numpy's default; with
+    fractional sample weights :func:`weighted_linear_quantile`), scored against the level
+    alpha; the null draws the indicator at its overall (weighted) rate (autostrat)."""
     from dataclasses import replace
 
     (alpha,) = spec.alpha_grid()
     y = np.asarray(ctx.outcome, dtype=np.float64)
-    cut = float(np.quantile(y, alpha)) if y.size else 0.0
+    weight = ctx.data.row_weight  # fractional sample weights (rescaled to sum to the rows)
+    if not y.size:
+        cut = 0.0
+    elif weight is None:
+        cut = float(np.quantile(y, alpha))
+    else:
+        cut = weighted_linear_quantile(y, np.asarray(weight, dtype=np.float64), alpha)
     indicator = (y > cut).astype(np.float64)
-    rate = float(indicator.mean()) if y.size else 0.0
+    rate = float(np.average(indicator, weights=weight)) if y.size else 0.0
     outcome = ctx.role_names.get("outcome", "outcome")
     event = f"{outcome} > {cut:.6g}"
     side = "above" if spec.direction == "positive" else "below"
