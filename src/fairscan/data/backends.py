@@ -52,7 +52,7 @@ def engine_of(data: object) -> str | None:
     """The engine's name in words when ``data`` is a lazy table fairscan streams, else None."""
     if isinstance(data, pl.LazyFrame):
         return "polars LazyFrame"
-    root = type(data).__module__.split(".", 1)[0]
+    root = type(data).__module__.split(".", 1)[0].lstrip("_")  # duckdb < 2: _duckdb
     return _ENGINES.get(root)
 
 
@@ -109,7 +109,7 @@ def lazy_table(
 def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSource | None:
     """An Ibis table or DuckDB relation, prepared in its engine (None for other engines, and
     when Ibis is not installed: those are aggregated through narwhals)."""
-    root = type(data).__module__.split(".", 1)[0]
+    root = type(data).__module__.split(".", 1)[0].lstrip("_")  # duckdb < 2: _duckdb
     if root not in ("ibis", "duckdb"):
         return None
     try:
