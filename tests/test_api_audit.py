@@ -185,6 +185,38 @@ def test_polars_pandas_pyarrow_and_path_inputs_agree(
     assert _without_timing(lazy.model_dump(mode="json")["scans"]) == _without_timing(expected)
 
 
+def test_a_dask_frame_is_prepared_by_the_push_down_plan(credit: pl.DataFrame) -> None:
+    """A filter on a continuous column, a quantile-binned continuous attribute and a score
+    read through a threshold: only the aggregate comes back, the same report as in memory."""
+    dd = pytest.importorskip("dask.dataframe", reason="needs dask[dataframe]")
+    fields: dict[str, Any] = {
+        "outcome": "default",
+        "prediction": "score",
+        "threshold": 0.5,
+        "attributes": ["sex", "ethnicity", "age_group", "region", "income"],
+        "discretize": {"income": {"quantiles": 4}},
+        "scans": [{"id": "fpr", "type": "fpr_scan", "restarts": 20}],
+        "significance": {"replicates": 9, "seed": 3, "workers": 1},
+        "filter": "income >= 12000 AND region != 'North'",
+    }
+    expected = fairscan.audit(credit, **fields).model_dump(mode="json")
+    frame = dd.from_pandas(credit.to_pandas(), npartitions=4)
+    report = fairscan.audit(frame, **fields)
+    assert report.provenance.data_path == "<in-memory Dask DataFrame>"
+    assert _without_timing(report.model_dump(mode="json")["scans"]) == _without_timing(
+        expected["scans"]
+    )
+    assert report.provenance.rows_after_filter == expected["provenance"]["rows_after_filter"]
+    source = report.provenance.data_source
+    assert source["kind"] == "Dask DataFrame" and source["rows"] == credit.height
+    steps = source["pushdown"]
+    assert "filter" in steps and "threshold on 'score'" in steps and "group by" in steps
+    assert any(step.startswith("discretize (quantiles exact") for step in steps)
+    # one row per distinct (attributes, income bin, outcome, side of the threshold), not per score
+    distinct = credit.filter((pl.col("income") >= 12000) & (pl.col("region") != "North"))
+    assert source["aggregated_rows"] < distinct.select("score").n_unique()
+
+
 def _without_timing(scans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in scan.items() if k != "timing"} for scan in scans]
 
