@@ -72,8 +72,8 @@ def lazy_table(
     if isinstance(data, pl.LazyFrame):
         return LazyTable(data, label)
     if engine == "Dask DataFrame":
-        lazy = dask_lazy_frame(data, [*columns, *extra_keys])
-        return LazyTable(lazy, label, kind="Dask DataFrame")
+        streamed = dask_lazy_frame(data, [*columns, *extra_keys])
+        return LazyTable(streamed, label, kind="Dask DataFrame")
     pushdown = _pushdown_source(data, engine, label)
     if pushdown is not None:
         return pushdown
@@ -161,7 +161,7 @@ def dask_lazy_frame(data: Any, columns: Sequence[str]) -> pl.LazyFrame:
     ) -> Any:
         left = n_rows
         for i in range(partitions):
-            part = pl.from_pandas(frame.get_partition(i).compute()).cast(dict(schema))
+            part = pl.from_pandas(frame.get_partition(i).compute()).cast(schema)
             if with_columns is not None:
                 part = part.select(with_columns)
             if predicate is not None:
