@@ -1,13 +1,19 @@
 """Lazy tables handed to ``fairscan.audit()``: a polars LazyFrame, or a table that lives in
-another engine (a DuckDB relation, a Dask or PySpark DataFrame, anything narwhals wraps as a
-lazy frame).
+another engine (a DuckDB relation, an Ibis table, a Dask or PySpark DataFrame, anything
+narwhals wraps as a lazy frame).
 
-A polars LazyFrame is streamed like a dataset on disk (:mod:`fairscan.data.stream`); a Dask
-DataFrame is one too, its partitions computed by Dask one at a time
-(:func:`dask_lazy_frame`). Any other table of another engine is aggregated where it lives: its distinct rows of the columns the audit
-uses, with their counts, are computed by that engine (through narwhals, the optional extra
-``fairscan[backends]``) and only that small table comes back; the filter, the discretisation
-and the checks then run on it as on a streamed dataset.
+All of them go through the push-down plan (:mod:`fairscan.data.pushdown`: filter, exact
+quantile edges, threshold sides, GROUP BY with counts) where that can be done:
+
+- an Ibis table, a DuckDB relation, a PySpark DataFrame (through Ibis' PySpark backend): in
+  their own engine, as a database table;
+- a polars LazyFrame, and a Dask DataFrame as a LazyFrame over its partitions computed by
+  Dask one at a time (:func:`dask_lazy_frame`): in fairscan's DuckDB, streamed.
+
+Any other lazy frame narwhals wraps (and a PySpark DataFrame without Ibis) is aggregated where
+it lives by the raw audited columns (through narwhals, the optional extra
+``fairscan[backends]``); the filter, the discretisation and the checks then run on that table
+as on a streamed dataset.
 """
 
 from __future__ import annotations
@@ -112,15 +118,18 @@ def lazy_table(
 
 
 def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSource | None:
-    """An Ibis table or DuckDB relation, prepared in its engine (None for other engines, and
-    when Ibis is not installed: those are aggregated through narwhals)."""
+    """An Ibis table, a DuckDB relation or a PySpark DataFrame (through Ibis' PySpark
+    backend), prepared in its engine; None for other engines, and when Ibis is not installed:
+    those are aggregated through narwhals."""
     root = type(data).__module__.split(".", 1)[0]
-    if root not in ("ibis", "duckdb"):
+    if root not in ("ibis", "duckdb", "pyspark"):
         return None
     try:
         import ibis  # noqa: F401
     except ImportError:
         return None
+    if root == "pyspark":
+        return _spark_source(data, engine, label)
     relation = IbisRelation(data) if root == "ibis" else DuckDBRelation(data)
     provenance: dict[str, Any] = {"kind": engine, "engine": root}
     if isinstance(relation, IbisRelation) and relation.backend is not None:
@@ -130,6 +139,39 @@ def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSourc
         provenance["engine"] = "duckdb"
         provenance["engine_version"] = sys.modules["duckdb"].__version__
     return PushdownSource(relation, label, IN_MEMORY_FIELD, provenance)
+
+
+def _spark_source(data: Any, engine: str | None, label: str) -> PushdownSource | None:
+    """A PySpark DataFrame as an Ibis table of its own session (Ibis' PySpark backend), so that
+    Spark runs the whole preparation, as a database does. The frame is registered as a
+    temporary view of a unique name (``fairscan_input_<hex>``) in that session: Ibis reads
+    tables by name. None when the frame is not a classic DataFrame with a session (Spark
+    Connect): it is then aggregated through narwhals."""
+    import uuid
+
+    import ibis
+
+    session = getattr(data, "sparkSession", None)
+    if session is None or not hasattr(data, "createOrReplaceTempView"):
+        return None
+    name = f"fairscan_input_{uuid.uuid4().hex}"
+    try:
+        data.createOrReplaceTempView(name)
+        table = ibis.pyspark.connect(session).table(name)
+    except Exception as exc:
+        raise DataError(
+            f"cannot read the {engine} through Ibis' PySpark backend: {first_line(exc)}",
+            field=IN_MEMORY_FIELD,
+            hint="check that the DataFrame's query runs in Spark and that its columns have "
+            "plain types (strings, numbers, booleans, dates)",
+        ) from exc
+    provenance: dict[str, Any] = {
+        "kind": engine,
+        "engine": "pyspark",
+        "engine_version": getattr(sys.modules.get("pyspark"), "__version__", None),
+        "view": name,
+    }
+    return PushdownSource(IbisRelation(table), label, IN_MEMORY_FIELD, provenance)
 
 
 def dask_lazy_frame(data: Any, columns: Sequence[str]) -> pl.LazyFrame:
