@@ -185,6 +185,76 @@ def test_polars_pandas_pyarrow_and_path_inputs_agree(
     assert _without_timing(lazy.model_dump(mode="json")["scans"]) == _without_timing(expected)
 
 
+# a filter on a continuous column, a quantile-binned continuous attribute, a score threshold
+PUSHDOWN_FIELDS: dict[str, Any] = {
+    "outcome": "default",
+    "prediction": "score",
+    "threshold": 0.5,
+    "attributes": ["sex", "ethnicity", "age_group", "region", "income"],
+    "discretize": {"income": {"quantiles": 4}},
+    "scans": [{"id": "fpr", "type": "fpr_scan", "restarts": 20}],
+    "significance": {"replicates": 9, "seed": 3, "workers": 1},
+    "filter": "income >= 12000 AND region != 'North'",
+}
+
+
+def test_a_dask_frame_is_prepared_by_the_push_down_plan(credit: pl.DataFrame) -> None:
+    """A filter on a continuous column, a quantile-binned continuous attribute and a score
+    read through a threshold: only the aggregate comes back, the same report as in memory."""
+    dd = pytest.importorskip("dask.dataframe", reason="needs dask[dataframe]")
+    fields = {**PUSHDOWN_FIELDS}
+    expected = fairscan.audit(credit, **fields).model_dump(mode="json")
+    frame = dd.from_pandas(credit.to_pandas(), npartitions=4)
+    report = fairscan.audit(frame, **fields)
+    assert report.provenance.data_path == "<in-memory Dask DataFrame>"
+    assert _without_timing(report.model_dump(mode="json")["scans"]) == _without_timing(
+        expected["scans"]
+    )
+    assert report.provenance.rows_after_filter == expected["provenance"]["rows_after_filter"]
+    source = report.provenance.data_source
+    assert source["kind"] == "Dask DataFrame" and source["rows"] == credit.height
+    steps = source["pushdown"]
+    assert "filter" in steps and "threshold on 'score'" in steps and "group by" in steps
+    assert any(step.startswith("discretize (quantiles exact") for step in steps)
+    # one row per distinct (attributes, income bin, outcome, side of the threshold), not per score
+    distinct = credit.filter((pl.col("income") >= 12000) & (pl.col("region") != "North"))
+    assert source["aggregated_rows"] < distinct.select("score").n_unique()
+
+
+def test_a_pyspark_frame_is_prepared_in_spark(credit: pl.DataFrame) -> None:
+    """A PySpark DataFrame goes through Ibis' PySpark backend: Spark filters, bins (exact
+    quantile edges), applies the threshold and groups; the same report as in memory."""
+    pytest.importorskip("pyspark", reason="needs pyspark (pip install 'fairscan[spark]')")
+    pytest.importorskip("ibis.backends.pyspark", reason="needs Ibis' PySpark backend")
+    from pyspark.sql import SparkSession
+
+    fields = {**PUSHDOWN_FIELDS}
+    expected = fairscan.audit(credit, **fields).model_dump(mode="json")
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("fairscan-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    try:
+        frame = spark.createDataFrame(credit.to_arrow())
+        report = fairscan.audit(frame, **fields)
+        source = report.provenance.data_source
+        spark.catalog.dropTempView(source["view"])
+    finally:
+        spark.stop()
+    assert report.provenance.data_path == "<in-memory PySpark DataFrame>"
+    assert _without_timing(report.model_dump(mode="json")["scans"]) == _without_timing(
+        expected["scans"]
+    )
+    assert source["kind"] == "PySpark DataFrame" and source["engine"] == "pyspark"
+    assert source["rows"] == credit.height
+    steps = source["pushdown"]
+    assert "filter" in steps and "threshold on 'score'" in steps and "group by" in steps
+    assert any(step.startswith("discretize (quantiles exact") for step in steps)
+
+
 def _without_timing(scans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in scan.items() if k != "timing"} for scan in scans]
 

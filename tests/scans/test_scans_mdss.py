@@ -148,3 +148,25 @@ significance: {replicates: 9, seed: 1}
 
 def test_spec_text_loader_is_importable():
     assert load_spec_from_text(SAMPLE.read_text(), str(SAMPLE)).spec.name == "sample-credit"
+
+
+def test_population_totals_are_the_same_float_for_rows_and_their_counts() -> None:
+    """A push-down source hands the scans distinct rows with counts: the population's sums
+    are correctly rounded, so they equal the sums over the rows themselves (a plain float sum
+    differs in the last place with the grouping)."""
+    from fractions import Fraction
+
+    from fairscan.scans.mdss_runner import exact_total
+
+    rng = np.random.default_rng(7)
+    for scale in (1.0, 1e-3, 1e5):
+        values = rng.random(50) * scale
+        counts = rng.integers(1, 100_000, 50)
+        exact = float(sum(Fraction(float(v)) * int(c) for v, c in zip(values, counts, strict=True)))
+        assert exact_total(values, counts) == exact
+        assert exact_total(np.repeat(values, counts)) == exact
+    # an expected rate repeated over rows: the grouped and the row-by-row sums agree exactly
+    rate = np.full(3, 0.2774082239851926)
+    assert exact_total(rate, np.array([477_000, 500, 103])) == exact_total(
+        np.repeat(rate, [477_000, 500, 103])
+    )

@@ -82,7 +82,7 @@ def engine_source(source: Any, engine: Engine, columns: Sequence[str]) -> tuple[
     con = engine.connection()
     dataset = isinstance(source, DatasetSource)
     provenance: dict[str, Any] = {
-        "kind": ("url" if source.remote else "files") if dataset else "polars LazyFrame",
+        "kind": ("url" if source.remote else "files") if dataset else source.kind,
         "engine": "duckdb",
         "engine_version": duckdb.__version__,
     }

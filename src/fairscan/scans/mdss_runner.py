@@ -9,6 +9,7 @@ with the IJDI-Scan and the CBS; the finding detail and its render hook live in
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -114,9 +115,32 @@ class MdssInputs:
         if inside is not None:
             values = values[inside]
         if self.multiplicity is None:
-            return float(values.sum())
+            return exact_total(values)
         m = self.multiplicity if inside is None else self.multiplicity[inside]
-        return float((values * m).sum())
+        return exact_total(values, m)
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp's split: x = high + low, each with at most 26 significant bits (their
+    products with another split number are exact)."""
+    c = x * 134217729.0  # 2**27 + 1
+    high = c - (c - x)
+    return high, x - high
+
+
+def exact_total(values: np.ndarray, multiplicity: np.ndarray | None = None) -> float:
+    """The sum of ``values`` (each counted ``multiplicity`` times), correctly rounded: the same
+    float whether the rows come one by one or aggregated with their counts (a push-down
+    source), which a plain floating-point sum is not (its rounding depends on the order and the
+    grouping)."""
+    v = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(v).all():
+        return float(v.sum() if multiplicity is None else (v * multiplicity).sum())
+    if multiplicity is None:
+        return math.fsum(v.tolist())
+    vh, vl = _split(v)
+    mh, ml = _split(np.asarray(multiplicity, dtype=np.float64))  # counts: exact below 2**53
+    return math.fsum(np.concatenate([vh * mh, vh * ml, vl * mh, vl * ml]).tolist())
 
 
 def subgroup_labels(
