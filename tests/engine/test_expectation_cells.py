@@ -20,6 +20,7 @@ from fairscan.engine.expectation_cells import (
     max_score,
     pieces,
     profiles_of,
+    representation_costs,
     score_subgroup,
     search,
     summarise,
@@ -200,11 +201,33 @@ def test_direction_mismatch_is_refused():
         job(0)
 
 
-def test_summary_is_used_only_where_rows_do_not_compress(monkeypatch):
+def test_summary_is_chosen_by_its_estimated_cost():
+    # one row in each of 1,024 profiles: the build is repaid by replicates, not by one search
+    codes = np.indices((4,) * 5).reshape(5, -1).T
+    rng = np.random.default_rng(11)
+    p = rng.uniform(0.05, 0.95, codes.shape[0])
+    single = ScanProblem.build(codes, (rng.random(p.shape[0]) < p).astype(float), p).cells()
+    profiles = profiles_of(single)
+    assert single.n_cells == profiles.n_cells == 1024
+    assert not worth_summarising(single, profiles, restarts=10, replicates=0)
+    assert worth_summarising(single, profiles, restarts=10, replicates=999)
+    # 1,500 rows in 24 profiles: the summary pays at once
     problem = _small_problem(10)
     cells = problem.cells()
-    assert not worth_summarising(cells, profiles_of(cells))  # 1500 cells < 4096
-    monkeypatch.setattr("fairscan.engine.expectation_cells.MIN_SOURCE_CELLS", 100)
-    assert worth_summarising(cells, profiles_of(cells))
+    assert worth_summarising(cells, profiles_of(cells), restarts=10, replicates=999)
     constant = ScanProblem.build(problem.codes, problem.observed, np.full(1500, 0.3)).cells()
-    assert not worth_summarising(constant, profiles_of(constant))
+    assert not worth_summarising(constant, profiles_of(constant), restarts=10, replicates=999)
+
+
+@pytest.mark.parametrize("rows_per_profile", [1, 2, 4, 14, 100, 1000])
+def test_the_cost_model_prefers_the_summary_with_many_replicates(rows_per_profile):
+    """One row per profile and up: a replicate over the summary costs less than one over the
+    rows (benchmarks/bench_representation.py), so enough replicates repay the build."""
+    profiles = 69_120
+    costs = representation_costs(profiles * rows_per_profile, profiles, 8, 10)
+    assert costs.summary_replicate < costs.row_replicate
+    assert costs.summary_pays(999)
+    assert not costs.summary_pays(0) or rows_per_profile >= 4
+    # more replicates never turn the choice back to the rows
+    paid = [costs.summary_pays(r) for r in (0, 1, 9, 99, 999, 9999)]
+    assert paid == sorted(paid)

@@ -38,12 +38,16 @@ def _scan(spec: Path):
     return run_prepared(prepare_audit(spec), RunOptions(write=False, workers=1)).report.scans[0]
 
 
+def _force(monkeypatch, summary: bool) -> None:
+    monkeypatch.setattr("fairscan.scans.mdss_runner.worth_summarising", lambda *_a, **_k: summary)
+
+
 @pytest.mark.parametrize(("direction", "penalty"), [("negative", 0.0), ("negative", 1.0)])
 def test_profile_summary_reports_the_row_level_finding(tmp_path, monkeypatch, direction, penalty):
     spec = _write(tmp_path, direction, penalty, 19)
-    monkeypatch.setattr("fairscan.engine.expectation_cells.MIN_SOURCE_CELLS", 10**9)
+    _force(monkeypatch, summary=False)
     rows = _scan(spec)
-    monkeypatch.setattr("fairscan.engine.expectation_cells.MIN_SOURCE_CELLS", 100)
+    _force(monkeypatch, summary=True)
     summary = _scan(spec)
     assert rows.findings and summary.findings
     found, expected = summary.findings[0], rows.findings[0]
@@ -53,9 +57,13 @@ def test_profile_summary_reports_the_row_level_finding(tmp_path, monkeypatch, di
     assert summary.null_distribution is not None
     assert len(summary.null_distribution.scores) == 19
     assert found.p_value == pytest.approx(1 / 20)
-    # the summary's replicates draw per row (not per (profile, expectation) cell): other draws
+    # both representations draw one uniform per row (the same null draws) and find the same
+    # subgroups: the same null scores, the summary's from its expansion (within 1e-9)
     assert rows.null_distribution is not None
-    assert summary.null_distribution.scores != rows.null_distribution.scores
+    assert summary.null_distribution.scores == pytest.approx(
+        rows.null_distribution.scores, rel=1e-9, abs=1e-12
+    )
+    assert found.p_value == expected.p_value
     # replicates are seeded: the same scores again
     again = _scan(spec)
     assert again.null_distribution is not None

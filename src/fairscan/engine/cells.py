@@ -41,10 +41,26 @@ def fractional(weights: np.ndarray | None) -> bool:
     return weights is not None and not bool(np.all(weights == np.round(weights)))
 
 
+def per_row_probabilities(cells: Cells) -> bool:
+    """Whether every cell is one row and the expectations are not all equal (per-row
+    probabilities): such cells draw one uniform per row (:func:`bernoulli_sums`), as the
+    profile summary of :mod:`fairscan.engine.expectation_cells` does, so that the
+    representation a calibration scan searches in never changes its null draws."""
+    return (
+        cells.row_weight is None
+        and not cells.constant_expectation
+        and cells.n_cells > 0
+        and float(cells.weight.max()) == 1.0
+    )
+
+
 def bernoulli_sums(cells: Cells, rng: np.random.Generator) -> np.ndarray:
     """One null replicate of the cells' observed sums under Bernoulli(expected) rows: per unit
-    of weight (``Binomial(weight, expected)`` per cell), or with fractional row weights per
-    row, each row's draw times its weight."""
+    of weight (``Binomial(weight, expected)`` per cell), with per-row probabilities one uniform
+    per row below its probability, or with fractional row weights per row, each row's draw
+    times its weight."""
+    if per_row_probabilities(cells):
+        return (rng.random(cells.n_cells) < cells.expected).astype(np.float64)
     if cells.row_weight is None:
         return rng.binomial(cells.weight.astype(np.int64), cells.expected).astype(np.float64)
     drawn = rng.random(cells.row_cell.shape[0]) < cells.expected[cells.row_cell]

@@ -48,10 +48,19 @@ U_HI = float(expectation_kernels.U_HI)
 BREAKS = (0.0, 1.0 / 64.0, 1.0 / 16.0, 0.25, 1.0, 3.0, 6.5, 10.0, U_HI)
 DEGREES = (7, 8, 10, 13, 18, 24, 24, 25)
 
-# The summary pays off when rows do not compress into (profile, expectation) cells: at least
-# this many source cells, and at least this many per profile on average.
-MIN_SOURCE_CELLS = 4096
-MIN_CELLS_PER_PROFILE = 4.0
+# What each representation of a calibration scan costs (issue 29), in seconds on one core of
+# the development machine; only their ratios decide. Fitted by least squares to the times
+# `benchmarks/bench_representation.py --fit` measures over tables from 1.4 to 3,000 rows per
+# profile (benchmarks/RESULTS.md): the summary's build is a pass over the rows evaluating
+# each at the expansion's nodes, then a transform per profile; a replicate draws one uniform
+# per row, then searches: the rows' search grows with the rows times the restarts (its cost
+# per row barely moves with the attributes), the summary's with the profiles times the
+# attributes and the restarts.
+BUILD_PER_ROW = 5.9e-7
+BUILD_PER_PROFILE = 2.6e-6
+DRAW_PER_ROW = 5.9e-9
+ROW_SEARCH_PER_ROW = 7.9e-8  # per row and restart
+SUMMARY_SEARCH_PER_PROFILE = 4.2e-9  # per profile, attribute and restart
 
 
 def pieces(direction: int) -> tuple[np.ndarray, np.ndarray]:
@@ -201,11 +210,47 @@ def profiles_of(cells: Cells) -> Cells:
     )
 
 
-def worth_summarising(cells: Cells, profiles: Cells) -> bool:
-    """Whether the profile summary beats the row-level search on these cells."""
-    if cells.constant_expectation or cells.n_cells < MIN_SOURCE_CELLS:
+@dataclass(frozen=True)
+class RepresentationCosts:
+    """Estimated seconds of the summary's build and of one search with its null draw in each
+    representation (:func:`representation_costs`)."""
+
+    build: float
+    row_replicate: float
+    summary_replicate: float
+
+    def summary_pays(self, replicates: int) -> bool:
+        """Whether building the summary is repaid over the observed search and ``replicates``."""
+        searches = max(int(replicates), 0) + 1
+        return self.build + searches * self.summary_replicate < searches * self.row_replicate
+
+
+def representation_costs(
+    rows: int, profiles: int, attributes: int, restarts: int
+) -> RepresentationCosts:
+    """The cost model's estimates for a table of ``rows`` single-row cells in ``profiles``
+    attribute profiles (constants above). Deterministic in the table's shape, so that seeded
+    runs take the same path on every machine; the two paths draw the same null replicates
+    (:func:`fairscan.engine.cells.bernoulli_sums`) and find the same subgroups."""
+    restarts = max(restarts, 1)
+    draw = DRAW_PER_ROW * rows
+    return RepresentationCosts(
+        build=BUILD_PER_ROW * rows + BUILD_PER_PROFILE * profiles,
+        row_replicate=draw + ROW_SEARCH_PER_ROW * rows * restarts,
+        summary_replicate=draw
+        + SUMMARY_SEARCH_PER_PROFILE * profiles * max(attributes, 1) * restarts,
+    )
+
+
+def worth_summarising(cells: Cells, profiles: Cells, *, restarts: int, replicates: int) -> bool:
+    """Whether the profile summary beats the row-level search on these cells, over the
+    observed search and ``replicates`` null replicates (:func:`representation_costs`)."""
+    if cells.constant_expectation or cells.n_cells == 0:
         return False
-    return cells.n_cells >= MIN_CELLS_PER_PROFILE * profiles.n_cells
+    costs = representation_costs(
+        cells.n_cells, profiles.n_cells, int(cells.codes.shape[1]), restarts
+    )
+    return costs.summary_pays(replicates)
 
 
 def summarise(cells: Cells, direction: int, profiles: Cells | None = None) -> ExpectationCells:
@@ -375,6 +420,7 @@ __all__ = [
     "ExpectationCells",
     "ExpectationReplicate",
     "ProfileSums",
+    "RepresentationCosts",
     "coefficients_from_nodes",
     "far_end_values",
     "from_profile_sums",
@@ -382,6 +428,7 @@ __all__ = [
     "nodes",
     "pieces",
     "profiles_of",
+    "representation_costs",
     "score_subgroup",
     "search",
     "search_selection",

@@ -260,9 +260,14 @@ class MdssSearch:
 
 
 def search_mdss(
-    spec: MdssScanSpecBase, inputs: MdssInputs, codes: np.ndarray, seed: np.random.SeedSequence
+    spec: MdssScanSpecBase,
+    inputs: MdssInputs,
+    codes: np.ndarray,
+    seed: np.random.SeedSequence,
+    replicates: int = 0,
 ) -> MdssSearch:
-    """Build the scanned problem from ``inputs`` and run the search under its score."""
+    """Build the scanned problem from ``inputs`` and run the search under its score
+    (``replicates``: the null replicates that will search the same representation)."""
     problem = ScanProblem.build(codes, inputs.observed, inputs.expected, clip=inputs.clip)
     cells = scan_cells(problem, inputs)
     warnings: tuple[str, ...] = ()
@@ -270,7 +275,7 @@ def search_mdss(
     clipped = problem.clipped if inputs.profile_sums is None else inputs.profile_sums[1].clipped
     if clipped:
         warnings = (f"{clipped} expectations outside [1e-6, 1 - 1e-6] were clipped to that range",)
-    expectation = expectation_summary(inputs, cells)
+    expectation = expectation_summary(inputs, cells, spec.restarts, replicates)
     if expectation is not None and inputs.profile_sums is not None:
         # the rows' expectations are bin means: the subgroup is scored from the database's
         # exact sums (the expansion at the optimal q: within ~1e-14 of the row-level score)
@@ -306,9 +311,12 @@ def search_summary(
     return summary_score(expectation, selection, spec.penalty)
 
 
-def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | None:
-    """The profile summary of per-row Bernoulli expectations, where it pays off (else None);
-    from the database's sums where it took them (always: the rows hold bin means)."""
+def expectation_summary(
+    inputs: MdssInputs, cells: Cells, restarts: int, replicates: int
+) -> ExpectationCells | None:
+    """The profile summary of per-row Bernoulli expectations, where it pays off over the
+    search and ``replicates`` null replicates (else None); from the database's sums where it
+    took them (always: the rows hold bin means)."""
     if inputs.profile_sums is not None and inputs.score == BERNOULLI and inputs.clip:
         row_profile, sums = inputs.profile_sums
         cell_profile = np.zeros(cells.n_cells, np.int64)
@@ -326,7 +334,7 @@ def expectation_summary(inputs: MdssInputs, cells: Cells) -> ExpectationCells | 
     ):
         return None
     profiles = profiles_of(cells)
-    if not worth_summarising(cells, profiles):
+    if not worth_summarising(cells, profiles, restarts=restarts, replicates=replicates):
         return None
     return summarise(cells, inputs.direction, profiles)
 
@@ -338,7 +346,11 @@ def run_mdss(
         return run_given_subgroups(spec, ctx, inputs, parameters)
     started = time.perf_counter()
     scanned = search_mdss(
-        spec, inputs, ctx.data.codes[inputs.rows], child_seed(ctx.seed, MdssStream.SEARCH)
+        spec,
+        inputs,
+        ctx.data.codes[inputs.rows],
+        child_seed(ctx.seed, MdssStream.SEARCH),
+        replicates=ctx.replicates,
     )
     search_done = time.perf_counter()
     null = _significance(
