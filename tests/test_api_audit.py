@@ -241,7 +241,13 @@ def test_a_pyspark_frame_is_prepared_in_spark(credit: pl.DataFrame) -> None:
         frame = spark.createDataFrame(credit.to_arrow())
         report = fairscan.audit(frame, **fields)
         source = report.provenance.data_source
-        spark.catalog.dropTempView(source["view"])
+        # the temporary view Ibis read the frame by is gone: the session is as it was
+        views = [table.name for table in spark.catalog.listTables()]
+        assert source["view"].startswith("fairscan_input_") and source["view"] not in views
+        # a failing audit leaves no view behind either
+        with pytest.raises((fairscan.DataError, fairscan.SpecError)):
+            fairscan.audit(frame, **{**fields, "filter": "no_such_column > 1"})
+        assert not [t for t in spark.catalog.listTables() if t.name.startswith("fairscan_")]
     finally:
         spark.stop()
     assert report.provenance.data_path == "<in-memory PySpark DataFrame>"

@@ -144,8 +144,8 @@ def _pushdown_source(data: Any, engine: str | None, label: str) -> PushdownSourc
 def _spark_source(data: Any, engine: str | None, label: str) -> PushdownSource | None:
     """A PySpark DataFrame as an Ibis table of its own session (Ibis' PySpark backend), so that
     Spark runs the whole preparation, as a database does. The frame is registered as a
-    temporary view of a unique name (``fairscan_input_<hex>``) in that session: Ibis reads
-    tables by name. None when the frame is not a classic DataFrame with a session (Spark
+    temporary view of a unique name (``fairscan_input_<hex>``) in that session (Ibis reads
+    tables by name), dropped again once the table is read. None when the frame is not a classic DataFrame with a session (Spark
     Connect): it is then aggregated through narwhals."""
     import uuid
 
@@ -171,7 +171,14 @@ def _spark_source(data: Any, engine: str | None, label: str) -> PushdownSource |
         "engine_version": getattr(sys.modules.get("pyspark"), "__version__", None),
         "view": name,
     }
-    return PushdownSource(IbisRelation(table), label, IN_MEMORY_FIELD, provenance)
+    return PushdownSource(
+        IbisRelation(table),
+        label,
+        IN_MEMORY_FIELD,
+        provenance,
+        # the view goes once the table is read: the caller's session is left as it was
+        cleanup=lambda: session.catalog.dropTempView(name),
+    )
 
 
 def dask_lazy_frame(data: Any, columns: Sequence[str]) -> pl.LazyFrame:

@@ -19,8 +19,9 @@ engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -159,6 +160,16 @@ class PushdownSource:
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
     failed: str = "the database failed"  # how an engine error's message begins
+    # undoes what preparing the table left in the caller's engine (a PySpark temporary view),
+    # called once the table is read (:meth:`release`)
+    cleanup: Callable[[], None] | None = None
+
+    def release(self) -> None:
+        """Undo what reading the table left in its engine; never raises (the audit's result
+        or error is what the caller needs)."""
+        if self.cleanup is not None:
+            with contextlib.suppress(Exception):
+                self.cleanup()
 
     def run(
         self, expr: Any, what: str, hint: str | None = None, *, scan: bool = True

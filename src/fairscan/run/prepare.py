@@ -189,6 +189,7 @@ def _prepare_streamed(
     as rows)."""
     from fairscan.data.engine_scan import Engine
     from fairscan.data.netio import watched
+    from fairscan.data.pushdown import PushdownSource
     from fairscan.data.sources import DatasetSource
 
     spec_issues = spec_issues or []
@@ -220,6 +221,8 @@ def _prepare_streamed(
     finally:
         progress.done()
         engine.close()
+        if isinstance(source, PushdownSource):
+            source.release()
     if sha is None:
         from fairscan.data.load import frame_sha256
 
