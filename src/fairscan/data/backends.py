@@ -145,8 +145,8 @@ def _spark_source(data: Any, engine: str | None, label: str) -> PushdownSource |
     """A PySpark DataFrame as an Ibis table of its own session (Ibis' PySpark backend), so that
     Spark runs the whole preparation, as a database does. The frame is registered as a
     temporary view of a unique name (``fairscan_input_<hex>``) in that session (Ibis reads
-    tables by name), dropped again once the table is read. None when the frame is not a classic DataFrame with a session (Spark
-    Connect): it is then aggregated through narwhals."""
+    tables by name), dropped again once the table is read. None when the frame is not a
+    classic DataFrame with a session (Spark Connect): it is then aggregated through narwhals."""
     import uuid
 
     import ibis
