@@ -32,7 +32,7 @@ from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
-    from fairscan.engine.jobs import Executor
+    from fairscan.engine.jobs import Executor, ReplicateJob
     from fairscan.report.models import Finding, ScanResult
 
 # outcome: the binary outcome (or the scan's `outcome_type`); probability: the prediction used
@@ -102,6 +102,23 @@ class ScanContext:
     @property
     def recommendation(self) -> np.ndarray:
         return self._role("recommendation")
+
+    def replicate_scores(self, job: ReplicateJob, title: str) -> np.ndarray:
+        """``job``'s scores over this run's ``replicates``, on its workers and executor, with
+        ``title`` on the progress display meanwhile (one home for how a scan runs its null)."""
+        from fairscan.engine.randomization import run_replicates
+
+        self.progress.start(title, self.replicates)
+        try:
+            return run_replicates(
+                job,
+                self.replicates,
+                workers=self.workers,
+                on_progress=self.progress.advance,
+                executor=self.executor,
+            )
+        finally:
+            self.progress.done()
 
 
 @dataclass

@@ -35,10 +35,9 @@ from fairscan.engine.expectation_cells import score_subgroup as summary_score
 from fairscan.engine.fixed import FixedTest
 from fairscan.engine.mdss import ScanProblem, SubgroupScore, is_material, score_subgroup
 from fairscan.engine.randomization import (
+    MdssReplicate,
     NullResult,
     NullSettings,
-    randomization_test,
-    run_replicates,
     summarize,
 )
 from fairscan.engine.scores import (
@@ -600,38 +599,16 @@ def _significance(
     profile and searches the profiles (:class:`ExpectationReplicate`)."""
     if ctx.replicates <= 0:
         return None
-    ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
-    try:
-        if expectation is not None:
-            job = ExpectationReplicate(
-                expectation,
-                NullSettings(inputs.direction, spec.penalty, spec.restarts),
-                child_seed(ctx.seed, MdssStream.NULL),
-            )
-            scores = run_replicates(
-                job,
-                ctx.replicates,
-                workers=ctx.workers,
-                on_progress=ctx.progress.advance,
-                executor=ctx.executor,
-            )
-            return summarize(observed, scores, ctx.alpha)
-        return randomization_test(
-            cells,
-            NullSettings(inputs.direction, spec.penalty, spec.restarts),
-            observed,
-            child_seed(ctx.seed, MdssStream.NULL),
-            ctx.replicates,
-            ctx.alpha,
-            workers=ctx.workers,
-            executor=ctx.executor,
-            on_progress=ctx.progress.advance,
-            draw=inputs.draw,
-            score=inputs.score,
-            residuals=inputs.observed - inputs.expected if inputs.draw == "permutation" else None,
-        )
-    finally:
-        ctx.progress.done()
+    settings = NullSettings(inputs.direction, spec.penalty, spec.restarts)
+    seed = child_seed(ctx.seed, MdssStream.NULL)
+    job: ExpectationReplicate | MdssReplicate
+    if expectation is not None:
+        job = ExpectationReplicate(expectation, settings, seed)
+    else:
+        residuals = inputs.observed - inputs.expected if inputs.draw == "permutation" else None
+        job = MdssReplicate(cells, settings, seed, inputs.draw, inputs.score, residuals)
+    scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
+    return summarize(observed, scores, ctx.alpha)
 
 
 def reported_figures(

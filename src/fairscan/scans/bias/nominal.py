@@ -24,7 +24,6 @@ from fairscan.engine.randomization import (
     NominalReplicate,
     NullResult,
     NullSettings,
-    run_replicates,
     summarize,
 )
 from fairscan.engine.seeds import MdssStream, child_seed
@@ -153,17 +152,7 @@ def _null(
         NullSettings(direction_code(spec.direction), spec.penalty, spec.restarts),
         child_seed(ctx.seed, MdssStream.NULL),
     )
-    ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
-    try:
-        scores = run_replicates(
-            job,
-            ctx.replicates,
-            workers=ctx.workers,
-            on_progress=ctx.progress.advance,
-            executor=ctx.executor,
-        )
-    finally:
-        ctx.progress.done()
+    scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
     return summarize(observed, scores, ctx.alpha)
 
 

@@ -200,22 +200,12 @@ def _permutation_test(
     """Permute the protected class and refit everything (methods.md §3.7); None untested."""
     if ctx.replicates <= 0:
         return None
-    ctx.progress.start(f"{spec.id}: permutations ({label})", ctx.replicates)
-    try:
-        # prepared: the pattern fits' starts are built before replicate 0, whose time decides
-        # whether worker processes pay off
-        job = engine.CbsPermutation(
-            inputs.data, a, inputs.settings, child_seed(ctx.seed, MdssStream.NULL, index)
-        ).prepared()
-        scores = run_replicates(
-            job,
-            ctx.replicates,
-            workers=ctx.workers,
-            on_progress=ctx.progress.advance,
-            executor=ctx.executor,
-        )
-    finally:
-        ctx.progress.done()
+    # prepared: the pattern fits' starts are built before replicate 0, whose time decides
+    # whether worker processes pay off
+    job = engine.CbsPermutation(
+        inputs.data, a, inputs.settings, child_seed(ctx.seed, MdssStream.NULL, index)
+    ).prepared()
+    scores = ctx.replicate_scores(job, f"{spec.id}: permutations ({label})")
     return summarize(observed, scores, inputs.alpha_run)
 
 
@@ -618,18 +608,8 @@ def _given_finding(
     if best.llr <= 0.0:
         p_value, test, exceed = 1.0, "no deviation in the scan's direction", None
     elif ctx.replicates > 0:
-        ctx.progress.start(f"{spec.id}: permutations ({label}, subgroup {k})", ctx.replicates)
-        try:
-            job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
-            null = run_replicates(
-                job,
-                ctx.replicates,
-                workers=ctx.workers,
-                on_progress=ctx.progress.advance,
-                executor=ctx.executor,
-            )
-        finally:
-            ctx.progress.done()
+        job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
+        null = ctx.replicate_scores(job, f"{spec.id}: permutations ({label}, subgroup {k})")
         p_value, exceed = monte_carlo_p(best.llr, null)
         test = GIVEN_TEST
     else:

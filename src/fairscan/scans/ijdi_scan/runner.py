@@ -19,7 +19,6 @@ from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
 from fairscan.engine.mdss import ScanProblem, is_material, members
 from fairscan.engine.randomization import (
     NullResult,
-    run_replicates,
     summarize,
 )
 from fairscan.engine.seeds import IjdiStream, child_seed, search_seed
@@ -178,20 +177,10 @@ def _scan_pass(
     mark = time.perf_counter()
     null = None
     if ctx.replicates > 0 and not degenerate:
-        ctx.progress.start(f"{spec.id}: null replicates", ctx.replicates)
-        try:
-            job = IjdiReplicate(
-                cells, inputs.lam, spec.penalty, spec.restarts, spec.max_passes, test_seed
-            )
-            scores = run_replicates(
-                job,
-                ctx.replicates,
-                workers=ctx.workers,
-                on_progress=ctx.progress.advance,
-                executor=ctx.executor,
-            )
-        finally:
-            ctx.progress.done()
+        job = IjdiReplicate(
+            cells, inputs.lam, spec.penalty, spec.restarts, spec.max_passes, test_seed
+        )
+        scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
         null = summarize(outcome.best.score, scores, ctx.alpha)
     timer.significance += time.perf_counter() - mark
     return IjdiPass(cells, outcome, null, degenerate)
