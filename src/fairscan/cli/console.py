@@ -8,7 +8,7 @@ from rich.text import Text
 from fairscan.report.models import AuditReport
 from fairscan.report.sink_escape import console_text
 from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
-from fairscan.report.verdict import gate_passed_findings, verdict_word
+from fairscan.report.verdict import gate_passed_findings, untested_words, verdict_word
 
 STATUS_STYLE = {
     "significant": "bold red",
@@ -94,6 +94,8 @@ def verdict_text(report: AuditReport, written: list[str]) -> Text:
     where = f" Reports: {', '.join(written)}" if written else ""
     if v.status == "error":
         return Text(f"{word}: {v.scans_with_errors} scan(s) failed.{where}", style="bold red")
+    if v.status == "untested":  # never PASS: a test that cannot reach alpha found nothing
+        return Text(f"{word}: {untested_words(v)}{where}", style="bold yellow")
     if gate_passed_findings(v):
         # the spec's gate (e.g. fail_on: new_significant) let these findings pass
         new = f", {report.baseline.new_significant} new" if report.baseline is not None else ""

@@ -162,6 +162,19 @@ def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None])
                     title=f"fairscan {report.name}: scan error",
                 )
             )
+    untested_level = "error" if report.verdict.exit_code == ExitCode.ERROR else "warning"
+    for index, scan in enumerate(report.scans):
+        if scan.status == "untested":  # never a silent pass (issue 34)
+            place = places[index] if index < len(places) else None
+            lines.append(
+                annotation(
+                    untested_level,
+                    f"scan {scan.id} is untested: {scan.untested_reason or 'no test ran'}",
+                    file=place.file if place is not None else None,
+                    line=place.line if place is not None else None,
+                    title=f"fairscan {report.name}: UNTESTED",
+                )
+            )
     return lines
 
 

@@ -404,23 +404,28 @@ class GithubOutputs:
     def __init__(self) -> None:
         self.significant = 0
         self.paths: list[str] = []
-        self.codes: list[int] = []  # each spec's code before --exit-zero
+        # each spec's (code before --exit-zero, verdict word)
+        self.verdicts: list[tuple[int, str]] = []
 
     def add(self, report: Any, written: list[str]) -> None:
+        from fairscan.report.verdict import verdict_word
+
         self.significant += report.verdict.significant_findings
         self.paths += written
-        self.codes.append(report.verdict.exit_code)
+        self.verdicts.append((report.verdict.exit_code, verdict_word(report.verdict)))
 
     def failed(self) -> None:
-        self.codes.append(int(ExitCode.ERROR))
+        from fairscan.report.verdict import ERROR
+
+        self.verdicts.append((int(ExitCode.ERROR), ERROR))
 
     def write(self, exit_code: int) -> None:
         """``verdict`` is the worst spec's (before ``--exit-zero``); ``exit-code`` the
         process's."""
         from fairscan.cli.github import write_step_outputs
-        from fairscan.report.verdict import exit_code_word, worst_exit_code
+        from fairscan.report.verdict import worst_verdict_word
 
-        verdict = exit_code_word(worst_exit_code(self.codes))
+        verdict = worst_verdict_word(self.verdicts)
         problem = write_step_outputs(self.significant, verdict, exit_code, self.paths)
         if problem is not None:
             err.print(f"[yellow]warning[/]: {escape(problem)}", soft_wrap=True)

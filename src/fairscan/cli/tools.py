@@ -41,7 +41,7 @@ def diff(
     --baseline OLD` did for NEW under NEW's gate.fail_on (1 on findings the gate fails on)."""
     from fairscan.api import diff_reports, diff_reports_on_data
     from fairscan.report.markdown import render_diff
-    from fairscan.report.verdict import diff_exit_code, diff_verdict, gate_line
+    from fairscan.report.verdict import diff_verdict, diff_verdict_of, gate_line
 
     try:
         if data is not None:
@@ -55,9 +55,10 @@ def diff(
         raise interrupted() from None
     except Exception as exc:
         raise typer.Exit(internal_error(exc, debug)) from None
-    code = diff_exit_code(current, comparison)
+    verdict = diff_verdict_of(current, comparison)  # recomputed: the stored one is not read
+    code = verdict.exit_code
     sys.stdout.write(render_diff(comparison, current))
-    sys.stderr.write(diff_verdict(comparison) + "\n")
+    sys.stderr.write(diff_verdict(comparison, verdict) + "\n")
     sys.stderr.write(gate_line(comparison.fail_on, code) + "\n")
     raise typer.Exit(int(process_exit_code(code, exit_zero)))
 

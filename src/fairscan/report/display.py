@@ -35,6 +35,7 @@ _VERDICT_STYLE = {
     "clean": "background:#dff3e4;color:#17622e",
     "findings": "background:#fde2e1;color:#8d1d16",
     "error": "background:#fff1cc;color:#7a5300",
+    "untested": "background:#fff1cc;color:#7a5300",
 }
 
 
@@ -44,6 +45,8 @@ def repr_line(report: AuditReport) -> str:
     scans = f"{v.scans} scan" if v.scans == 1 else f"{v.scans} scans"
     if v.status == "error":
         what = f"{v.scans_with_errors} of {scans} failed"
+    elif v.status == "untested":
+        what = f"{len(v.untested_scans)} of {scans} could not reach significance"
     else:
         noun = "finding" if v.significant_findings == 1 else "findings"
         what = f"{v.significant_findings} significant {noun} in {scans}"

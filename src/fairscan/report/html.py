@@ -62,7 +62,7 @@ section.scan,section.box{background:#fff;border:1px solid #dde1e8;border-radius:
 padding:12px 18px;margin:16px 0}
 .verdict{display:inline-block;padding:4px 10px;border-radius:6px;font-weight:600}
 .v-clean{background:#dff3e4;color:#17622e}.v-findings{background:#fde2e1;color:#8d1d16}
-.v-error{background:#fff1cc;color:#7a5300}
+.v-error,.v-untested{background:#fff1cc;color:#7a5300}
 .badge{display:inline-block;padding:1px 7px;border-radius:10px;font-size:.82em;
 background:#e8ebf0;margin-left:6px}
 .b-significant{background:#fde2e1;color:#8d1d16}.b-error{background:#fff1cc;color:#7a5300}

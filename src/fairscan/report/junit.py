@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from fairscan.report.models import AuditReport, Finding
 from fairscan.report.sink_escape import xml_text
 from fairscan.report.text import fmt_value, headline_p, statistic_words
+from fairscan.report.verdict import verdict_word
 
 
 def _p(p: float | None) -> str:
@@ -57,6 +58,7 @@ def render_junit(report: AuditReport) -> str:
         ("data_sha256", report.provenance.data_sha256),
         ("seed", str(report.provenance.seed)),
         ("fairscan", report.provenance.tool_version),
+        ("verdict", verdict_word(report.verdict)),
     ):
         ET.SubElement(props, "property", name=name, value=value)
     model = report.model
@@ -87,7 +89,10 @@ def render_junit(report: AuditReport) -> str:
             failure.text = (
                 "\n".join(f.description for f in scan.findings if f.significant is True) or where
             )
-        elif scan.status in ("untested", "not_auditable"):
+        elif scan.status == "untested":  # a test that cannot reach alpha is no pass
+            why = scan.untested_reason or "no significance test ran"
+            ET.SubElement(case, "skipped", message=f"UNTESTED: {why}; top finding {where}")
+        elif scan.status == "not_auditable":
             ET.SubElement(case, "skipped", message=f"{scan.status}: top finding {where}")
         else:
             out = ET.SubElement(case, "system-out")

@@ -42,11 +42,15 @@ from fairscan.report.text import (
     statistic_words,
 )
 from fairscan.report.verdict import (
+    ERROR,
     FAIL,
     PASS,
+    UNTESTED,
     diff_verdict,
+    diff_verdict_of,
     gate_passed_findings,
     status_text,
+    untested_words,
     verdict_word,
 )
 
@@ -64,6 +68,8 @@ def verdict_line(report: AuditReport) -> str:
     scans = f"{v.scans} scan" if v.scans == 1 else f"{v.scans} scans"
     if v.status == "error":
         return f"{word}: {v.scans_with_errors} of {v.scans} scans could not be completed."
+    if v.status == "untested":
+        return f"{word}: {untested_words(v)}"
     if gate_passed_findings(v) and report.baseline is not None:
         return (
             f"{word} (gate: fail on {report.baseline.fail_on}): {v.significant_findings} "
@@ -457,9 +463,9 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
 def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
     """Markdown of ``audit diff``: the comparison, then the current verdict per scan."""
     lines = [f"# Fairness audit diff: {current.name}", ""]
-    text = diff_verdict(comparison)
+    text = diff_verdict(comparison, diff_verdict_of(current, comparison))
     head, sep, rest = text.partition(": ")
-    if sep and head in (FAIL, PASS):
+    if sep and head.split(" ")[0] in (FAIL, PASS, ERROR, UNTESTED):
         verdict = f"**{head}**: {rest}."
     else:
         first, _, rest = text.partition("; ")

@@ -172,6 +172,21 @@ class ScanResult(ReportModel):
         default=None,
         description="`p_value` corrected across the spec's scans (gate.correction).",
     )
+    p_value_floor: float | None = Field(
+        default=None,
+        description=(
+            "The smallest p-value the scan's test can give: 1 / (R + 1) for a randomization "
+            "test of R replicates (1 without replicates), 0 for exact tests; null for scans "
+            "without a randomization test (certify, flag, shift)."
+        ),
+    )
+    untested_reason: str | None = Field(
+        default=None,
+        description=(
+            "Why the scan is `untested`: no replicates, or too few for its smallest p-value "
+            "(after gate.correction) to reach significance.alpha; null when tested."
+        ),
+    )
 
     def significant_count(self) -> int:
         """Significant findings of this scan."""
@@ -235,14 +250,30 @@ class Provenance(ReportModel):
     environment: Environment
 
 
+class UntestedScan(ReportModel):
+    """A scan whose test could not reach significance.alpha, and why."""
+
+    scan: str = Field(description="The scan's id.")
+    reason: str = Field(description="Why it is untested, and what to do.")
+
+
 class Verdict(ReportModel):
-    status: Literal["clean", "findings", "error"]
+    status: Literal["clean", "findings", "untested", "error"] = Field(
+        description=(
+            "error: a scan failed; untested: a scan could not reach significance.alpha "
+            "(exit 2 unless gate.allow_untested); findings: significant findings; clean: none."
+        )
+    )
     exit_code: int
     significant_findings: int = Field(
         description="Findings with significant: true, over all scans."
     )
     scans: int
     scans_with_errors: int
+    untested_scans: list[UntestedScan] = Field(
+        default_factory=list,
+        description="The scans that could not reach significance.alpha, with the reason.",
+    )
 
 
 class AuditedModel(ReportModel):

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from fairscan import __version__
 from fairscan.report.models import AuditReport, Finding, ScanResult
-from fairscan.report.verdict import ExitCode
+from fairscan.report.verdict import ExitCode, verdict_word
 
 SARIF_VERSION: Final = "2.1.0"
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -59,6 +59,8 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
         "results": results,
         "properties": {
             "verdict": report.verdict.status,
+            "verdictWord": verdict_word(report.verdict),
+            "untestedScans": [u.model_dump() for u in report.verdict.untested_scans],
             "exitCode": report.verdict.exit_code,
             "significantFindings": report.verdict.significant_findings,
             "specSha256": report.provenance.spec_sha256,

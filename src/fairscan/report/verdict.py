@@ -40,13 +40,13 @@ FAIL_ON: Final[tuple[FailOn, ...]] = (
 )
 DEFAULT_FAIL_ON: Final[FailOn] = "significant"
 
-VerdictStatus = Literal["clean", "findings", "error"]
+VerdictStatus = Literal["clean", "findings", "untested", "error"]
 
 # How each scan status reads in the reports (Markdown, HTML, notebook summary)
 STATUS_TEXT: Final[dict[str, str]] = {
     "significant": "significant",
     "not_significant": "not significant",
-    "untested": "not tested (replicates: 0)",
+    "untested": "not tested (cannot reach alpha)",
     "no_finding": "no finding",
     "not_auditable": "not auditable",
     "error": "error",
@@ -55,6 +55,8 @@ STATUS_TEXT: Final[dict[str, str]] = {
 PASS: Final = "PASS"
 FAIL: Final = "FAIL"
 ERROR: Final = "ERROR"
+# a scan could not reach alpha (issue 34): never PASS, exit 2 unless gate.allow_untested
+UNTESTED: Final = "UNTESTED"
 # exit code -> the verdict word a report leads with
 _WORDS: Final[dict[int, str]] = {ExitCode.OK: PASS, ExitCode.FINDINGS: FAIL}
 
@@ -86,30 +88,45 @@ def gated_exit_code(
     return ExitCode.FINDINGS if significant else ExitCode.OK
 
 
+# the reason an untested scan gives when its result names none (a report of an older run)
+UNTESTED_REASON: Final = "no significance test ran (replicates 0)"
+
+
 def build_verdict(
     scans: Sequence[ScanResult],
     fail_on: str = DEFAULT_FAIL_ON,
     new_significant: int | None = None,
+    allow_untested: bool = False,
 ) -> Verdict:
-    """The verdict of a run and its exit code: ERROR when a scan failed, else the gate's code
+    """The verdict of a run and its exit code: ERROR when a scan failed; UNTESTED when a scan
+    could not reach alpha (status ``untested``; exit 2 unless ``allow_untested``, and findings
+    of other scans the gate lets through fail it as FINDINGS); else the gate's code
     (``new_significant``: findings labelled new against a baseline, None without one)."""
-    from fairscan.report.models import Verdict
+    from fairscan.report.models import UntestedScan, Verdict
 
     significant = sum(scan.significant_count() for scan in scans)
     errors = sum(1 for scan in scans if scan.status == "error")
+    untested = [
+        UntestedScan(scan=scan.id, reason=scan.untested_reason or UNTESTED_REASON)
+        for scan in scans
+        if scan.status == "untested"
+    ]
     status: VerdictStatus
     if errors:
-        status, code = "error", ExitCode.ERROR
+        status = "error"
+    elif untested and not (allow_untested and significant):
+        status = "untested"
     else:
         status = "findings" if significant else "clean"
-        code = gated_exit_code(significant, new_significant, fail_on)
-    return Verdict(
+    verdict = Verdict(
         status=status,
-        exit_code=int(code),
+        exit_code=int(ExitCode.ERROR),
         significant_findings=significant,
         scans=len(scans),
         scans_with_errors=errors,
+        untested_scans=untested,
     )
+    return gate_verdict(verdict, fail_on, new_significant, allow_untested=allow_untested)
 
 
 def gate_verdict(
@@ -117,9 +134,11 @@ def gate_verdict(
     fail_on: str,
     new_significant: int | None,
     still_significant: int | None = None,
+    allow_untested: bool = False,
 ) -> Verdict:
-    """``verdict`` with its exit code set by the gate (an error verdict stays ERROR)."""
-    if verdict.status == "error":
+    """``verdict`` with its exit code set by the gate (an error verdict stays ERROR, an
+    untested one too unless ``allow_untested``)."""
+    if verdict.status == "error" or (verdict.status == "untested" and not allow_untested):
         code = ExitCode.ERROR
     else:
         code = gated_exit_code(
@@ -135,16 +154,31 @@ def report_fail_on(report: AuditReport) -> str:
     return str(value) if value is not None else DEFAULT_FAIL_ON
 
 
-def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
-    """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
-    gate ``comparison.fail_on`` applied to the current verdict and the new findings."""
-    verdict = gate_verdict(
-        current.verdict,
+def report_allows_untested(report: AuditReport) -> bool:
+    """The ``gate.allow_untested`` a report was run under (older reports: false)."""
+    gate = report.provenance.parameters.get("gate")
+    return isinstance(gate, dict) and gate.get("allow_untested") is True
+
+
+def diff_verdict_of(current: AuditReport, comparison: BaselineComparison) -> Verdict:
+    """``audit diff``'s verdict of the current report, recomputed from its scans' findings and
+    statuses under its gate and the comparison's new findings (the verdict stored in the file
+    is never read: an edited one cannot pass the gate)."""
+    allow = report_allows_untested(current)
+    verdict = build_verdict(current.scans, comparison.fail_on, allow_untested=allow)
+    return gate_verdict(
+        verdict,
         comparison.fail_on,
         comparison.new_significant,
         still_significant(comparison),
+        allow,
     )
-    return ExitCode(verdict.exit_code)
+
+
+def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
+    """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
+    gate ``comparison.fail_on`` applied to the current scans and the new findings."""
+    return ExitCode(diff_verdict_of(current, comparison).exit_code)
 
 
 def still_significant(comparison: BaselineComparison) -> int:
@@ -188,8 +222,21 @@ def worst_exit_code(codes: Sequence[int]) -> ExitCode:
 
 
 def verdict_word(verdict: Verdict) -> str:
-    """PASS / FAIL / ERROR, as the exit code reads (a gated run with findings passes)."""
+    """PASS / FAIL / ERROR as the exit code reads (a gated run with findings passes), and
+    UNTESTED for a run with a scan that could not reach alpha, whatever its code."""
+    if verdict.status == "untested":
+        return UNTESTED
     return exit_code_word(verdict.exit_code)
+
+
+def worst_verdict_word(verdicts: Sequence[tuple[int, str]]) -> str:
+    """The word of several audits' (exit code, verdict word): the worst code's, ERROR before
+    UNTESTED where both exit 2."""
+    code = worst_exit_code([c for c, _ in verdicts])
+    words = {w for c, w in verdicts if c == code}
+    if UNTESTED in words and (code != ExitCode.ERROR or words == {UNTESTED}):
+        return UNTESTED  # an allowed untested run exits 0 but never reads PASS
+    return exit_code_word(code)
 
 
 def exit_code_word(code: int) -> str:
@@ -197,25 +244,50 @@ def exit_code_word(code: int) -> str:
     return _WORDS.get(int(code), ERROR)
 
 
+def untested_words(verdict: Verdict) -> str:
+    """What an UNTESTED verdict says after its word: which scans could not reach alpha, why
+    (the first scan's reason; they share one in the usual case), and whether the gate let it
+    pass (``gate.allow_untested``)."""
+    untested = verdict.untested_scans
+    ids = ", ".join(u.scan for u in untested)
+    found = verdict.significant_findings
+    others = f"; {found} significant finding(s) in the other scans" if found else ""
+    allowed = (
+        " The gate lets it pass (gate.allow_untested)." if verdict.exit_code == ExitCode.OK else ""
+    )
+    first = untested[0].reason if untested else UNTESTED_REASON
+    return (
+        f"{len(untested)} of {verdict.scans} scan(s) could not reach significance ({ids}): "
+        f"{first}{others}.{allowed}"
+    )
+
+
 def gate_passed_findings(verdict: Verdict) -> bool:
     """Significant findings the gate let pass (``fail_on: new_significant`` or ``never``)."""
     return verdict.status == "findings" and verdict.exit_code == ExitCode.OK
 
 
-def diff_verdict(comparison: BaselineComparison) -> str:
-    """One line for ``audit diff``: FAIL on new findings; otherwise "no new significant
-    finding", with the findings still significant counted (PASS only when there are none)."""
-    if comparison.new_significant:
-        return f"{FAIL}: {comparison.new_significant} new significant finding(s)"
+def diff_verdict(comparison: BaselineComparison, verdict: Verdict) -> str:
+    """One line for ``audit diff``, its word from ``verdict`` (:func:`diff_verdict_of`: the
+    gated exit code): FAIL, ERROR or UNTESTED first; findings the gate lets pass never read
+    FAIL, and findings still significant never read as a bare PASS."""
+    new = comparison.new_significant
+    counts = f"{new} new significant finding(s)" if new else "no new significant finding"
     still = still_significant(comparison)
     if still:
         changed = comparison.counts.get("changed", 0) + comparison.counts.get("shifted", 0)
         extra = f", {changed} of them with a shifted subgroup" if changed else ""
-        return (
-            f"no new significant finding; {still} persisting finding(s) from the baseline are "
-            f"still significant{extra}"
+        counts += (
+            f"; {still} persisting finding(s) from the baseline are still significant{extra}"
         )
-    return f"{PASS}: no new significant finding"
+    word = verdict_word(verdict)
+    if word == UNTESTED:
+        return f"{word}: {len(verdict.untested_scans)} scan(s) could not reach alpha; {counts}"
+    if word != PASS:
+        return f"{word}: {counts}"
+    if new:
+        return f"{PASS} (gate fail_on {comparison.fail_on}): {counts}"
+    return counts if still else f"{PASS}: {counts}"
 
 
 def gate_line(fail_on: str, code: int) -> str:

@@ -89,14 +89,15 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             )
             for i in range(count)
         ]
-    from fairscan.run.gate_correction import correct_scans  # loads the engine: a run only
+    from fairscan.run.gate_correction import correct_scans, mark_untested  # a run only
 
     results = correct_scans(results, spec.gate.correction, spec.significance.alpha)
+    results = mark_untested(results, spec.gate.correction, spec.significance.alpha)
     report: AuditReport = AuditReport(
         name=spec.name,
         description=spec.description,
         model=None if spec.model is None else AuditedModel(**spec.model.model_dump()),
-        verdict=build_verdict(results),
+        verdict=build_verdict(results, allow_untested=spec.gate.allow_untested),
         provenance=_provenance(
             prepared,
             root,
@@ -127,7 +128,14 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             runner=run_scan,
         )
     report = ReportView.of(
-        apply_gate(report, baseline, options.baseline, spec.gate.fail_on, comparison),
+        apply_gate(
+            report,
+            baseline,
+            options.baseline,
+            spec.gate.fail_on,
+            comparison,
+            allow_untested=spec.gate.allow_untested,
+        ),
         render_hooks(),
     )
     written = write_outcome(prepared, report, options) if options.write else []
@@ -148,6 +156,8 @@ def apply_gate(
     baseline_path: Path | None,
     fail_on: str,
     comparison: BaselineComparison | None = None,
+    *,
+    allow_untested: bool = False,
 ) -> AuditReport:
     """Label findings against the baseline (unless ``comparison`` is given: the re-test's)
     and set the exit code from ``gate.fail_on`` (:func:`fairscan.report.verdict.gate_verdict`,
@@ -158,7 +168,7 @@ def apply_gate(
         )
     new_significant = comparison.new_significant if comparison is not None else None
     still = still_significant(comparison) if comparison is not None else None
-    verdict = gate_verdict(report.verdict, fail_on, new_significant, still)
+    verdict = gate_verdict(report.verdict, fail_on, new_significant, still, allow_untested)
     return report.model_copy(update={"verdict": verdict, "baseline": comparison})
 
 
@@ -250,6 +260,12 @@ def run_scan(
             detect=detect,
         )
         result = SCAN_TYPES[scan.type].runner(scan, ctx)
+        floor = SCAN_TYPES[scan.type].p_value_floor
+        if floor is not None:  # what the gate needs to tell an untested scan (issue 34)
+            from fairscan.run.gate_correction import result_floor
+
+            reached = result_floor(result, floor(scan, ctx.replicates))
+            result = result.model_copy(update={"p_value_floor": reached})
         warnings = threshold_warnings(prepared.data, roles, bound)
         if warnings:  # the runners need not know: the scan's result carries them
             result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})

@@ -11,10 +11,12 @@ that the verdict module calls it in one place.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
-from fairscan.report.models import ScanResult, count_significant, finite_or_none
+from fairscan.report.models import Finding, ScanResult, count_significant, finite_or_none
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
 
@@ -63,4 +65,84 @@ def correct_scans(scans: list[ScanResult], correction: str, alpha: float) -> lis
                 f"(own p-value {own[i]:.4g})",
             ]
         out.append(scan.model_copy(update=update))
+    return out
+
+
+# --- Untested scans (issue 34): a test that cannot reach alpha is no evidence of absence ------
+
+UNTESTED_HINT = "or set gate.allow_untested: true to let such a run pass as UNTESTED"
+
+
+def given_floor(finding: Finding) -> float | None:
+    """The smallest p-value of a given subgroup's own test (None: not a given subgroup): 0 for
+    an exact or analytic test, 1 / (R + 1) for R simulated draws, 1 when untested."""
+    block = finding.detail.get("given_subgroup")
+    if not isinstance(block, dict):
+        return None
+    if finding.p_value is None:
+        return 1.0
+    draws = block.get("replicates")
+    if not isinstance(draws, int) or draws <= 0:
+        return 0.0
+    return 1.0 / (draws + 1)
+
+
+def result_floor(scan: ScanResult, declared: float | None) -> float | None:
+    """A scan's smallest reachable p-value: ``declared`` by its type for ``replicates`` (None:
+    no randomization test), or, for given subgroups, the smallest of their own tests' floors."""
+    if declared is None:
+        return None
+    floors = [given_floor(f) for f in scan.findings]
+    if floors and all(f is not None for f in floors):
+        return min(f for f in floors if f is not None)
+    return declared
+
+
+def replicates_needed(alpha: float, correction: str, k: int) -> int:
+    """The fewest replicates R with 1 / (R + 1) within ``alpha`` after ``correction`` over
+    ``k`` scans at the floor: ceil(k / alpha) - 1 for Holm and Bonferroni, else ceil(1/alpha) - 1."""
+    m = k if correction in ("holm", "bonferroni") else 1
+    return max(math.ceil(m / alpha - 1e-9) - 1, 1)
+
+
+def untested_reason(floor: float, best: float, alpha: float, correction: str, k: int) -> str:
+    """Why a scan with smallest p-value ``floor`` (``best`` after correction) is untested."""
+    need = replicates_needed(alpha, correction, k)
+    todo = f"raise significance.replicates to at least {need} (SubROC: its subsets), {UNTESTED_HINT}"
+    if floor >= 1.0:
+        return f"no randomization test ran (replicates 0); {todo}"
+    draws = round(1.0 / floor) - 1
+    after = (
+        f", {best:.4g} after gate.correction {correction} over {k} scans"
+        if correction != "none"
+        else ""
+    )
+    return (
+        f"{draws} replicates: its smallest possible p-value 1/{draws + 1} = {floor:.4g}"
+        f"{after} exceeds alpha {alpha:g}; {todo}"
+    )
+
+
+def mark_untested(scans: list[ScanResult], correction: str, alpha: float) -> list[ScanResult]:
+    """The scans with status ``untested`` and an ``untested_reason`` where even their smallest
+    possible p-values (every scan's ``p_value_floor``, exact tests at 0), corrected together
+    as :func:`correct_scans` corrects them, exceed ``alpha``. A scan that found nothing, one
+    that failed and one without a randomization test stay as they are."""
+    counted = [
+        i
+        for i, s in enumerate(scans)
+        if s.status != "error" and (s.p_value_floor is not None or scan_p_value(s) is not None)
+    ]
+    floors = np.array([scans[i].p_value_floor or 0.0 for i in counted], dtype=np.float64)
+    best = dict(zip(counted, adjust_p_values(floors, correction), strict=True))
+    out = []
+    for i, scan in enumerate(scans):
+        floor = scan.p_value_floor
+        reachable = floor is None or i not in best or best[i] <= alpha
+        if scan.status in ("error", "no_finding", "not_auditable") or reachable:
+            out.append(scan)
+            continue
+        assert floor is not None
+        reason = untested_reason(floor, float(best[i]), alpha, correction, len(counted))
+        out.append(scan.model_copy(update={"status": "untested", "untested_reason": reason}))
     return out

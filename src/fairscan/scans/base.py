@@ -140,6 +140,12 @@ class ScanTimer:
 Runner = Callable[[Any, ScanContext], "ScanResult"]
 
 
+def replicate_floor(spec: Any, replicates: int) -> float:
+    """The smallest p-value (1 + 0) / (1 + R) of a test of ``replicates`` null replicates (1
+    with none: no test ran)."""
+    return 1.0 / (max(replicates, 0) + 1)
+
+
 def lazy_runner(module: str, name: str) -> Runner:
     """A runner imported on its first call, so listing the registry (``audit validate``,
     ``audit explain``, start-up) never imports the compiled kernels, scipy or scikit-learn."""
@@ -248,6 +254,11 @@ class ScanType:
     # of a baseline finding read from this run's scan, (baseline finding, scan) -> (the
     # re-test as a finding with a ``given_subgroup`` block, or None and the reason)
     retest_named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+    # a type whose p-values come from a randomization test: the smallest p-value that test
+    # can give for a spec under ``significance.replicates`` (:func:`replicate_floor`), so the
+    # gate can tell a scan that could never reach alpha (untested) from a clean one. None: no
+    # randomization test (certify, flag, shift), never untested for want of replicates
+    p_value_floor: Callable[[Any, int], float] | None = None
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""

@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from fairscan.metric_table import CATALOGUE
-from fairscan.scans.base import ScanContext, ScanType
+from fairscan.scans.base import ScanContext, ScanType, replicate_floor
 from fairscan.scans.mdss_render import MDSS_HOOKS
 from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBase, ScoreOptions
 
@@ -127,6 +127,7 @@ FPR_SCAN = ScanType(
     weighted_rows=True,
     title="FPR-Scan",
     render=MDSS_HOOKS,
+    p_value_floor=replicate_floor,
     summary=(
         "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
         "(share recommended positive) most exceeds the overall false positive rate. "
@@ -142,6 +143,7 @@ TPR_SCAN = ScanType(
     weighted_rows=True,
     title="TPR-Scan",
     render=MDSS_HOOKS,
+    p_value_floor=replicate_floor,
     summary=(
         "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
         "(share recommended positive) most exceeds the overall true positive rate. "

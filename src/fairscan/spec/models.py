@@ -450,6 +450,15 @@ class GateSpec(StrictModel):
             "each scan gates at alpha on its own."
         ),
     )
+    allow_untested: bool = Field(
+        default=False,
+        description=(
+            "A scan whose randomization test cannot reach significance.alpha (replicates 0, or "
+            "its smallest p-value 1 / (replicates + 1), after gate.correction, above alpha) is "
+            "untested, and the run's verdict is UNTESTED: exit 2, never PASS. true = such a run "
+            "exits 0 (or 1 on findings), its verdict still UNTESTED."
+        ),
+    )
 
 
 class ScanDefaults(StrictModel):

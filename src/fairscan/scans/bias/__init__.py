@@ -7,7 +7,13 @@ scores), :mod:`.nominal` (one-vs-all per class), :mod:`.render` (Markdown hooks)
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.base import (
+    ScanType,
+    lazy_exports_of,
+    lazy_hooks,
+    lazy_runner,
+    replicate_floor,
+)
 from fairscan.scans.bias.spec import (
     SCORES_FOR,
     BiasScanSpec,
@@ -36,6 +42,7 @@ BIAS_SCAN = ScanType(
     extra_columns=extra_columns,
     title="Bias Scan",
     render=lazy_hooks("fairscan.scans.bias.render", "BIAS_HOOKS"),
+    p_value_floor=replicate_floor,
     summary=(
         "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
         "(over-estimated risk for direction negative, under-estimated for positive); with "

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.base import (
+    ScanType,
+    lazy_exports_of,
+    lazy_hooks,
+    lazy_runner,
+    replicate_floor,
+)
 from fairscan.scans.cbs.spec import (
     METRICS,
     CbsModels,
@@ -53,6 +59,7 @@ CBS = ScanType(
     type="cbs",
     spec_model=CbsSpec,
     runner=lazy_runner("fairscan.scans.cbs.runner", "run_cbs"),
+    p_value_floor=replicate_floor,
     retest_effect=_retest_effect,
     retest_key=_retest_key,
     needs=needs,

@@ -17,7 +17,13 @@ randomization test -> optional mitigation -> result), :mod:`.models` (``detail``
 
 from __future__ import annotations
 
-from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.base import (
+    ScanType,
+    lazy_exports_of,
+    lazy_hooks,
+    lazy_runner,
+    replicate_floor,
+)
 from fairscan.scans.ijdi_scan.spec import (
     IjdiCosts,
     IjdiScanSpec,
@@ -30,6 +36,7 @@ IJDI_SCAN = ScanType(
     type="ijdi_scan",
     spec_model=IjdiScanSpec,
     runner=lazy_runner("fairscan.scans.ijdi_scan.runner", "run_ijdi_scan"),
+    p_value_floor=replicate_floor,
     needs=needs,
     needs_doc="outcome and the recommendation (a 0/1 column, or the prediction against a "
     "threshold); with mitigation also the prediction (any real-valued score)",

@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.base import (
+    ScanType,
+    lazy_exports_of,
+    lazy_hooks,
+    lazy_runner,
+    replicate_floor,
+)
 from fairscan.scans.subroc.spec import (
     SubrocSignificanceSpec,
     SubrocSpec,
@@ -47,10 +53,20 @@ def _retest_effect(finding: Finding) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _p_value_floor(spec: SubrocSpec, replicates: int) -> float:
+    """The holdout random-subset test's smallest p-value: its own ``significance.subsets``
+    (``replicates`` 0 switches it off); the paper's #{null >= observed} / R can reach 0."""
+    subsets = spec.significance.subsets if replicates > 0 else 0
+    if spec.significance.paper_pvalue and subsets > 0:
+        return 0.0
+    return replicate_floor(spec, subsets)
+
+
 SUBROC = ScanType(
     type="subroc",
     spec_model=SubrocSpec,
     runner=lazy_runner("fairscan.scans.subroc.runner", "run_subroc"),
+    p_value_floor=_p_value_floor,
     retest_effect=_retest_effect,
     needs=("outcome", "score"),
     title="SubROC",
