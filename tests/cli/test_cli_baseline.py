@@ -226,10 +226,8 @@ def test_diff_and_baseline_accept_version_1_reports(project: Project, cli: Invok
     # findings, as `audit run --baseline v1.json` does (issue 22: diff and run agree)
     out = cli("diff", v1, v1, code=1)
     assert "gate fail_on significant: exit 1" in out.stderr
-    assert (
-        "7 persisting" in out.stdout
-        and "**No new significant finding**; 7 persisting" in out.stdout
-    )
+    # issue 34: the line's word is the gated exit code's (1: FAIL), never a bare "no new"
+    assert "**FAIL**: no new significant finding; 7 persisting" in out.stdout
     upgraded = AuditReport.model_validate(upgrade_report(json.loads(v1.read_text("utf-8"))))
     # a v2 run where the flag scan no longer flags its first group: v1 -> v2 resolves it
     current = upgraded.model_copy(deep=True)
@@ -298,12 +296,17 @@ def test_github_format_without_the_env_var_writes_nothing(
 
 def test_junit_passing_scan_has_no_failure(project: Project, cli: Invoke) -> None:
     project.data("data.csv", frame(calibration_bias=False, n=400))
-    spec = write_spec(project, "data.csv", "j", fail_on="never", formats="[junit]")
+    # replicates 0 is untested (issue 34): allowed here, so the run exits 0 as UNTESTED
+    spec = write_spec(
+        project, "data.csv", "j", fail_on="never, allow_untested: true", formats="[junit]"
+    )
     cli("run", spec, "--replicates", "0", "--workers", "1", code=0)
     root = ET.parse(project.root / "j" / "gated.junit.xml").getroot()
     cases = root.find("testsuite").findall("testcase")  # type: ignore[union-attr]
     assert all(c.find("failure") is None for c in cases)
     assert all(c.find("skipped") is not None for c in cases)  # replicates 0: untested
+    verdict = root.find("testsuite/properties/property[@name='verdict']")
+    assert verdict is not None and verdict.get("value") == "UNTESTED"
 
 
 def test_action_and_pre_commit_hooks_are_valid() -> None:

@@ -145,4 +145,4 @@ def test_spec_without_extends_is_unchanged(project: Project, cli: Invoke) -> Non
     project.data("data.csv", n=300)
     spec, _ = resolved(cli, project.spec(spec_text()))
     assert spec["scans"][0]["penalty"] == 0.5
-    assert spec["gate"] == {"fail_on": "significant", "correction": "none"}
+    assert spec["gate"] == {"fail_on": "significant", "correction": "none", "allow_untested": False}

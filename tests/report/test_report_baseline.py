@@ -7,7 +7,7 @@ from report_builders import finding, report, scan
 
 from fairscan.report.baseline import compare_reports, finding_side, scan_items
 from fairscan.report.markdown import render_comparison, render_diff
-from fairscan.report.verdict import ExitCode, diff_verdict, gated_exit_code
+from fairscan.report.verdict import ExitCode, diff_verdict, diff_verdict_of, gated_exit_code
 
 ATTRS = {"race": ["A", "B", "C"], "sex": ["F", "M"]}
 
@@ -135,8 +135,13 @@ def test_diff_with_persisting_findings_says_no_new_finding_not_pass():
     assert comparison.counts["persisting"] == 1 and comparison.new_significant == 0
     text = render_diff(comparison, base)
     assert "PASS" not in text
+    # the gate (fail_on significant) fails on them: the line says FAIL, as the code does
     assert (
-        "**No new significant finding**; 1 persisting finding(s) from the baseline are still "
-        "significant." in text
+        "**FAIL**: no new significant finding; 1 persisting finding(s) from the baseline are "
+        "still significant." in text
     )
-    assert diff_verdict(comparison).startswith("no new significant finding; 1 persisting")
+    verdict = diff_verdict_of(base, comparison)
+    assert verdict.exit_code == ExitCode.FINDINGS
+    assert diff_verdict(comparison, verdict).startswith(
+        "FAIL: no new significant finding; 1 persisting"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -180,6 +181,24 @@ def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -
         )
         lines.append(f"{field} = {value}  (from {origin})")
     return lines
+
+
+def _untested_warnings(loaded: Any, options: Any, sources: list[str]) -> list[str]:
+    """``audit validate``'s word on scans that cannot reach alpha (issue 34), located at
+    significance.replicates in the spec, or naming the override that set it."""
+    from fairscan.api import apply_overrides
+    from fairscan.run.specs import untested_issues
+
+    warnings = []
+    for issue in untested_issues(apply_overrides(loaded.spec, options)):
+        origin = next((s for s in sources if s.startswith("significance.replicates ")), None)
+        if origin is not None:
+            issue = replace(issue, field=origin.replace("  ", " "))
+        else:
+            field = issue.field or ""
+            issue = issue.located(loaded.file_of(field), *loaded.locate_field(field))
+        warnings.append(issue.render())
+    return warnings
 
 
 def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
@@ -514,6 +533,8 @@ def validate(
                 for warning in data.warnings:
                     err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
                 loaded = prepared.loaded
+            for warning in _untested_warnings(loaded, options, sources):
+                err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
             if show_resolved:
                 resolved = apply_overrides(loaded.spec, options)
                 sys.stdout.write(_resolved_yaml(loaded, resolved, sources))

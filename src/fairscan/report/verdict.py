@@ -9,6 +9,7 @@ same counts under the same ``gate.fail_on``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING, Final, Literal
@@ -64,6 +65,52 @@ _WORDS: Final[dict[int, str]] = {ExitCode.OK: PASS, ExitCode.FINDINGS: FAIL}
 def status_text(status: str) -> str:
     """A scan status in words (unknown statuses as they are)."""
     return STATUS_TEXT.get(status, status)
+
+
+UNTESTED_HINT: Final = (
+    "or set gate.allow_untested: true to let such a run pass as UNTESTED"
+)
+
+
+def replicates_needed(alpha: float, correction: str, k: int) -> int:
+    """The fewest replicates R with 1 / (R + 1) within ``alpha`` after ``correction`` over
+    ``k`` scans at the floor: ceil(k / alpha) - 1 for Holm and Bonferroni, else ceil(1/alpha) - 1."""
+    m = k if correction in ("holm", "bonferroni") else 1
+    return max(math.ceil(m / alpha - 1e-9) - 1, 1)
+
+
+def untested_reason(floor: float, best: float, alpha: float, correction: str, k: int) -> str:
+    """Why a scan with smallest p-value ``floor`` (``best`` after correction) is untested."""
+    need = replicates_needed(alpha, correction, k)
+    todo = f"raise significance.replicates to at least {need} (SubROC: its subsets), {UNTESTED_HINT}"
+    if floor >= 1.0:
+        return f"no randomization test ran (replicates 0); {todo}"
+    draws = round(1.0 / floor) - 1
+    after = (
+        f", {best:.4g} after gate.correction {correction} over {k} scans"
+        if correction != "none"
+        else ""
+    )
+    return (
+        f"{draws} replicates: its smallest possible p-value 1/{draws + 1} = {floor:.4g}"
+        f"{after} exceeds alpha {alpha:g}; {todo}"
+    )
+
+
+
+def untested_bound(floors: Sequence[float], correction: str) -> list[float]:
+    """For scans whose tests' smallest p-values are ``floors``, a lower bound of each one's
+    p-value after ``correction`` (exact where these are all the spec's scans with p-values;
+    others can only raise it): none and bh the floor itself, bonferroni k times it, holm at
+    least k times the smallest (its first step-down term). ``audit validate``'s check, without
+    the engine's corrections."""
+    k = len(floors)
+    low = min(floors, default=1.0)
+    if correction == "bonferroni":
+        return [min(1.0, k * f) for f in floors]
+    if correction == "holm":
+        return [min(1.0, max(f, k * low)) for f in floors]
+    return list(floors)
 
 
 def gated_exit_code(

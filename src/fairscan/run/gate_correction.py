@@ -11,12 +11,11 @@ that the verdict module calls it in one place.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
 from fairscan.report.models import Finding, ScanResult, count_significant, finite_or_none
+from fairscan.report.verdict import untested_reason
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
 
@@ -70,9 +69,6 @@ def correct_scans(scans: list[ScanResult], correction: str, alpha: float) -> lis
 
 # --- Untested scans (issue 34): a test that cannot reach alpha is no evidence of absence ------
 
-UNTESTED_HINT = "or set gate.allow_untested: true to let such a run pass as UNTESTED"
-
-
 def given_floor(finding: Finding) -> float | None:
     """The smallest p-value of a given subgroup's own test (None: not a given subgroup): 0 for
     an exact or analytic test, 1 / (R + 1) for R simulated draws, 1 when untested."""
@@ -96,31 +92,6 @@ def result_floor(scan: ScanResult, declared: float | None) -> float | None:
     if floors and all(f is not None for f in floors):
         return min(f for f in floors if f is not None)
     return declared
-
-
-def replicates_needed(alpha: float, correction: str, k: int) -> int:
-    """The fewest replicates R with 1 / (R + 1) within ``alpha`` after ``correction`` over
-    ``k`` scans at the floor: ceil(k / alpha) - 1 for Holm and Bonferroni, else ceil(1/alpha) - 1."""
-    m = k if correction in ("holm", "bonferroni") else 1
-    return max(math.ceil(m / alpha - 1e-9) - 1, 1)
-
-
-def untested_reason(floor: float, best: float, alpha: float, correction: str, k: int) -> str:
-    """Why a scan with smallest p-value ``floor`` (``best`` after correction) is untested."""
-    need = replicates_needed(alpha, correction, k)
-    todo = f"raise significance.replicates to at least {need} (SubROC: its subsets), {UNTESTED_HINT}"
-    if floor >= 1.0:
-        return f"no randomization test ran (replicates 0); {todo}"
-    draws = round(1.0 / floor) - 1
-    after = (
-        f", {best:.4g} after gate.correction {correction} over {k} scans"
-        if correction != "none"
-        else ""
-    )
-    return (
-        f"{draws} replicates: its smallest possible p-value 1/{draws + 1} = {floor:.4g}"
-        f"{after} exceeds alpha {alpha:g}; {todo}"
-    )
 
 
 def mark_untested(scans: list[ScanResult], correction: str, alpha: float) -> list[ScanResult]:

@@ -275,3 +275,40 @@ def with_significance_shorthands(significance: Any, shorthands: Mapping[str, Any
                 hint=f"give it once, e.g. {key}={shorthands[key]!r}",
             )
     return {**significance, **shorthands}
+
+
+def untested_issues(spec: AuditSpec) -> list[Issue]:
+    """The searching scans whose randomization test cannot reach significance.alpha with the
+    spec's replicates, after gate.correction (issue 34): one issue on significance.replicates
+    naming them and what to do. Certain, not a guess: the bounds of
+    :func:`~fairscan.report.verdict.untested_bound` only rise with further scans; given
+    subgroups, which may have exact tests, are left to the run."""
+    from fairscan.report.verdict import replicates_needed, untested_bound
+
+    significance, gate = spec.significance, spec.gate
+    scans, floors = [], []
+    for scan in spec.scans:
+        floor = SCAN_TYPES[scan.type].p_value_floor
+        if floor is not None and not getattr(scan, "subgroups", None):
+            scans.append(scan.id)
+            floors.append(floor(scan, significance.replicates))
+    bounds = untested_bound(floors, gate.correction)
+    untested = [i for i, b in zip(scans, bounds, strict=True) if b > significance.alpha]
+    if not untested:
+        return []
+    need = replicates_needed(significance.alpha, gate.correction, len(scans))
+    after = f" after gate.correction {gate.correction}" if gate.correction != "none" else ""
+    verdict = (
+        "the run passes as UNTESTED (gate.allow_untested)"
+        if gate.allow_untested
+        else "the run will exit 2 with the verdict UNTESTED"
+    )
+    return [
+        Issue(
+            f"{significance.replicates} replicates cannot reach alpha {significance.alpha:g}"
+            f"{after} in {len(untested)} scan(s) ({', '.join(untested)}): {verdict}",
+            hint=f"raise significance.replicates to at least {need} (SubROC: its "
+            "significance.subsets), or set gate.allow_untested: true to accept an UNTESTED run",
+            field="significance.replicates",
+        )
+    ]
