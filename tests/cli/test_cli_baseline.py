@@ -169,6 +169,75 @@ def test_diff_and_baseline_errors_exit_2(runs: dict, cli: Invoke, project: Proje
     assert "cannot read report" in out.stderr
 
 
+def _edited(runs: dict, project: Project, name: str, edit: object) -> tuple[Path, Path]:
+    """(OLD, NEW): the base report under gate fail_on significant, and a copy of it that
+    ``edit`` (report dict -> None) changed."""
+    data = json.loads((runs["root"] / "base" / "gated.json").read_text(encoding="utf-8"))
+    data["provenance"]["parameters"]["gate"]["fail_on"] = "significant"
+    old = project.root / "old.json"
+    old.write_text(json.dumps(data), encoding="utf-8")
+    edit(data)  # type: ignore[operator]
+    new = project.root / name
+    new.write_text(json.dumps(data), encoding="utf-8")
+    return old, new
+
+
+def test_diff_recomputes_the_verdict_from_the_findings(
+    runs: dict, cli: Invoke, project: Project
+) -> None:
+    """Issue 34: a NEW report whose stored verdict was edited to clean while its finding is
+    still significant fails the gate, as `audit run --baseline` does."""
+
+    def clean(data: dict) -> None:
+        data["verdict"].update(status="clean", exit_code=0, significant_findings=0)
+
+    old, new = _edited(runs, project, "clean.json", clean)
+    assert json.loads(new.read_text("utf-8"))["scans"][0]["findings"][0]["significant"] is True
+    out = cli("diff", old, new, code=1)
+    assert "gate fail_on significant: exit 1" in out.stderr
+    assert out.stderr.startswith("FAIL: ")
+    cli("diff", old, new, "--exit-zero", code=0)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("0.01", "'0.01'"), (-0.1, "-0.1"), (float("nan"), "nan"), (1.5, "1.5")],
+)
+def test_diff_and_baseline_refuse_bad_p_values(
+    value: object, shown: str, runs: dict, cli: Invoke, project: Project
+) -> None:
+    def poison(data: dict) -> None:
+        data["scans"][0]["findings"][0]["p_value"] = value
+
+    old, new = _edited(runs, project, "bad-p.json", poison)
+    for args in ((old, new), (new, old)):
+        out = cli("diff", *args, code=2)
+        assert "scans[0].findings[0].p_value: must be a number between 0 and 1" in out.stderr
+        assert f"got {shown}" in out.stderr
+    project.data("data.csv", frame(calibration_bias=False, n=300))
+    spec = write_spec(project, "data.csv", "r")
+    out = cli("run", spec, *FAST, "--baseline", new, code=2)
+    assert "scans[0].findings[0].p_value" in out.stderr
+
+
+def test_diff_refuses_duplicate_keys_and_another_audit(
+    runs: dict, cli: Invoke, project: Project
+) -> None:
+    def rename(data: dict) -> None:
+        data["name"] = "another-audit"
+
+    old, other = _edited(runs, project, "other.json", rename)
+    out = cli("diff", old, other, code=2)
+    assert "is a report of audit 'gated', this run is 'another-audit'" in out.stderr
+    # the same key twice: the reader would see one verdict, a tool another
+    text = old.read_text(encoding="utf-8")
+    twice = project.root / "twice.json"
+    twice.write_text(text.replace('{"schema_version"', '{"name": "x", "schema_version"', 1))
+    assert text != twice.read_text(encoding="utf-8")
+    out = cli("diff", old, twice, code=2)
+    assert "duplicate key 'name'" in out.stderr
+
+
 def test_gate_never_and_significant(project: Project, cli: Invoke) -> None:
     project.data("data.csv", frame(calibration_bias=True))
     spec = write_spec(project, "data.csv", "never", fail_on="never")

@@ -47,7 +47,9 @@ def test_pyproject_defaults_and_their_precedence(
     project: Project, cli: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project.data()
-    spec = project.spec(spec_text(data="../data.csv"), "audits/synthetic.audit.yaml")
+    # replicates = 0 below makes the run UNTESTED (issue 34): allowed here, to test precedence
+    text = spec_text(data="../data.csv") + "gate: {allow_untested: true}\n"
+    spec = project.spec(text, "audits/synthetic.audit.yaml")
     (project.root / "pyproject.toml").write_text(CONFIG, encoding="utf-8")
     # found from a sub-folder of the project: paths in it are relative to the file
     work = project.root / "audits"
@@ -57,6 +59,7 @@ def test_pyproject_defaults_and_their_precedence(
     assert sorted(p.name for p in out.iterdir()) == ["synthetic.json", "synthetic.sarif"]
     parameters = _report(out / "synthetic.json")["provenance"]["parameters"]  # type: ignore[index]
     assert parameters["significance"]["replicates"] == 0  # pyproject over the spec's 19
+    assert _report(out / "synthetic.json")["verdict"]["status"] == "untested"  # type: ignore[index]
     assert parameters["significance"]["seed"] == 11
     # the environment over pyproject, a flag over both
     monkeypatch.setenv("FAIRSCAN_SEED", "12")

@@ -75,6 +75,67 @@ def _depth_exceeded(text: str) -> tuple[int, int] | None:
     return None
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys are unique: a report written twice over itself, or edited so
+    that a later key overrides what a reader sees first, is not taken."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+# p-values a report holds: per scan, per finding, and per side of a baseline entry
+_SCAN_P = ("p_value", "corrected_p_value", "p_value_floor")
+_FINDING_P = ("p_value", "adjusted_p_value")
+
+
+def _p_problem(value: object) -> str | None:
+    """Why ``value`` is no p-value (null is: an untested one), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number between 0 and 1, got {truncate(repr(value))}"
+    if not 0.0 <= value <= 1.0:  # NaN fails this too
+        return f"must be a number between 0 and 1, got {value!r}"
+    return None
+
+
+def _bad_p_value(report: dict[str, object]) -> str | None:
+    """The first p-value of the report (``scans[0].findings[1].p_value: ...``) that is not a
+    number in [0, 1] (a string, negative, NaN, above 1), or None: the gate is decided on these
+    numbers, so a report that cannot hold them is refused as ``--baseline`` and ``audit diff``."""
+    places: list[tuple[str, object]] = []
+    scans = report.get("scans")
+    for i, scan in enumerate(scans if isinstance(scans, list) else []):
+        if not isinstance(scan, dict):
+            continue
+        places += [(f"scans[{i}].{k}", scan.get(k)) for k in _SCAN_P]
+        findings = scan.get("findings")
+        for j, finding in enumerate(findings if isinstance(findings, list) else []):
+            if isinstance(finding, dict):
+                places += [(f"scans[{i}].findings[{j}].{k}", finding.get(k)) for k in _FINDING_P]
+    baseline = report.get("baseline")
+    entries = baseline.get("entries") if isinstance(baseline, dict) else None
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        for side in ("before", "after"):
+            block = entry.get(side) if isinstance(entry, dict) else None
+            if isinstance(block, dict):
+                places.append((f"baseline.entries[{i}].{side}.p_value", block.get("p_value")))
+    for where, value in places:
+        why = _p_problem(value)
+        if why is not None:
+            return f"{where}: {why}"
+    return None
+
+
 def read_report(path: Path | str) -> AuditReport:
     """The report at ``path``; a :class:`UsageError` naming the file (and line:col) otherwise."""
     from pydantic import ValidationError
@@ -100,7 +161,11 @@ def read_report(path: Path | str) -> AuditReport:
             *deep,
         )
     try:
-        parsed = json.loads(text)
+        parsed = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise _error(
+            name, f"this is not a fairscan JSON report: duplicate key {truncate(repr(exc.key))}"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise _error(
             name, f"this is not a fairscan JSON report: {exc.msg}", exc.lineno, exc.colno
@@ -120,6 +185,9 @@ def read_report(path: Path | str) -> AuditReport:
             f"this is not a fairscan JSON report: an old-format (schema_version 1) block has an "
             f"unexpected shape ({type(exc).__name__}: {truncate(str(exc))})",
         ) from exc
+    bad = _bad_p_value(upgraded)
+    if bad is not None:
+        raise _error(name, f"this is not a fairscan JSON report ({bad})")
     try:
         return AuditReport.model_validate(upgraded)
     except ValidationError as exc:

@@ -67,6 +67,16 @@ def status_text(status: str) -> str:
     return STATUS_TEXT.get(status, status)
 
 
+# relative slack of "corrected p-value > alpha": k * p / k is not always p in floating point
+# (BH over 3 scans at 0.05 gives 0.05000000000000001), and a rounding error must not decide
+_RELATIVE_SLACK: Final = 1e-9
+
+
+def exceeds(p: float, alpha: float) -> bool:
+    """``p > alpha`` beyond the floating-point rounding of the corrections."""
+    return p > alpha * (1.0 + _RELATIVE_SLACK)
+
+
 UNTESTED_HINT: Final = (
     "or set gate.allow_untested: true to let such a run pass as UNTESTED"
 )

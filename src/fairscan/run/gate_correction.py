@@ -15,7 +15,7 @@ import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
 from fairscan.report.models import Finding, ScanResult, count_significant, finite_or_none
-from fairscan.report.verdict import untested_reason
+from fairscan.report.verdict import exceeds, untested_reason
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
 
@@ -51,7 +51,7 @@ def correct_scans(scans: list[ScanResult], correction: str, alpha: float) -> lis
             "p_value": finite_or_none(own[i]),
             "corrected_p_value": corrected[i],
         }
-        if corrected[i] > alpha and count_significant(scan.findings):
+        if exceeds(corrected[i], alpha) and count_significant(scan.findings):
             update["findings"] = [
                 f.model_copy(update={"significant": False}) if f.significant else f
                 for f in scan.findings
@@ -109,7 +109,7 @@ def mark_untested(scans: list[ScanResult], correction: str, alpha: float) -> lis
     out = []
     for i, scan in enumerate(scans):
         floor = scan.p_value_floor
-        reachable = floor is None or i not in best or best[i] <= alpha
+        reachable = floor is None or i not in best or not exceeds(float(best[i]), alpha)
         if scan.status in ("error", "no_finding", "not_auditable") or reachable:
             out.append(scan)
             continue

@@ -86,7 +86,8 @@ def power_analysis(
             hint="choose a larger subgroup",
         )
     profiles = int(np.unique(data.codes, axis=0).shape[0])
-    result = detectability_threshold(y, p, alpha or prepared.spec.significance.alpha, profiles)
+    level = alpha if alpha is not None else prepared.spec.significance.alpha
+    result = detectability_threshold(y, p, level, profiles)
     return PowerAnalysis(
         subgroup=subgroup,
         size=int(inside.sum()),

@@ -43,8 +43,11 @@ def diff_reports(
     and exit code as that run); otherwise the two reports' findings are matched, with the
     re-test's label words (a baseline finding the new search no longer reports is
     ``inconclusive``, never ``resolved``, without a re-test)."""
+    from fairscan.run.retest import check_comparable
+
     old = load_report(old_path)
     new = load_report(new_path)
+    check_comparable(old, new, str(old_path), field="OLD")  # as --baseline checks it
     stored = new.baseline
     if (
         stored is not None

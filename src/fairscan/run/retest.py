@@ -33,20 +33,23 @@ if TYPE_CHECKING:
 ScanRunner = Callable[..., Any]
 
 
-def check_comparable(baseline: AuditReport, current: AuditReport, path: str) -> None:
-    """A baseline must come from the same audit over the same attributes (exit 2 otherwise)."""
+def check_comparable(
+    baseline: AuditReport, current: AuditReport, path: str, field: str = "--baseline"
+) -> None:
+    """A baseline must come from the same audit over the same attributes (exit 2 otherwise;
+    ``audit run --baseline`` and ``audit diff``, whose ``field`` is OLD)."""
     if baseline.name != current.name:
         raise DataError(
             f"the baseline {path} is a report of audit {baseline.name!r}, this run is "
             f"{current.name!r}",
-            field="--baseline",
+            field=field,
             hint="compare reports of the same spec (its `name`)",
         )
     if set(baseline.attributes) != set(current.attributes):
         raise DataError(
             f"the baseline {path} audited the attributes {sorted(baseline.attributes)}, this "
             f"run {sorted(current.attributes)}",
-            field="--baseline",
+            field=field,
             hint="a baseline re-test needs the same attributes (the same data schema)",
         )
 

@@ -283,7 +283,7 @@ def untested_issues(spec: AuditSpec) -> list[Issue]:
     naming them and what to do. Certain, not a guess: the bounds of
     :func:`~fairscan.report.verdict.untested_bound` only rise with further scans; given
     subgroups, which may have exact tests, are left to the run."""
-    from fairscan.report.verdict import replicates_needed, untested_bound
+    from fairscan.report.verdict import exceeds, replicates_needed, untested_bound
 
     significance, gate = spec.significance, spec.gate
     scans, floors = [], []
@@ -293,7 +293,7 @@ def untested_issues(spec: AuditSpec) -> list[Issue]:
             scans.append(scan.id)
             floors.append(floor(scan, significance.replicates))
     bounds = untested_bound(floors, gate.correction)
-    untested = [i for i, b in zip(scans, bounds, strict=True) if b > significance.alpha]
+    untested = [i for i, b in zip(scans, bounds, strict=True) if exceeds(b, significance.alpha)]
     if not untested:
         return []
     need = replicates_needed(significance.alpha, gate.correction, len(scans))
