@@ -231,3 +231,28 @@ def test_validate_says_so_before_running(cli: Invoke, tmp_path: Path, clean_env:
     assert "cannot reach alpha" not in out.stderr
     out = cli("validate", "--no-data", spec, "--replicates", "1", code=ExitCode.OK)
     assert "significance.replicates = 1 (from --replicates)" in out.stderr
+
+
+@pytest.mark.parametrize("alpha", ["0", "1", "-0.5", "nan"])
+def test_alpha_outside_0_1_is_a_usage_error(
+    alpha: str, cli: Invoke, tmp_path: Path, clean_env: None
+) -> None:
+    """`--alpha 0` was a `math domain error` (history page) or silently the spec's alpha
+    (power): every --alpha takes significance.alpha's bounds, 0 < alpha < 1."""
+    from fairscan.report.read import read_report
+    from fairscan.run.history import append_run
+
+    spec = _sample_spec(tmp_path, "{fail_on: never}", replicates=19)
+    cli("run", spec, "--workers", "1", "--format", "json", code=ExitCode.OK)
+    history = tmp_path / "h.sqlite"
+    append_run(history, read_report(tmp_path / "out" / "sample-credit.json"))
+    page = tmp_path / "page.html"
+    out = cli("history", history, "--alpha", alpha, "--html", page, code=ExitCode.ERROR)
+    assert "--alpha: must be above 0 and below 1" in out.stderr
+    assert not page.exists()
+    out = cli("power", spec, "--where", "ethnicity=C", "--alpha", alpha, code=ExitCode.ERROR)
+    assert "--alpha: must be above 0 and below 1" in out.stderr
+    out = cli("scan", ROOT / "sample_data" / "credit.csv", "--type", "fpr_scan", "--outcome",
+              "default", "--recommendation", "high_risk", "--attributes", "sex,ethnicity",
+              "--alpha", alpha, "--replicates", "19", code=ExitCode.ERROR)  # fmt: skip
+    assert "--alpha" in out.stderr
