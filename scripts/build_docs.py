@@ -627,7 +627,8 @@ def pages(root: Path = ROOT) -> dict[Path, str]:
         readme,
         "CI recipes",
         "`audit run` exits 0 (no significant finding), 1 (a significant finding: the gate) or 2 "
-        "(a spec, data or internal error), so any CI system can gate on it. Below: baselines "
+        "(a spec, data or internal error, or an UNTESTED run), so any CI system can gate on it. "
+        "Below: baselines "
         "and the gate, then ready-to-use CI configurations.",
         ["Baselines and the CI gate", "CI"],
     )
