@@ -103,7 +103,7 @@ def check_overrides(
     if replicates is not None and (why := REPLICATES.violation(replicates)):
         raise UsageError(
             why,
-            hint="999 replicates resolve p-values to 0.001; 0 skips the test",
+            hint="999 replicates resolve p-values to 0.001; 0 skips the test (UNTESTED)",
             field=named("replicates", replicates),
         )
     if workers is not None and (why := WORKERS.violation(workers)):

@@ -256,7 +256,11 @@ class SignificanceSpec(StrictModel):
         ge=constraints.REPLICATES.ge,
         le=constraints.REPLICATES.le,
         default=999,
-        description="Null replicates of the randomization test; 0 = no test.",
+        description=(
+            "Null replicates of the randomization test; 0 = no test. A scan cannot give a "
+            "p-value below 1 / (replicates + 1): too few to reach alpha leave it untested and "
+            "the run UNTESTED (see gate.allow_untested)."
+        ),
     )
     alpha: float = Field(
         gt=constraints.ALPHA.gt,
