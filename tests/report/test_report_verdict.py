@@ -139,7 +139,9 @@ def test_given_subgroups_floor_follows_their_own_tests() -> None:
     from fairscan.run.gate_correction import result_floor
 
     exact = finding(
-        {"race": ["A"]}, p_value=1e-6, detail={"given_subgroup": {"test": "exact binomial", "replicates": 0}}
+        {"race": ["A"]},
+        p_value=1e-6,
+        detail={"given_subgroup": {"test": "exact binomial", "replicates": 0}},
     )
     drawn = finding(
         {"race": ["B"]}, p_value=0.1, detail={"given_subgroup": {"test": "draws", "replicates": 9}}

@@ -77,9 +77,7 @@ def exceeds(p: float, alpha: float) -> bool:
     return p > alpha * (1.0 + _RELATIVE_SLACK)
 
 
-UNTESTED_HINT: Final = (
-    "or set gate.allow_untested: true to let such a run pass as UNTESTED"
-)
+UNTESTED_HINT: Final = "or set gate.allow_untested: true to let such a run pass as UNTESTED"
 
 
 def replicates_needed(alpha: float, correction: str, k: int) -> int:
@@ -92,7 +90,9 @@ def replicates_needed(alpha: float, correction: str, k: int) -> int:
 def untested_reason(floor: float, best: float, alpha: float, correction: str, k: int) -> str:
     """Why a scan with smallest p-value ``floor`` (``best`` after correction) is untested."""
     need = replicates_needed(alpha, correction, k)
-    todo = f"raise significance.replicates to at least {need} (SubROC: its subsets), {UNTESTED_HINT}"
+    todo = (
+        f"raise significance.replicates to at least {need} (SubROC: its subsets), {UNTESTED_HINT}"
+    )
     if floor >= 1.0:
         return f"no randomization test ran (replicates 0); {todo}"
     draws = round(1.0 / floor) - 1
@@ -105,7 +105,6 @@ def untested_reason(floor: float, best: float, alpha: float, correction: str, k:
         f"{draws} replicates: its smallest possible p-value 1/{draws + 1} = {floor:.4g}"
         f"{after} exceeds alpha {alpha:g}; {todo}"
     )
-
 
 
 def untested_bound(floors: Sequence[float], correction: str) -> list[float]:
@@ -334,9 +333,7 @@ def diff_verdict(comparison: BaselineComparison, verdict: Verdict) -> str:
     if still:
         changed = comparison.counts.get("changed", 0) + comparison.counts.get("shifted", 0)
         extra = f", {changed} of them with a shifted subgroup" if changed else ""
-        counts += (
-            f"; {still} persisting finding(s) from the baseline are still significant{extra}"
-        )
+        counts += f"; {still} persisting finding(s) from the baseline are still significant{extra}"
     word = verdict_word(verdict)
     if word == UNTESTED:
         return f"{word}: {len(verdict.untested_scans)} scan(s) could not reach alpha; {counts}"

@@ -69,6 +69,7 @@ def correct_scans(scans: list[ScanResult], correction: str, alpha: float) -> lis
 
 # --- Untested scans (issue 34): a test that cannot reach alpha is no evidence of absence ------
 
+
 def given_floor(finding: Finding) -> float | None:
     """The smallest p-value of a given subgroup's own test (None: not a given subgroup): 0 for
     an exact or analytic test, 1 / (R + 1) for R simulated draws, 1 when untested."""
