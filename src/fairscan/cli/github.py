@@ -130,6 +130,7 @@ class ScanPlace:
 def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None]) -> list[str]:
     """An annotation per significant finding: ``error`` when the gate fails on the run,
     ``warning`` when it lets the findings pass; at the scan's line in the spec."""
+    from fairscan.report.text import p_equals
     from fairscan.report.verdict import ExitCode
 
     level = "error" if report.verdict.exit_code == ExitCode.FINDINGS else "warning"
@@ -139,7 +140,11 @@ def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None])
         for finding in scan.findings:
             if not finding.significant:
                 continue
-            p = f", p = {finding.p_value:.4g}" if finding.p_value is not None else ""
+            p = (
+                f", {p_equals(finding.p_value, precise=True)}"
+                if finding.p_value is not None
+                else ""
+            )
             lines.append(
                 annotation(
                     level,

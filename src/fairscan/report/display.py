@@ -20,6 +20,7 @@ from fairscan.report.text import (
     fmt_value,
     headline_p,
     is_rate,
+    p_equals,
     significance_words,
     statistic_words,
 )
@@ -199,10 +200,12 @@ def top_findings(
 def summary_text(report: AuditReport) -> str:
     """A few plain lines: the verdict, then one line per scan with its top finding."""
     lines = [f"Fairness audit: {report.name}", verdict_line(report).replace("**", "")]
-    for scan_id, scan_type, status, counts, *top in summary_rows(report):
+    for scan, row in zip(report.scans, summary_rows(report), strict=True):
+        scan_id, scan_type, status, counts, *top = row
         line = f"  {scan_id} ({scan_type}): {status}, {counts} significant"
-        if top and top[0] != "-":
-            line += f"; top: {top[0]} ({top[1]}, p = {top[2]})"
+        head = scan.headline()
+        if head is not None:
+            line += f"; top: {top[0]} ({top[1]}, {p_equals(headline_p(head))})"
         lines.append(line)
     return "\n".join(lines)
 

@@ -11,11 +11,7 @@ import xml.etree.ElementTree as ET
 
 from fairscan.report.models import AuditReport, Finding
 from fairscan.report.sink_escape import xml_text
-from fairscan.report.text import fmt_value, headline_p, statistic_words
-
-
-def _p(p: float | None) -> str:
-    return "not tested" if p is None else f"{p:.4g}"
+from fairscan.report.text import fmt_value, headline_p, p_equals, statistic_words
 
 
 def headline_text(top: Finding | None) -> str:
@@ -23,7 +19,7 @@ def headline_text(top: Finding | None) -> str:
     if top is None:
         return "no finding"
     stat = f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"
-    return f"{top.label} ({stat}, p = {_p(headline_p(top))})"
+    return f"{top.label} ({stat}, {p_equals(headline_p(top), 'p not tested', precise=True)})"
 
 
 def render_junit(report: AuditReport) -> str:

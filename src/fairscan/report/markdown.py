@@ -182,7 +182,7 @@ def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
     return (
         f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
         f"{statistic_words(finding.statistic.name)} of at least "
-        f"{fmt_value(finding.statistic.value)} (p = {fmt_p_floor(finding.p_value, nd.replicates)}; "
+        f"{fmt_value(finding.statistic.value)} ({fmt_p_floor(finding.p_value, nd.replicates)}; "
         f"{judged} at alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
         f"{fmt_value(nd.quantile)}."
     )

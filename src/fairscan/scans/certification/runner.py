@@ -29,7 +29,7 @@ from fairscan.report.models import (
     finite_or_none,
     scan_status,
 )
-from fairscan.report.text import fmt_p
+from fairscan.report.text import p_equals
 from fairscan.scans.base import ScanContext
 from fairscan.scans.certification.models import (
     DETAIL_KEY,
@@ -427,8 +427,8 @@ def _description(
     )
     if isinstance(spec, FlagSpec):
         return (
-            f"{head}; flagged: {flag_region(spec.side, result.tolerance)} with FDR-adjusted "
-            f"p = {fmt_p(group.adjusted_p_value)}."
+            f"{head}; flagged: {flag_region(spec.side, result.tolerance)} with "
+            f"{p_equals(group.adjusted_p_value, name='FDR-adjusted p')}."
         )
     region = _asserted(spec, result.tolerance)
     bounds = _bounds_text(group, f"{100 * (1 - result.alpha):g}%")
