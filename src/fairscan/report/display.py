@@ -16,15 +16,15 @@ from fairscan.report.markdown import SUMMARY_HEAD, effect_cell, summary_rows, ve
 from fairscan.report.models import AuditReport, Finding, ScanResult
 from fairscan.report.overview import effect_size, model_text, readable_label
 from fairscan.report.text import (
+    finding_significance,
     fmt_p,
     fmt_value,
     headline_p,
     is_rate,
     p_equals,
-    significance_words,
     statistic_words,
 )
-from fairscan.report.verdict import verdict_word
+from fairscan.report.verdict import not_certified_note, verdict_word
 
 if TYPE_CHECKING:
     import polars as pl
@@ -48,6 +48,8 @@ def repr_line(report: AuditReport) -> str:
     else:
         noun = "finding" if v.significant_findings == 1 else "findings"
         what = f"{v.significant_findings} significant {noun} in {scans}"
+    note = not_certified_note(v).rstrip(".")
+    what += f";{note}" if note else ""
     return f"<AuditReport {report.name!r} {verdict_word(report.verdict)}: {what}>"
 
 
@@ -306,7 +308,7 @@ def summary_html(report: AuditReport) -> str:
                     f"{statistic_words(finding.statistic.name)} "
                     f"{fmt_value(finding.statistic.value)}",
                     fmt_p(headline_p(finding)),
-                    significance_words(finding.significant),
+                    finding_significance(finding),
                 ]
             )
         parts += [

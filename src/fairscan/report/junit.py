@@ -24,7 +24,12 @@ def headline_text(top: Finding | None) -> str:
 
 def render_junit(report: AuditReport) -> str:
     scans = report.scans
-    failures = sum(1 for s in scans if s.status != "error" and s.significant_count())
+    # a scan fails its test case on a significant finding or a group certify cannot certify
+    failures = sum(
+        1
+        for s in scans
+        if s.status != "error" and (s.significant_count() or s.not_certified_count())
+    )
     errors = sum(1 for s in scans if s.status == "error")
     skipped = sum(1 for s in scans if s.status in ("untested", "not_auditable"))
     seconds = f"{sum(s.timing.total_seconds for s in scans):.3f}"
@@ -83,6 +88,14 @@ def render_junit(report: AuditReport) -> str:
             failure.text = (
                 "\n".join(f.description for f in scan.findings if f.significant is True) or where
             )
+        elif scan.not_certified_count():  # never called significant: they are not
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=f"{scan.not_certified_count()} group(s) not certified; top: {where}",
+                type="not_certified",
+            )
+            failure.text = "\n".join(f.description for f in scan.findings if f.certified is False)
         elif scan.status in ("untested", "not_auditable"):
             ET.SubElement(case, "skipped", message=f"{scan.status}: top finding {where}")
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairscan.report.models import Finding
+from fairscan.report.models import Finding, ScanResult
 
 # Statistic identifiers (``findings[].statistic.name``) in plain words; others: "_" -> " ".
 STATISTIC_WORDS = {
@@ -84,6 +84,23 @@ def statistic_words(name: str) -> str:
 
 def significance_words(significant: bool | None) -> str:
     return "not tested" if significant is None else ("yes" if significant else "no")
+
+
+def finding_significance(finding: Finding) -> str:
+    """A finding's significance in words: ``not certified`` for a group certify could not
+    certify (never "significant": its interval may contain 0), else yes / no / not tested."""
+    if finding.certified is False:
+        return "not certified"
+    return significance_words(finding.significant)
+
+
+def findings_tally(scan: ScanResult) -> str:
+    """``3 findings, 1 significant``, with ``, 2 not certified`` where certify could not certify
+    groups (counted apart: they are not significant findings)."""
+    noun = "finding" if len(scan.findings) == 1 else "findings"
+    text = f"{len(scan.findings)} {noun}, {scan.significant_count()} significant"
+    uncertified = scan.not_certified_count()
+    return text + (f", {uncertified} not certified" if uncertified else "")
 
 
 def headline_p(finding: Finding) -> float | None:
