@@ -107,7 +107,7 @@ def _summary_lines(result: CertificationResult) -> list[str]:
     found = (
         "certified groups are findings (a proven disparity)"
         if result.claim == "disparity"
-        else "groups that cannot be certified are findings"
+        else "groups that cannot be certified are findings, not certified (never significant)"
     )
     bound = (result.bound or "").replace("_", "-")
     return [
