@@ -13,8 +13,11 @@ from scipy.special import logsumexp
 from scipy.stats import binom
 
 import fairscan
+from fairscan.cli.console import findings_text
+from fairscan.cli.github import finding_annotations
 from fairscan.engine.fixed import SMALLEST_P, log_binomial_tail
 from fairscan.report.display import summary_text
+from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
 from fairscan.report.sarif import render_sarif
@@ -143,6 +146,9 @@ def test_an_underflowing_exact_p_value_is_never_zero_nor_printed_as_zero():
         "summary": summary_text(report),
         "junit": render_junit(report).replace("&lt;", "<"),
         "sarif": render_sarif(report),
+        "html": render_html(report).replace("&lt;", "<"),
+        "annotation": "\n".join(finding_annotations(report, [None])),
+        "console": "\n".join(t.plain for t in findings_text(report)),
     }
     for where, text in texts.items():
         assert "p < 1e-300" in text or "| < 1e-300 |" in text, where
