@@ -80,6 +80,7 @@ FINDING_KEYS = {
     "significant",
     "description",
     "detail",
+    "certified",  # certify only (issue 34): false = not certified, never significant
 }
 
 
@@ -121,6 +122,7 @@ def _check_finding(finding: Finding) -> None:
     assert finding.statistic.value is None or math.isfinite(finding.statistic.value)
     assert finding.effect.metric and finding.effect.reference_name
     assert finding.effect.inside_count >= 0
+    assert finding.certified is None or finding.significant is finding.certified
     for p in (finding.p_value, finding.adjusted_p_value):
         assert p is None or 0.0 <= p <= 1.0
     if finding.adjusted_p_value is not None and finding.p_value is not None:

@@ -49,8 +49,12 @@ READING = {
     ),
     "certify": (
         "Each group has a bound or interval for its gap eps(G) = group metric - target, valid "
-        "for all groups at once (family-wise error alpha). With claim disparity, certified "
-        "groups are findings; with claim fairness, tested groups that cannot be certified are."
+        "for all groups at once (family-wise error alpha), cut to the range the gap can take "
+        "(a gap of two rates lies in [-1, 1]; to a known target t, in [-t, 1 - t]). With claim "
+        "disparity, certified groups are significant findings; with claim fairness, tested "
+        "groups that cannot be certified are findings with the status `not certified`: never "
+        "counted as significant (their interval may contain 0), so the run exits 1 on them only "
+        "under gate.fail_on: not_certified."
     ),
     "flag": (
         "Each group has a gap, a bootstrap scale and an adjusted p-value; flagged groups "

@@ -33,23 +33,30 @@ def _detail(scan: ScanResult) -> CertificationResult:
 
 
 def _check_contract(report: AuditReport) -> None:
-    """Findings are the hits of the one rule; the verdict counts them."""
-    total = 0
+    """Findings are the hits of the one rule; the verdict counts them: flags and certified
+    disparities as significant, groups whose fairness cannot be certified as not certified."""
+    total = uncertified = 0
     for scan in report.scans:
         c = _detail(scan)
         hits = [g for g in c.groups if g.finding]
         assert [f.detail["name"] for f in scan.findings] == [g.name for g in hits]
-        assert all(f.significant is True for f in scan.findings)
+        fairness = c.claim == "fairness"
+        assert all(f.significant is not fairness for f in scan.findings)
+        certified = None if c.claim is None else not fairness
+        assert all(f.certified is certified for f in scan.findings)
         for f in scan.findings:
             assert f.effect.reference == c.theta and f.effect.reference_name == c.target
             assert f.size == f.effect.inside_count == f.detail["size"]
             assert (f.subgroup is None) == (f.group is not None)
         if c.mode == "flag" or c.claim == "disparity":
             assert len(scan.findings) == c.hits
+            total += len(scan.findings)
         else:
             assert len(scan.findings) == c.failed
-        total += len(scan.findings)
+            uncertified += len(scan.findings)
+            assert scan.status == ("not_certified" if scan.findings else scan.status)
     assert report.verdict.significant_findings == total
+    assert report.verdict.not_certified == uncertified
 
 
 # --- COMPAS (the issue's numbers) ----------------------------------------------------------------
@@ -267,8 +274,10 @@ def test_fairness_claim_reports_the_groups_that_fail():
     (f,) = scan.findings
     assert f.subgroup == {"grp": ["c"]} and f.label == "grp = c" and f.group is None
     assert f.statistic.name == "upper_bound" and f.statistic.value >= 0.1
-    assert f.significant is True and "cannot be certified below +0.1" in f.description
-    assert scan.status == "significant"
+    # not certified is its own status, never "significant" (issue 34)
+    assert f.significant is False and f.certified is False
+    assert "cannot be certified below +0.1" in f.description
+    assert scan.status == "not_certified" and scan.not_certified_count() == 1
     md = "\n".join(certification_markdown(scan))
     assert "groups that cannot be certified are findings" in md and "| grp = c |" in md
 
@@ -352,8 +361,8 @@ def test_spec_upper_bound(tmp_path):
     # an upper bound about a harmful "above" side certifies fairness: the failure is the finding
     assert c.claim == "fairness" and c.failed == 1
     assert [f.label for f in rep.scans[0].findings] == ["grp = c"]
-    assert rep.scans[0].status == "significant"
-    assert rep.verdict.significant_findings == 1
+    assert rep.scans[0].status == "not_certified"
+    assert rep.verdict.significant_findings == 0 and rep.verdict.not_certified == 1
 
 
 def test_spec_two_sided_interval(tmp_path):
@@ -416,7 +425,7 @@ def test_spec_boolean_certificates(tmp_path, side, tol, certified):
         assert g["certified"] is bool(want)
     if side == "both":
         assert c.claim == "fairness" and c.failed == 2
-        assert rep.verdict.significant_findings == 2
+        assert rep.verdict.significant_findings == 0 and rep.verdict.not_certified == 2
     else:
         assert c.claim == "disparity" and c.hits == 1
         assert rep.verdict.significant_findings == 1

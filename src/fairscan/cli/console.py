@@ -8,7 +8,12 @@ from rich.text import Text
 from fairscan.report.models import AuditReport
 from fairscan.report.sink_escape import console_text
 from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
-from fairscan.report.verdict import gate_passed_findings, untested_words, verdict_word
+from fairscan.report.verdict import (
+    gate_passed_findings,
+    not_certified_note,
+    untested_words,
+    verdict_word,
+)
 
 STATUS_STYLE = {
     "significant": "bold red",
@@ -17,6 +22,7 @@ STATUS_STYLE = {
     "no_finding": "green",
     "not_auditable": "yellow",
     "error": "bold red",
+    "not_certified": "yellow",
 }
 
 
@@ -82,13 +88,20 @@ def findings_text(report: AuditReport) -> list[Text]:
     out = []
     for scan in report.scans:
         for finding in scan.findings:
-            if finding.significant is False:
-                continue
+            if finding.significant is False and finding.certified is not False:
+                continue  # not-certified groups are shown: they are what certify reports
             out.append(Text(console_text(f"{scan.id}: {finding.description}")))
     return out
 
 
 def verdict_text(report: AuditReport, written: list[str]) -> Text:
+    """The verdict line, then the groups certify could not certify, then where the reports are."""
+    line = _verdict_text(report, [])
+    where = f" Reports: {', '.join(written)}" if written else ""
+    return Text(line.plain + not_certified_note(report.verdict) + where, style=line.style)
+
+
+def _verdict_text(report: AuditReport, written: list[str]) -> Text:
     v = report.verdict
     word = verdict_word(v)
     where = f" Reports: {', '.join(written)}" if written else ""

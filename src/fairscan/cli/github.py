@@ -128,8 +128,10 @@ class ScanPlace:
 
 
 def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None]) -> list[str]:
-    """An annotation per significant finding: ``error`` when the gate fails on the run,
-    ``warning`` when it lets the findings pass; at the scan's line in the spec."""
+    """An annotation per significant finding (and per group certify could not certify, titled
+    so): ``error`` when the gate fails on the run, ``warning`` when it lets the findings pass;
+    at the scan's line in the spec."""
+    from fairscan.report.text import p_equals
     from fairscan.report.verdict import ExitCode
 
     level = "error" if report.verdict.exit_code == ExitCode.FINDINGS else "warning"
@@ -137,9 +139,14 @@ def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None])
     for index, scan in enumerate(report.scans):
         place = places[index] if index < len(places) else None
         for finding in scan.findings:
-            if not finding.significant:
-                continue
-            p = f", p = {finding.p_value:.4g}" if finding.p_value is not None else ""
+            if not finding.significant and finding.certified is not False:
+                continue  # certify's not-certified groups are annotated, never as significant
+            what = "group not certified" if finding.certified is False else "significant finding"
+            p = (
+                f", {p_equals(finding.p_value, precise=True)}"
+                if finding.p_value is not None
+                else ""
+            )
             lines.append(
                 annotation(
                     level,
@@ -147,7 +154,7 @@ def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None])
                     file=place.file if place is not None else None,
                     line=place.line if place is not None else None,
                     col=place.col if place is not None else None,
-                    title=f"fairscan {report.name}: significant finding of scan {scan.id}{p}",
+                    title=f"fairscan {report.name}: {what} of scan {scan.id}{p}",
                 )
             )
     for index, scan in enumerate(report.scans):

@@ -423,14 +423,22 @@ class BoundResult:
     certified: np.ndarray  # bool
 
 
-def bounds(out: CertifyOutput, bound: str, side: str, tolerance: float) -> BoundResult:
+def bounds(
+    out: CertifyOutput,
+    bound: str,
+    side: str,
+    tolerance: float,
+    limits: tuple[float, float] | None = None,
+) -> BoundResult:
     """Bounds / intervals / Boolean certificates per group from the critical values.
 
     ``bound``: lower | upper | two_sided | boolean. For bounds, ``certified`` is the claim the
     bound proves about ``tolerance`` (lower: eps > tol; upper: eps < tol; two_sided: per
     ``side``, above: eps > tol, below: eps < tol, both: |eps| < tol). For ``boolean``, the
     certificates of §5.5: above: eps > tol, below: eps < tol, both: |eps| < tol (IUT).
-    Non-valid groups get NaN bounds and ``certified = False``.
+    Non-valid groups get NaN bounds and ``certified = False``. ``limits``: the range the gap
+    can take (the metric's range minus the target's); every bound is intersected with it (a
+    gap of two rates is never beyond +-1), and the claims of the bounds read the clipped ones.
     """
     m, s, v = out.moments, out.scale, out.valid
     g = len(m.eps)
@@ -442,19 +450,23 @@ def bounds(out: CertifyOutput, bound: str, side: str, tolerance: float) -> Bound
         upper = lower.copy()
         v = m.count > 0
         s = np.zeros(g)
+
+    def clip(x: np.ndarray) -> np.ndarray:
+        return x if limits is None else np.clip(x, *limits)  # NaN stays NaN
+
     with np.errstate(invalid="ignore", divide="ignore"):
         P2 = m.share**2
         P = m.share
         if bound == "lower":
-            lower = np.where(v, m.eps - out.t["lower"] * s / P2, np.nan)
+            lower = clip(np.where(v, m.eps - out.t["lower"] * s / P2, np.nan))
             certified = v & (lower > tolerance)
         elif bound == "upper":
-            upper = np.where(v, m.eps + out.t["upper"] * s / P2, np.nan)
+            upper = clip(np.where(v, m.eps + out.t["upper"] * s / P2, np.nan))
             certified = v & (upper < tolerance)
         elif bound == "two_sided":
             half = out.t["abs"] * s / P2
-            lower = np.where(v, m.eps - half, np.nan)
-            upper = np.where(v, m.eps + half, np.nan)
+            lower = clip(np.where(v, m.eps - half, np.nan))
+            upper = clip(np.where(v, m.eps + half, np.nan))
             if side == "above":
                 certified = v & (lower > tolerance)
             elif side == "below":
@@ -464,14 +476,14 @@ def bounds(out: CertifyOutput, bound: str, side: str, tolerance: float) -> Bound
         elif bound == "boolean":
             s = out.scale_boolean if not out.degenerate else s
             if side == "above":  # null eps <= tol
-                lower = np.where(v, m.eps - out.t["above"] * s / P, np.nan)
+                lower = clip(np.where(v, m.eps - out.t["above"] * s / P, np.nan))
                 certified = v & (m.eps >= tolerance + out.t["above"] * s / P)
             elif side == "below":  # null eps >= tol
-                upper = np.where(v, m.eps + out.t["below"] * s / P, np.nan)
+                upper = clip(np.where(v, m.eps + out.t["below"] * s / P, np.nan))
                 certified = v & (m.eps <= tolerance - out.t["below"] * s / P)
             else:  # |eps| < tol: both one-sided nulls rejected
-                upper = np.where(v, m.eps + out.t["both_upper"] * s / P, np.nan)
-                lower = np.where(v, m.eps - out.t["both_lower"] * s / P, np.nan)
+                upper = clip(np.where(v, m.eps + out.t["both_upper"] * s / P, np.nan))
+                lower = clip(np.where(v, m.eps - out.t["both_lower"] * s / P, np.nan))
                 certified = (
                     v
                     & (m.eps <= tolerance - out.t["both_upper"] * s / P)

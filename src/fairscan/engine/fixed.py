@@ -19,6 +19,7 @@ chosen before looking at the data.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,8 @@ class FixedTest:
     method: str  # EXACT or PARAMETRIC (or "no deviation" when F(S) = 0)
     replicates: int  # draws made (0 for the exact tail)
     exceed_count: int | None = None  # draws at least as extreme (parametric only)
+    # the exact tail's base-10 logarithm, exact even where the p-value is below any float
+    log10_p_value: float | None = None
 
 
 def _tolerance(c: float) -> float:
@@ -80,7 +83,13 @@ def fixed_test(
         n = int(weights.sum())
         c = round(observed)
         tail = binom.sf(c - 1, n, p) if direction > 0 else binom.cdf(c, n, p)
-        return FixedTest(float(min(1.0, tail)), EXACT, 0)
+        # scipy's tail underflows (to 0 below 1e-308): there it is summed in logs
+        log_tail = (
+            math.log(tail) if tail >= TINY_TAIL else log_binomial_tail(c, n, p, upper=direction > 0)
+        )
+        # a tail smaller than any float keeps the smallest positive one: never 0
+        p_value = min(1.0, max(math.exp(log_tail), SMALLEST_P))
+        return FixedTest(p_value, EXACT, 0, log10_p_value=min(0.0, log_tail / math.log(10.0)))
     if replicates <= 0:
         return FixedTest(None, PARAMETRIC, 0)
     drawn = draw_sums(cells, inside, draw, seed, replicates, residuals)
@@ -88,6 +97,41 @@ def fixed_test(
     extreme = drawn >= observed - tol if direction > 0 else drawn <= observed + tol
     exceed = int(np.count_nonzero(extreme))
     return FixedTest((1 + exceed) / (1 + replicates), PARAMETRIC, replicates, exceed)
+
+
+# Below this, an exact tail is summed in log space: scipy's binomial tails lose precision and
+# then underflow to 0 there, and a report must never say "p = 0" (issue 34).
+TINY_TAIL = 1e-250
+# The smallest positive float: the p-value stored for a tail even smaller than that (its text
+# is "p < 1e-300", fairscan.report.text.fmt_p).
+SMALLEST_P = math.ulp(0.0)
+
+
+def log_binomial_tail(c: int, n: int, p: float, *, upper: bool) -> float:
+    """log P(C >= c) (``upper``) or log P(C <= c) for C ~ Binomial(n, p), without underflow.
+
+    Used beyond the mode only (the tails that underflow): there the terms fall away from ``c``
+    with ratio at most r_c < 1, so summing them in logs until they drop below 1e-17 of the
+    first (``log-sum-exp``) gives the tail to double precision."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+
+    if upper:
+        if c <= 0:
+            return 0.0
+        stop = n
+        ratio = (n - c) / (c + 1) * p / (1.0 - p) if p < 1.0 else 1.0
+    else:
+        if c >= n:
+            return 0.0
+        stop = 0
+        ratio = c / (n - c + 1) * (1.0 - p) / p if p > 0.0 else 1.0
+    if ratio >= 1.0:  # at or before the mode: the tail cannot underflow
+        return float(np.log(binom.sf(c - 1, n, p) if upper else binom.cdf(c, n, p)))
+    reach = 1 if ratio <= 0.0 else math.ceil(40.0 / -math.log(ratio)) + 1
+    terms = min(abs(stop - c) + 1, reach)
+    k = np.arange(c, c + terms) if upper else np.arange(c, c - terms, -1)
+    return float(min(0.0, logsumexp(binom.logpmf(k, n, p))))
 
 
 def alternative(expected: np.ndarray, q: float, draw: Draw) -> np.ndarray | None:

@@ -16,14 +16,15 @@ from fairscan.report.markdown import SUMMARY_HEAD, effect_cell, summary_rows, ve
 from fairscan.report.models import AuditReport, Finding, ScanResult
 from fairscan.report.overview import effect_size, model_text, readable_label
 from fairscan.report.text import (
+    finding_significance,
     fmt_p,
     fmt_value,
     headline_p,
     is_rate,
-    significance_words,
+    p_equals,
     statistic_words,
 )
-from fairscan.report.verdict import verdict_word
+from fairscan.report.verdict import not_certified_note, verdict_word
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,6 +51,8 @@ def repr_line(report: AuditReport) -> str:
     else:
         noun = "finding" if v.significant_findings == 1 else "findings"
         what = f"{v.significant_findings} significant {noun} in {scans}"
+    note = not_certified_note(v).rstrip(".")
+    what += f";{note}" if note else ""
     return f"<AuditReport {report.name!r} {verdict_word(report.verdict)}: {what}>"
 
 
@@ -202,10 +205,12 @@ def top_findings(
 def summary_text(report: AuditReport) -> str:
     """A few plain lines: the verdict, then one line per scan with its top finding."""
     lines = [f"Fairness audit: {report.name}", verdict_line(report).replace("**", "")]
-    for scan_id, scan_type, status, counts, *top in summary_rows(report):
+    for scan, row in zip(report.scans, summary_rows(report), strict=True):
+        scan_id, scan_type, status, counts, *top = row
         line = f"  {scan_id} ({scan_type}): {status}, {counts} significant"
-        if top and top[0] != "-":
-            line += f"; top: {top[0]} ({top[1]}, p = {top[2]})"
+        head = scan.headline()
+        if head is not None:
+            line += f"; top: {top[0]} ({top[1]}, {p_equals(headline_p(head))})"
         lines.append(line)
     return "\n".join(lines)
 
@@ -306,7 +311,7 @@ def summary_html(report: AuditReport) -> str:
                     f"{statistic_words(finding.statistic.name)} "
                     f"{fmt_value(finding.statistic.value)}",
                     fmt_p(headline_p(finding)),
-                    significance_words(finding.significant),
+                    finding_significance(finding),
                 ]
             )
         parts += [

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from fairscan.report.text import P_TEXT_FLOOR
+
 WIDTH, HEIGHT, PAD = 300, 90, 24
-P_FLOOR = 1e-300
+P_FLOOR = P_TEXT_FLOOR  # the plot floors -log10 p where the text does
 
 
 def _x(i: int, n: int) -> float:

@@ -42,7 +42,14 @@ from fairscan.report.overview import (
     model_text,
     nested_note,
 )
-from fairscan.report.text import fmt_number, fmt_value, is_rate, percent, rate_with_count
+from fairscan.report.text import (
+    findings_tally,
+    fmt_number,
+    fmt_value,
+    is_rate,
+    percent,
+    rate_with_count,
+)
 from fairscan.report.verdict import status_text
 
 FOREST_MAX_GROUPS = 60  # hits first, then the other groups up to this many rows
@@ -701,8 +708,7 @@ def _scan_html(
     if hooks is not None and hooks.lead_html is not None:
         parts.append(hooks.lead_html(scan))
     if scan.findings:
-        noun = "finding" if len(scan.findings) == 1 else "findings"
-        parts.append(f"<p>{len(scan.findings)} {noun}, {scan.significant_count()} significant.</p>")
+        parts.append(f"<p>{escape(findings_tally(scan))}.</p>")
     for i, finding in enumerate(scan.findings[:FULL_FINDINGS], start=1):
         parts.append(_finding_html(scan, i, finding, hooks, labels))
     parts.append(_further_html(scan, labels))

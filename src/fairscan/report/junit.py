@@ -11,12 +11,8 @@ import xml.etree.ElementTree as ET
 
 from fairscan.report.models import AuditReport, Finding
 from fairscan.report.sink_escape import xml_text
-from fairscan.report.text import fmt_value, headline_p, statistic_words
+from fairscan.report.text import fmt_value, headline_p, p_equals, statistic_words
 from fairscan.report.verdict import verdict_word
-
-
-def _p(p: float | None) -> str:
-    return "not tested" if p is None else f"{p:.4g}"
 
 
 def headline_text(top: Finding | None) -> str:
@@ -24,12 +20,17 @@ def headline_text(top: Finding | None) -> str:
     if top is None:
         return "no finding"
     stat = f"{statistic_words(top.statistic.name)} {fmt_value(top.statistic.value)}"
-    return f"{top.label} ({stat}, p = {_p(headline_p(top))})"
+    return f"{top.label} ({stat}, {p_equals(headline_p(top), 'p not tested', precise=True)})"
 
 
 def render_junit(report: AuditReport) -> str:
     scans = report.scans
-    failures = sum(1 for s in scans if s.status != "error" and s.significant_count())
+    # a scan fails its test case on a significant finding or a group certify cannot certify
+    failures = sum(
+        1
+        for s in scans
+        if s.status != "error" and (s.significant_count() or s.not_certified_count())
+    )
     errors = sum(1 for s in scans if s.status == "error")
     skipped = sum(1 for s in scans if s.status in ("untested", "not_auditable"))
     seconds = f"{sum(s.timing.total_seconds for s in scans):.3f}"
@@ -89,6 +90,14 @@ def render_junit(report: AuditReport) -> str:
             failure.text = (
                 "\n".join(f.description for f in scan.findings if f.significant is True) or where
             )
+        elif scan.not_certified_count():  # never called significant: they are not
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=f"{scan.not_certified_count()} group(s) not certified; top: {where}",
+                type="not_certified",
+            )
+            failure.text = "\n".join(f.description for f in scan.findings if f.certified is False)
         elif scan.status == "untested":  # a test that cannot reach alpha is no pass
             why = scan.untested_reason or "no significance test ran"
             ET.SubElement(case, "skipped", message=f"UNTESTED: {why}; top finding {where}")

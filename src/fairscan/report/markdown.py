@@ -31,6 +31,8 @@ from fairscan.report.overview import (
 )
 from fairscan.report.sink_escape import code_fence, markdown_document
 from fairscan.report.text import (
+    finding_significance,
+    findings_tally,
     fmt_p,
     fmt_p_floor,
     fmt_value,
@@ -38,7 +40,6 @@ from fairscan.report.text import (
     is_rate,
     percent,
     rate_with_count,
-    significance_words,
     statistic_words,
 )
 from fairscan.report.verdict import (
@@ -49,6 +50,7 @@ from fairscan.report.verdict import (
     diff_verdict,
     diff_verdict_of,
     gate_passed_findings,
+    not_certified_note,
     status_text,
     untested_words,
     verdict_word,
@@ -61,7 +63,12 @@ FULL_FINDINGS = 3
 
 
 def verdict_line(report: AuditReport) -> str:
-    """The verdict in one Markdown line (bold PASS/FAIL/ERROR first)."""
+    """The verdict in one Markdown line (bold PASS/FAIL/ERROR first), then the groups certify
+    could not certify."""
+    return _verdict_words(report) + not_certified_note(report.verdict)
+
+
+def _verdict_words(report: AuditReport) -> str:
     v = report.verdict
     word = f"**{verdict_word(v)}**"
     noun = "finding" if v.significant_findings == 1 else "findings"
@@ -142,7 +149,7 @@ def finding_columns(
         fmt_value(finding.statistic.value),
         fmt_p(finding.p_value),
         fmt_p(finding.adjusted_p_value, missing="-"),
-        significance_words(finding.significant),
+        finding_significance(finding),
     ]
     numeric = {1, 2, 3} | set(range(4, len(head) - 1))
     return head, row, numeric
@@ -174,7 +181,7 @@ def compact_row(index: int, finding: Finding, label: str) -> list[object]:
         effect_size(finding),
         f"{statistic_words(finding.statistic.name)} {fmt_value(finding.statistic.value)}",
         fmt_p(headline_p(finding)),
-        significance_words(finding.significant),
+        finding_significance(finding),
     ]
 
 
@@ -188,7 +195,7 @@ def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
     return (
         f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
         f"{statistic_words(finding.statistic.name)} of at least "
-        f"{fmt_value(finding.statistic.value)} (p = {fmt_p_floor(finding.p_value, nd.replicates)}; "
+        f"{fmt_value(finding.statistic.value)} ({fmt_p_floor(finding.p_value, nd.replicates)}; "
         f"{judged} at alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "
         f"{fmt_value(nd.quantile)}."
     )
@@ -261,8 +268,7 @@ def _scan_section(
     if hooks is not None and hooks.lead_markdown is not None:
         lines += hooks.lead_markdown(scan)
     if scan.findings:
-        noun = "finding" if len(scan.findings) == 1 else "findings"
-        lines += [f"{len(scan.findings)} {noun}, {scan.significant_count()} significant.", ""]
+        lines += [f"{findings_tally(scan)}.", ""]
     labels = [readable_label(f, attributes or {}) for f in scan.findings]
     for i, finding in enumerate(scan.findings[:FULL_FINDINGS]):
         note = nested_note(scan.findings, i, labels)
@@ -298,7 +304,7 @@ def overview_lines(report: AuditReport) -> list[str]:
                     effect_cell(e.metric, e.inside, e.inside_count, rate),
                     effect_cell(e.metric, e.reference, e.reference_count, rate),
                     effect_size(finding),
-                    significance_words(finding.significant),
+                    finding_significance(finding),
                 ]
             )
     if not rows:

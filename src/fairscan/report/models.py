@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 REPORT_SCHEMA_VERSION = 2
 
 ScanStatus = Literal[
-    "significant", "not_significant", "untested", "no_finding", "not_auditable", "error"
+    "significant",
+    "not_significant",
+    "untested",
+    "no_finding",
+    "not_auditable",
+    "error",
+    "not_certified",  # certify: a fairness certificate failed for a group, no significant one
 ]
 
 
@@ -86,6 +92,12 @@ class Finding(ReportModel):
     detail: dict[str, Any] = Field(
         default_factory=dict, description="Scan-type-specific figures (shape owned by the type)."
     )
+    certified: bool | None = Field(
+        default=None,
+        description="certify only: true for a certified disparity (also significant), false "
+        "for a group whose fairness could not be certified: `not certified`, never counted as "
+        "significant (its interval may contain 0); null for every other scan.",
+    )
 
 
 def finite_or_none(x: float | None) -> float | None:
@@ -96,6 +108,12 @@ def finite_or_none(x: float | None) -> float | None:
 def count_significant(findings: Iterable[Finding]) -> int:
     """The one definition of a significant result: ``significant is True``."""
     return sum(1 for f in findings if f.significant is True)
+
+
+def count_not_certified(findings: Iterable[Finding]) -> int:
+    """Groups a certify scan could not certify (``certified is False``): their own count, never
+    significant ones (gate.fail_on: not_certified fails on them)."""
+    return sum(1 for f in findings if f.certified is False)
 
 
 def scan_status(
@@ -111,7 +129,9 @@ def scan_status(
         return "no_finding"
     if not tested:
         return "untested"
-    return "significant" if count_significant(findings) else "not_significant"
+    if count_significant(findings):
+        return "significant"
+    return "not_certified" if count_not_certified(findings) else "not_significant"
 
 
 class ScanTiming(ReportModel):
@@ -191,6 +211,10 @@ class ScanResult(ReportModel):
     def significant_count(self) -> int:
         """Significant findings of this scan."""
         return count_significant(self.findings)
+
+    def not_certified_count(self) -> int:
+        """Groups this (certify) scan could not certify."""
+        return count_not_certified(self.findings)
 
     def headline(self) -> Finding | None:
         """The top finding (findings are ordered most important first), for summary tables."""
@@ -273,6 +297,11 @@ class Verdict(ReportModel):
     untested_scans: list[UntestedScan] = Field(
         default_factory=list,
         description="The scans that could not reach significance.alpha, with the reason.",
+    )
+    not_certified: int = Field(
+        default=0,
+        description="Groups certify scans could not certify, over all scans (not significant "
+        "findings; gate.fail_on: not_certified fails on them).",
     )
 
 

@@ -42,7 +42,7 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
         _result(report, index, scan, finding, gated)
         for index, scan in enumerate(report.scans)
         for finding in scan.findings
-        if finding.significant
+        if finding.significant or finding.certified is False  # certify: not certified
     ]
     run: dict[str, Any] = {
         "tool": {
@@ -63,6 +63,7 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
             "untestedScans": [u.model_dump() for u in report.verdict.untested_scans],
             "exitCode": report.verdict.exit_code,
             "significantFindings": report.verdict.significant_findings,
+            "notCertified": report.verdict.not_certified,
             "specSha256": report.provenance.spec_sha256,
             "dataPath": report.provenance.data_path,
             "dataSha256": report.provenance.data_sha256,
@@ -77,6 +78,11 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
 
 def _rule(scan: ScanResult) -> dict[str, Any]:
     text = f"{scan.type} scan `{scan.id}`: subgroups whose {_metric(scan)} differs significantly"
+    if scan.type == "certify":  # its results are certified disparities or not-certified groups
+        text = (
+            f"certify scan `{scan.id}`: groups with a certified {_metric(scan)} disparity, or "
+            "that cannot be certified"
+        )
     return {
         "id": scan.id,
         "name": _rule_name(scan.id),
@@ -128,6 +134,7 @@ def _result(
         "adjustedPValue": finding.adjusted_p_value,
         "statistic": finding.statistic.value,
         "statisticName": finding.statistic.name,
+        "certified": finding.certified,  # false: not certified (never "significant")
     }
     return {
         "ruleId": scan.id,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairscan.report.models import Finding
+from fairscan.report.models import Finding, ScanResult
 
 # Statistic identifiers (``findings[].statistic.name``) in plain words; others: "_" -> " ".
 STATISTIC_WORDS = {
@@ -30,11 +30,45 @@ def fmt_value(x: float | None, missing: str = "n/a") -> str:
     return f"{x:.4g}"
 
 
-def fmt_p(p: float | None, missing: str = "not tested") -> str:
-    """A p-value: four decimals, scientific below 1e-4; ``missing`` when there is none."""
+# The smallest p-value printed as a number. Below it (and at 0, where a float underflowed) the
+# text is "< 1e-300": a positive p-value is never printed as 0. The JSON keeps the number; an
+# exact tail too small for a float is stored as the smallest positive one (fairscan.engine.fixed).
+P_TEXT_FLOOR = 1e-300
+
+
+def fmt_p(p: float | None, missing: str = "not tested", *, precise: bool = False) -> str:
+    """The one home of a p-value's text: four decimals, scientific below 1e-4 (``precise``: four
+    significant digits, as a finding's sentence gives them), ``< 1e-300`` below the floor;
+    ``missing`` when there is none."""
     if p is None:
         return missing
+    if p < P_TEXT_FLOOR:
+        return f"< {P_TEXT_FLOOR:g}"
+    if precise:
+        return f"{p:.4g}"
     return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
+def p_equals(
+    p: float | None, missing: str = "not tested", *, name: str = "p", precise: bool = False
+) -> str:
+    """``p = 0.0123``, ``p < 1e-300`` below the floor (never ``p = < ...``), or ``missing``."""
+    if p is None:
+        return missing
+    text = fmt_p(p, precise=precise)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
+def compared(observed: float | None, reference: float | None) -> int:
+    """What the data show: +1 when ``observed`` is above ``reference``, -1 below, 0 when they
+    are equal (to 1e-9 relative) or either is missing. Sentences take their direction words
+    ("under-estimated", "above", "more often") from this, never from the scan's spec: a given
+    subgroup can deviate the other way from the direction a scan searches (issue 34)."""
+    if observed is None or reference is None:
+        return 0
+    if abs(observed - reference) <= 1e-9 * max(1.0, abs(observed), abs(reference)):
+        return 0
+    return 1 if observed > reference else -1
 
 
 def percent(x: float | None, digits: int = 0) -> str:
@@ -50,6 +84,23 @@ def statistic_words(name: str) -> str:
 
 def significance_words(significant: bool | None) -> str:
     return "not tested" if significant is None else ("yes" if significant else "no")
+
+
+def finding_significance(finding: Finding) -> str:
+    """A finding's significance in words: ``not certified`` for a group certify could not
+    certify (never "significant": its interval may contain 0), else yes / no / not tested."""
+    if finding.certified is False:
+        return "not certified"
+    return significance_words(finding.significant)
+
+
+def findings_tally(scan: ScanResult) -> str:
+    """``3 findings, 1 significant``, with ``, 2 not certified`` where certify could not certify
+    groups (counted apart: they are not significant findings)."""
+    noun = "finding" if len(scan.findings) == 1 else "findings"
+    text = f"{len(scan.findings)} {noun}, {scan.significant_count()} significant"
+    uncertified = scan.not_certified_count()
+    return text + (f", {uncertified} not certified" if uncertified else "")
 
 
 def headline_p(finding: Finding) -> float | None:
@@ -69,10 +120,10 @@ def p_floor_note(p: float | None, replicates: int | None) -> str | None:
 
 
 def fmt_p_floor(p: float | None, replicates: int | None, missing: str = "not tested") -> str:
-    """A p-value, with the replicate floor explained where it is at it:
-    ``0.0050, the smallest possible with 199 replicates``."""
+    """``p = ...`` (:func:`p_equals`), with the replicate floor explained where it is at it:
+    ``p = 0.0050, the smallest possible with 199 replicates``."""
     note = p_floor_note(p, replicates)
-    return fmt_p(p, missing) + ("" if note is None else f", {note}")
+    return p_equals(p, missing) + ("" if note is None else f", {note}")
 
 
 def is_rate(metric: str, *values: float | None) -> bool:

@@ -31,13 +31,14 @@ class ExitCode(IntEnum):
 _SIGNAL_BASE: Final = 128
 
 
-FailOn = Literal["significant", "new_significant", "persisting_or_new", "never"]
+FailOn = Literal["significant", "new_significant", "persisting_or_new", "never", "not_certified"]
 # gate.fail_on values, in the order the spec documents them
 FAIL_ON: Final[tuple[FailOn, ...]] = (
     "significant",
     "new_significant",
     "persisting_or_new",
     "never",
+    "not_certified",
 )
 DEFAULT_FAIL_ON: Final[FailOn] = "significant"
 
@@ -51,6 +52,7 @@ STATUS_TEXT: Final[dict[str, str]] = {
     "no_finding": "no finding",
     "not_auditable": "not auditable",
     "error": "error",
+    "not_certified": "not certified",
 }
 
 PASS: Final = "PASS"
@@ -127,11 +129,16 @@ def gated_exit_code(
     new_significant: int | None,
     fail_on: str,
     still_significant: int | None = None,
+    not_certified: int = 0,
 ) -> ExitCode:
     """OK/FINDINGS for a run without errors under ``gate.fail_on`` (no baseline: every finding
-    is new). ``still_significant``: baseline findings labelled persists or shifted."""
+    is new). ``still_significant``: baseline findings labelled persists or shifted.
+    ``not_certified``: groups certify scans could not certify, which only ``not_certified``
+    fails on (as well as on any significant finding)."""
     if fail_on == "never":
         return ExitCode.OK
+    if fail_on == "not_certified":
+        return ExitCode.FINDINGS if significant or not_certified else ExitCode.OK
     if fail_on == "new_significant":
         count = significant if new_significant is None else new_significant
         return ExitCode.FINDINGS if count else ExitCode.OK
@@ -161,6 +168,7 @@ def build_verdict(
     from fairscan.report.models import UntestedScan, Verdict
 
     significant = sum(scan.significant_count() for scan in scans)
+    not_certified = sum(scan.not_certified_count() for scan in scans)
     errors = sum(1 for scan in scans if scan.status == "error")
     untested = [
         UntestedScan(scan=scan.id, reason=scan.untested_reason or UNTESTED_REASON)
@@ -181,6 +189,7 @@ def build_verdict(
         scans=len(scans),
         scans_with_errors=errors,
         untested_scans=untested,
+        not_certified=not_certified,
     )
     return gate_verdict(verdict, fail_on, new_significant, allow_untested=allow_untested)
 
@@ -198,9 +207,16 @@ def gate_verdict(
         code = ExitCode.ERROR
     else:
         code = gated_exit_code(
-            verdict.significant_findings, new_significant, fail_on, still_significant
+            verdict.significant_findings,
+            new_significant,
+            fail_on,
+            still_significant,
+            verdict.not_certified,
         )
-    return verdict.model_copy(update={"exit_code": int(code)})
+    status = verdict.status
+    if status == "clean" and code == ExitCode.FINDINGS:  # fail_on not_certified failed it
+        status = "findings"
+    return verdict.model_copy(update={"exit_code": int(code), "status": status})
 
 
 def report_fail_on(report: AuditReport) -> str:
@@ -342,6 +358,17 @@ def diff_verdict(comparison: BaselineComparison, verdict: Verdict) -> str:
     if new:
         return f"{PASS} (gate fail_on {comparison.fail_on}): {counts}"
     return counts if still else f"{PASS}: {counts}"
+
+
+def not_certified_note(verdict: Verdict) -> str:
+    """`` 2 group(s) not certified.``, the sentence that follows a verdict line, or "" when
+    certify left no group uncertified. Not-certified groups are not significant findings, so
+    they are counted apart; the gate fails on them only under ``fail_on: not_certified``."""
+    n = verdict.not_certified
+    if not n or verdict.status == "error":
+        return ""
+    gated = verdict.exit_code == ExitCode.FINDINGS and not verdict.significant_findings
+    return f" {n} group(s) not certified{' (gate: fail on not_certified)' if gated else ''}."
 
 
 def gate_line(fail_on: str, code: int) -> str:

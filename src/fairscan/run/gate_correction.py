@@ -16,6 +16,7 @@ import numpy as np
 from fairscan.engine.multiple_testing import adjust_p_values
 from fairscan.report.models import Finding, ScanResult, count_significant, finite_or_none
 from fairscan.report.verdict import exceeds, untested_reason
+from fairscan.report.text import fmt_p
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
 
@@ -60,8 +61,8 @@ def correct_scans(scans: list[ScanResult], correction: str, alpha: float) -> lis
             update["warnings"] = [
                 *scan.warnings,
                 f"not significant after gate.correction {correction} over {len(tested)} "
-                f"scans: corrected p-value {corrected[i]:.4g} > alpha {alpha:g} "
-                f"(own p-value {own[i]:.4g})",
+                f"scans: corrected p-value {fmt_p(corrected[i], precise=True)} > alpha "
+                f"{alpha:g} (own p-value {fmt_p(own[i], precise=True)})",
             ]
         out.append(scan.model_copy(update=update))
     return out

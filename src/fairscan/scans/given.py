@@ -26,6 +26,7 @@ import numpy as np
 from fairscan.data.labels import subgroup_label
 from fairscan.data.table import EncodedAttribute
 from fairscan.report.models import Finding, ScanResult, scan_status
+from fairscan.report.text import p_equals
 
 GIVEN_NOTE = (
     "given subgroup tested alone under the scan's null model: no search, so no search "
@@ -78,7 +79,7 @@ def given_finding(
     if power is not None:
         figures["power"], figures["power_at"], figures["baseline_effect_size"] = power
         figures["power_method"] = power_method
-    p_text = "untested" if p_value is None else f"p = {p_value:.4g}"
+    p_text = p_equals(p_value, "untested", precise=True)
     return finding.model_copy(
         update={
             "subgroup": subgroup,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import Finding, ScanResult
-from fairscan.report.text import fmt_p, is_rate, percent, wilson_interval
+from fairscan.report.text import is_rate, p_equals, percent, wilson_interval
 
 
 class MdssFindingDetail(BaseModel):
@@ -59,7 +59,7 @@ def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
     return [
         f"Search figures: {klass}{_parameter_text(d)}; log-likelihood ratio {d['llr']:.2f}, "
         f"minus a complexity penalty of {d['penalty_cost']:.2f}, gives the score "
-        f"{d['score']:.2f}; {totals} (p = {fmt_p(finding.p_value)}).",
+        f"{d['score']:.2f}; {totals} ({p_equals(finding.p_value)}).",
         "",
     ]
 

@@ -59,6 +59,7 @@ from fairscan.report.models import (
     Statistic,
     scan_status,
 )
+from fairscan.report.text import p_equals
 from fairscan.scans.base import ScanContext
 from fairscan.scans.mdss_render import MDSS_HOOKS, MdssFindingDetail, finding_markdown
 from fairscan.spec.base import MdssScanSpecBase
@@ -498,6 +499,8 @@ def _given_finding(
         "exceed_count": test.exceed_count,
         "note": GIVEN_NOTE,
     }
+    if test.log10_p_value is not None:  # exact even below the smallest float
+        figures["log10_p_value"] = test.log10_p_value
     q = ctx.detect[k] if k < len(ctx.detect) else None
     if q is not None:
         figures["power_at_q"] = q
@@ -512,7 +515,7 @@ def _given_finding(
             replicates=ctx.replicates,
         )
     finding = _finding(spec, ctx, inputs, problem, found, None)
-    p_text = "untested" if test.p_value is None else f"p = {test.p_value:.4g}"
+    p_text = p_equals(test.p_value, "untested", precise=True)
     finding = finding.model_copy(
         update={
             "subgroup": subgroup,

@@ -431,7 +431,9 @@ class OutputSpec(StrictModel):
 
 
 class GateSpec(StrictModel):
-    fail_on: Literal["significant", "new_significant", "persisting_or_new", "never"] = Field(
+    fail_on: Literal[
+        "significant", "new_significant", "persisting_or_new", "never", "not_certified"
+    ] = Field(
         default="significant",
         description=(
             "When a run without errors exits 1: significant = any significant finding; "
@@ -439,7 +441,9 @@ class GateSpec(StrictModel):
             "(without a baseline every finding is new); persisting_or_new = a finding labelled "
             "new, persists or shifted (a baseline finding still significant: for teams that "
             "must fix, not just not worsen; without a baseline: any significant finding); "
-            "never = findings never fail the run."
+            "never = findings never fail the run; not_certified = any significant finding or "
+            "any group a certify scan could not certify (its own status, `not certified`, "
+            "which the other values do not fail on)."
         ),
     )
     correction: Literal["none", "holm", "bonferroni", "bh"] = Field(

@@ -29,7 +29,7 @@ from fairscan.engine.randomization import (
 from fairscan.engine.seeds import MdssStream, child_seed
 from fairscan.errors import ScanError
 from fairscan.report.models import ScanTiming
-from fairscan.report.text import percent
+from fairscan.report.text import compared, percent
 from fairscan.scans.base import ScanContext
 from fairscan.scans.mdss_runner import Describe, MdssInputs, MdssSearch, mdss_result, search_mdss
 
@@ -87,7 +87,7 @@ def _check_sums(probabilities: np.ndarray) -> None:
         )
 
 
-def _describer(label: str, outcome: str, column: str, verdict: str, which: str) -> Describe:
+def _describer(label: str, outcome: str, column: str, which: str) -> Describe:
     """The finding's sentence for one class (``which``: how the class was chosen)."""
 
     def describe(
@@ -100,24 +100,28 @@ def _describer(label: str, outcome: str, column: str, verdict: str, which: str) 
         return (
             f"Class {label}: the {round(best.size)} rows with {who} have {outcome} = {label} in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({column}) of "
-            f"{percent(expected_rate)}: class {label} is {verdict} there (odds multiplier "
+            f"{percent(expected_rate)}: class {label} is {_predicted(observed_rate, expected_rate)} "
+            f"there (odds multiplier "
             f"q = {best.q:.2f}; {which})."
         )
 
     return describe
 
 
+def _predicted(observed: float | None, expected: float | None) -> str:
+    """How the class is predicted in a subgroup, as the data show it (not the scan's direction)."""
+    words = {1: "under-predicted", -1: "over-predicted", 0: "predicted at its observed rate"}
+    return words[compared(observed, expected)]
+
+
 def _class_inputs(spec: BiasScanSpec, ctx: ScanContext, model: ClassModel, k: int) -> MdssInputs:
     label = model.labels[k]
     outcome = ctx.role_names.get("outcome", "outcome")
     column = ctx.role_names.get(f"class {label}", f"the base rate of {label}")
-    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
-
     describe = _describer(
         label,
         outcome,
         column,
-        verdict,
         f"best of {len(model.labels)} classes, p-value corrected for them",
     )
 
@@ -198,9 +202,7 @@ def run_one_class_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
 
     label, expected, column = _chosen_class(spec, ctx)
     outcome = ctx.role_names.get("outcome", "outcome")
-    verdict = "over-predicted" if spec.direction == "negative" else "under-predicted"
-
-    describe = _describer(label, outcome, column, verdict, "the chosen class, one-vs-rest")
+    describe = _describer(label, outcome, column, "the chosen class, one-vs-rest")
 
     inputs = MdssInputs(
         rows=np.ones(ctx.data.n_rows, dtype=bool),

@@ -8,7 +8,7 @@ from fairscan.engine.critical import critical_value
 from fairscan.engine.expectation_cells import ProfileSums
 from fairscan.engine.mdss import SubgroupScore, direction_code
 from fairscan.report.models import ScanResult
-from fairscan.report.text import percent
+from fairscan.report.text import compared, percent
 from fairscan.scans.base import ScanContext
 from fairscan.scans.bias.nominal import run_nominal_scan
 from fairscan.scans.bias.scores import expectations, run_scored_bias_scan
@@ -56,7 +56,6 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     expected, expectation_note = expectations(spec, ctx)
     prediction = ctx.role_names.get("prediction", f"the overall rate of {event}")
     rows = np.ones(data.n_rows, dtype=bool)
-    verdict = "over-estimated" if spec.direction == "negative" else "under-estimated"
 
     def describe(
         who: str,
@@ -65,19 +64,26 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
         expected_rate: float | None,
         outside_rate: float | None,
     ) -> str:
+        # the words say what the data show (observed vs expected), whatever the scan's direction
+        shown = compared(observed_rate, expected_rate)
         if ctx.roles.prediction is None:  # no model: the comparison is with the overall rate
-            side = "less" if spec.direction == "negative" else "more"
+            side = {1: "more often than", -1: "less often than", 0: "as often as"}[shown]
             return (
                 f"The {round(best.size)} rows with {who} have {event} in "
-                f"{percent(observed_rate)} of cases, {side} often than the overall rate of "
+                f"{percent(observed_rate)} of cases, {side} the overall rate of "
                 f"{percent(expected_rate)} (odds multiplier q = {best.q:.2f}; outside the "
                 f"subgroup: {percent(outside_rate)}). No prediction was given, so this compares "
                 "with the overall rate, not with the model's probabilities."
             )
+        verdict = {
+            1: "are under-estimated there",
+            -1: "are over-estimated there",
+            0: "match the observed rate there",
+        }[shown]
         return (
             f"The {round(best.size)} rows with {who} have {event} in "
             f"{percent(observed_rate)} of cases but a mean predicted probability ({prediction}) "
-            f"of {percent(expected_rate)}: the model's probabilities are {verdict} there "
+            f"of {percent(expected_rate)}: the model's probabilities {verdict} "
             f"(odds multiplier q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)} observed)."
         )
 

@@ -15,7 +15,7 @@ import numpy as np
 from fairscan.engine.mdss import SubgroupScore, direction_code
 from fairscan.engine.scores import POISSON, berk_jones, gaussian
 from fairscan.errors import ScanError
-from fairscan.report.text import percent
+from fairscan.report.text import compared, percent
 from fairscan.scans.base import ScanContext
 from fairscan.scans.mdss_runner import Describe, MdssInputs, run_mdss
 from fairscan.scans.roles import outcome_text
@@ -74,8 +74,14 @@ def _names(ctx: ScanContext) -> tuple[str, str]:
     return outcome, prediction
 
 
-def _verdict(spec: BiasScanSpec) -> str:
-    return "over-predicts" if spec.direction == "negative" else "under-predicts"
+def _verdict(observed: float | None, expected: float | None) -> str:
+    """What the model does in a subgroup, as the data show it (not the scan's direction)."""
+    return {1: "under-predicts", -1: "over-predicts", 0: "matches"}[compared(observed, expected)]
+
+
+def _level_side(observed: float | None, level: float | None) -> str:
+    """Where a subgroup's rate lies against the Berk-Jones level, as the data show it."""
+    return {1: "above", -1: "below", 0: "at"}[compared(observed, level)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,7 +93,6 @@ def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
     """Binary outcome against the Berk-Jones level(s); the null keeps the expectations."""
     grid = spec.alpha_grid()
     event = outcome_text(ctx.role_names, 1)
-    side = "above" if spec.direction == "positive" else "below"
 
     def describe(
         who: str,
@@ -98,7 +103,8 @@ def berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray
     ) -> str:
         return (
             f"The {round(best.size)} rows with {who} have {event} in {percent(observed_rate)} "
-            f"of cases, {side} the Berk-Jones level alpha = {expected_rate:g} (odds multiplier "
+            f"of cases, {_level_side(observed_rate, expected_rate)} the Berk-Jones level "
+            f"alpha = {expected_rate:g} (odds multiplier "
             f"q = {best.q:.2f}; outside the subgroup: {percent(outside_rate)})."
         )
 
@@ -157,7 +163,6 @@ def continuous_berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext) -> tuple[
     rate = float(np.average(indicator, weights=weight)) if y.size else 0.0
     outcome = ctx.role_names.get("outcome", "outcome")
     event = f"{outcome} > {cut:.6g}"
-    side = "above" if spec.direction == "positive" else "below"
     rule = (
         f"1{{{outcome} > {cut:.6g}}}: the outcome above its alpha = {alpha:g} quantile "
         f"({cut:.6g}, linear interpolation), as AIF360 binarises a continuous outcome for "
@@ -173,7 +178,8 @@ def continuous_berk_jones_inputs(spec: BiasScanSpec, ctx: ScanContext) -> tuple[
     ) -> str:
         return (
             f"The {round(best.size)} rows with {who} have {event} (the outcome's {alpha:g}-"
-            f"quantile) in {percent(observed_rate)} of cases, {side} the Berk-Jones level "
+            f"quantile) in {percent(observed_rate)} of cases, "
+            f"{_level_side(observed_rate, alpha)} the Berk-Jones level "
             f"alpha = {alpha:g} (q = {best.q:.2f}; outside the subgroup: "
             f"{percent(outside_rate)})."
         )
@@ -271,7 +277,7 @@ def gaussian_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) 
         return (
             f"The {round(best.size)} rows with {who} have mean {outcome} {observed_mean:.6g} "
             f"observed vs {expected_mean:.6g} predicted ({prediction}; mean shift "
-            f"{shift:+.4g}): the model {_verdict(spec)} {outcome} there."
+            f"{shift:+.4g}): the model {_verdict(observed_mean, expected_mean)} {outcome} there."
         )
 
     return MdssInputs(
@@ -337,7 +343,7 @@ def poisson_inputs(spec: BiasScanSpec, ctx: ScanContext, expected: np.ndarray) -
         return (
             f"The {round(best.size)} rows with {who} have {observed_mean:.4g} {per_row} observed "
             f"vs {expected_mean:.4g} expected ({prediction}; rate ratio {ratio:.2f}): the "
-            f"model {_verdict(spec)} {outcome} there (outside the subgroup: "
+            f"model {_verdict(observed_mean, expected_mean)} {outcome} there (outside the subgroup: "
             f"{'n/a' if outside_mean is None else f'{outside_mean:.4g}'} observed)."
         )
 

@@ -7,7 +7,8 @@ certificates (FWER) or FDR-controlled flags over a fixed, user-given collection 
 * :mod:`.render`: the Markdown and HTML render hooks (group table, forest plot).
 
 Findings: every flagged group (flag); for certify, every certified group when the certificate
-proves a disparity, every tested group that cannot be certified when it would prove fairness.
+proves a disparity (significant), every tested group that cannot be certified when it would
+prove fairness (``not certified``: its own status, never significant).
 """
 
 from __future__ import annotations

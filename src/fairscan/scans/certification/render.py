@@ -7,7 +7,7 @@ from functools import partial
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import ScanResult
-from fairscan.report.text import fmt_number, fmt_p
+from fairscan.report.text import fmt_number, fmt_p, p_equals
 from fairscan.scans.certification.models import (
     DETAIL_KEY,
     AuditGroup,
@@ -56,12 +56,9 @@ def why(result: CertificationResult, g: AuditGroup) -> str:
         return "not tested: absent from over half of the bootstrap resamples"
     gap = "n/a" if g.gap is None else f"{g.gap:+.3f}"
     if result.mode == "flag":
-        adjusted = fmt_p(g.adjusted_p_value, missing="n/a")
+        adjusted = p_equals(g.adjusted_p_value, missing="n/a", name="FDR-adjusted p")
         if g.flagged:
-            return (
-                f"flagged: {flag_region(result.side, result.tolerance)} with FDR-adjusted "
-                f"p = {adjusted}"
-            )
+            return f"flagged: {flag_region(result.side, result.tolerance)} with {adjusted}"
         inside = g.gap is not None and (
             (result.side == "above" and g.gap <= result.tolerance)
             or (result.side == "below" and g.gap >= result.tolerance)
@@ -69,7 +66,7 @@ def why(result: CertificationResult, g: AuditGroup) -> str:
         )
         if inside:
             return f"not flagged: gap {gap} is within the tolerance of {result.tolerance:g}"
-        return f"not flagged: gap {gap} is not significant (FDR-adjusted p = {adjusted})"
+        return f"not flagged: gap {gap} is not significant ({adjusted})"
     if g.certified is None:
         return "not tested"
     level = f"{100 * (1 - result.alpha):g}%"
@@ -110,7 +107,7 @@ def _summary_lines(result: CertificationResult) -> list[str]:
     found = (
         "certified groups are findings (a proven disparity)"
         if result.claim == "disparity"
-        else "groups that cannot be certified are findings"
+        else "groups that cannot be certified are findings, not certified (never significant)"
     )
     bound = (result.bound or "").replace("_", "-")
     return [

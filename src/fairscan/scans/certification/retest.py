@@ -14,6 +14,7 @@ from statistics import NormalDist
 from typing import Any
 
 from fairscan.report.models import Finding, ScanResult
+from fairscan.report.text import p_equals
 
 TEST = "the group's App. C p-value in this run (one named group: no BH/BY over the collection)"
 POWER = "normal approximation at this run's MAD scale s*"
@@ -63,7 +64,7 @@ def retest_flag(before: Finding, scan: ScanResult) -> tuple[Finding | None, str]
             "effect": before.effect.model_copy(
                 update={"inside": estimate, "inside_count": int(group.get("size", 0))}
             ),
-            "description": f"{name}: gap {gap:+.4g} now, p = {float(p):.4g} ({TEST}).",
+            "description": f"{name}: gap {gap:+.4g} now, {p_equals(float(p), precise=True)} ({TEST}).",
             "detail": {**group, "given_subgroup": given},
         }
     )

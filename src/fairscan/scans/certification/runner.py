@@ -19,6 +19,7 @@ from fairscan.engine import audit_bootstrap as ab
 from fairscan.engine.audit_groups import GroupCollection, from_masks, intersections, intervals
 from fairscan.engine.seeds import AuditStream, child_seed
 from fairscan.errors import FairscanError, ScanError
+from fairscan.metric_table import CATALOGUE
 from fairscan.report.models import (
     Effect,
     Finding,
@@ -29,7 +30,7 @@ from fairscan.report.models import (
     finite_or_none,
     scan_status,
 )
-from fairscan.report.text import fmt_p
+from fairscan.report.text import p_equals
 from fairscan.scans.base import ScanContext
 from fairscan.scans.certification.models import (
     DETAIL_KEY,
@@ -209,12 +210,13 @@ def _run_flag(
     m = out.moments
     with np.errstate(invalid="ignore"):
         half = float(ab.ndtri(1 - alpha / 2)) * out.s_star  # marginal (unadjusted) Wald interval
+    limits = gap_limits(spec, problem.theta) or (-np.inf, np.inf)  # within the gap's range
     return EngineOutput(
         moments=m,
         info=out.info,
         scale=out.s_star,
-        lower=m.eps - half,
-        upper=m.eps + half,
+        lower=np.clip(m.eps - half, *limits),
+        upper=np.clip(m.eps + half, *limits),
         hit=out.flagged,
         tested=out.tested,
         degenerate=bool(m.var_L <= 0),
@@ -231,6 +233,17 @@ def _critical_keys(bound: str, side: str) -> list[str]:
     if bound == "two_sided":
         return ["abs"]
     return {"above": ["above"], "below": ["below"], "both": ["both_upper", "both_lower"]}[side]
+
+
+def gap_limits(spec: AuditSpec, theta: float | None) -> tuple[float, float] | None:
+    """The range the gap eps = group metric - theta can take: the metric's range [lo, hi]
+    minus a known theta, or [lo - hi, hi - lo] for an estimated one (a rate: [-1, 1]); None
+    for a loss column or an unbounded metric, whose range is not known."""
+    span = None if spec.metric is None else CATALOGUE[spec.metric].range
+    if span is None:
+        return None
+    lo, hi = span
+    return (lo - theta, hi - theta) if theta is not None else (lo - hi, hi - lo)
 
 
 def _run_certify(
@@ -252,7 +265,7 @@ def _run_certify(
         min_size=min_size,
     )
     m = out.moments
-    br = ab.bounds(out, spec.bound, spec.side, tolerance)
+    br = ab.bounds(out, spec.bound, spec.side, tolerance, gap_limits(spec, problem.theta))
     return EngineOutput(
         moments=m,
         info=out.info,
@@ -427,8 +440,8 @@ def _description(
     )
     if isinstance(spec, FlagSpec):
         return (
-            f"{head}; flagged: {flag_region(spec.side, result.tolerance)} with FDR-adjusted "
-            f"p = {fmt_p(group.adjusted_p_value)}."
+            f"{head}; flagged: {flag_region(spec.side, result.tolerance)} with "
+            f"{p_equals(group.adjusted_p_value, name='FDR-adjusted p')}."
         )
     region = _asserted(spec, result.tolerance)
     bounds = _bounds_text(group, f"{100 * (1 - result.alpha):g}%")
@@ -463,9 +476,12 @@ def _finding(
         ),
         p_value=group.p_value,
         adjusted_p_value=group.adjusted_p_value,
-        significant=True,
+        # a flag or a certified disparity is evidence; a group whose fairness cannot be
+        # certified is only "not certified" (its interval may well contain 0), never significant
+        significant=result.claim != "fairness",
         description=_description(spec, label, group, metric, result),
         detail=group.model_dump(mode="json"),
+        certified=None if result.claim is None else result.claim == "disparity",
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
-from fairscan.report.text import fmt_number, fmt_p
+from fairscan.report.text import fmt_number, fmt_p, p_equals
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
     MEASURE_TEXT,
@@ -67,7 +67,7 @@ def best_candidate(result: SubrocResult) -> str:
     )
     return (
         f"Best candidate: {best.label} ({name} {_f(best.search.measure)} on "
-        f"{best.search.size} search rows, adjusted p = {_p(best.adjusted_p_value)}{above})."
+        f"{best.search.size} search rows, {p_equals(best.adjusted_p_value, name='adjusted p')}{above})."
     )
 
 
