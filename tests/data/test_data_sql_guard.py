@@ -59,6 +59,15 @@ def _error(folder: Path, data: str) -> DataError | SpecError:
     return info.value
 
 
+def _outcome(folder: Path, data: str) -> DataError | SpecError | None:
+    """The audit's error, None when it ran: the side effect is checked first."""
+    try:
+        _run(folder, data)
+    except (DataError, SpecError) as error:
+        return error
+    return None
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -130,11 +139,13 @@ def _victims(pg: Postgres) -> int:
 def test_postgres_second_statement_never_runs(folder: Path, pg: Postgres) -> None:
     """Reproduction: the DELETE after the SELECT was committed (the text went into a view
     definition sent as one simple query)."""
-    error = _error(
+    error = _outcome(
         folder,
         f"  connection: '{pg.url()}'\n"
         '  sql: "select * from scoring.credit; delete from public.victim"',
     )
+    assert _victims(pg) == 3
+    assert error is not None
     issue = error.issues[0]
     assert issue.field == "data.sql" and "2 statements" in issue.message
     # located at the key in the spec file, as other spec errors are
@@ -142,7 +153,6 @@ def test_postgres_second_statement_never_runs(folder: Path, pg: Postgres) -> Non
         5,
         8,
     )
-    assert _victims(pg) == 3
 
 
 @pytest.mark.parametrize(
@@ -162,13 +172,13 @@ def test_postgres_writes_inside_a_select_are_refused(folder: Path, pg: Postgres,
 
 def test_postgres_session_is_read_only(folder: Path, pg: Postgres) -> None:
     """A write the guard cannot see (a function that deletes) fails in the read-only session."""
-    error = _error(
+    error = _outcome(
         folder,
         f"  connection: '{pg.url()}'\n"
         '  sql: "select c.*, public.purge() as purged from scoring.credit c"',
     )
-    assert "read-only transaction" in str(error)
     assert _victims(pg) == 3
+    assert "read-only transaction" in str(error)
 
 
 def test_postgres_statement_timeout(
@@ -231,13 +241,13 @@ def test_postgres_table_name_with_a_separator_is_refused(folder: Path, pg: Postg
 def test_duckdb_copy_writes_no_file(folder: Path) -> None:
     """Reproduction: `copy ... to FILE; select ...` wrote the file and the audit passed."""
     target = folder / "pwned.csv"
-    error = _error(
+    error = _outcome(
         folder,
         "  connection: credit.duckdb\n"
         f"  sql: \"copy (select 42) to '{target}'; select * from credit\"",
     )
-    assert error.issues[0].field == "data.sql"
     assert not target.exists()
+    assert error is not None and error.issues[0].field == "data.sql"
 
 
 @pytest.mark.parametrize(
@@ -257,12 +267,12 @@ def test_duckdb_other_statements_are_refused(folder: Path, sql: str, left: str |
     """`;` alone gave an internal error; the rest ran."""
     before = _sha(folder / "credit.duckdb")
     text = sql.format(f=folder)
-    error = _error(folder, f'  connection: credit.duckdb\n  sql: "{text}"')
-    assert error.issues[0].field == "data.sql"
-    assert "Traceback" not in str(error) and "internal" not in str(error)
+    error = _outcome(folder, f'  connection: credit.duckdb\n  sql: "{text}"')
     assert _sha(folder / "credit.duckdb") == before
     if left is not None:
         assert not (folder / left).exists()
+    assert error is not None and error.issues[0].field == "data.sql"
+    assert "Traceback" not in str(error) and "internal" not in str(error)
 
 
 def test_duckdb_file_read_never_reaches_a_report(folder: Path, tmp_path: Path) -> None:
@@ -286,14 +296,14 @@ def test_duckdb_file_read_never_reaches_a_report(folder: Path, tmp_path: Path) -
         env={**os.environ, "FAIRSCAN_TEST_SECRET": secret},
         timeout=300,
     )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "data.sql" in done.stderr and "read_text" in done.stderr
     assert secret not in done.stdout + done.stderr
     assert not any(
         secret in path.read_text(errors="replace")
         for path in (folder / "out").rglob("*")
         if path.is_file()
     )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "data.sql" in done.stderr and "read_text" in done.stderr
 
 
 def test_duckdb_url_cannot_widen_the_connection(folder: Path) -> None:
@@ -301,13 +311,7 @@ def test_duckdb_url_cannot_widen_the_connection(folder: Path) -> None:
     exited 0 and changed the file; other settings passed through the same way."""
     database = folder / "credit.duckdb"
     before = _sha(database)
-    for query in ("access_mode=read_write", "enable_external_access=true", "lock_configuration=false"):
-        error = _error(
-            folder, f"  connection: 'duckdb:///{database}?{query}'\n  table: credit"
-        )
-        issue = error.issues[0]
-        assert issue.field == "data.connection" and query.split("=")[0] in issue.message
-    error = _error(
+    _outcome(
         folder,
         f"  connection: 'duckdb:///{database}?access_mode=read_write'\n"
         '  sql: "drop table credit; create table pwned as select 1 as x"',
@@ -316,6 +320,12 @@ def test_duckdb_url_cannot_widen_the_connection(folder: Path) -> None:
     con = duckdb.connect(str(database), read_only=True)
     assert [t[0] for t in con.sql("show tables").fetchall()] == ["credit"]
     con.close()
+    for query in ("access_mode=read_write", "enable_external_access=true", "lock_configuration=false"):
+        error = _error(
+            folder, f"  connection: 'duckdb:///{database}?{query}'\n  table: credit"
+        )
+        issue = error.issues[0]
+        assert issue.field == "data.connection" and query.split("=")[0] in issue.message
     # a setting that only bounds resources is passed on
     report = _run(folder, f"  connection: 'duckdb:///{database}?memory_limit=200MB'\n  table: credit")
     assert report.provenance.data_rows == 12000
