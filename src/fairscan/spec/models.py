@@ -122,7 +122,10 @@ class DataSpec(StrictModel):
         examples=["postgresql://auditor:${PGPASSWORD}@db:5432/ml", "predictions.duckdb"],
     )
     table: str | None = Field(
-        default=None, min_length=1, description="The table (schema.table) to audit."
+        default=None,
+        min_length=1,
+        description="The table (schema.table) to audit: a name of up to three parts, "
+        'double-quoted where a part has spaces or dots ("My Schema".predictions).',
     )
     sql: str | None = Field(
         default=None,
