@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from fairscan import api
-from fairscan.errors import DataError, SpecError
+from fairscan.errors import DataError, FairscanError, SpecError
 
 from .conftest import Postgres
 
@@ -53,13 +53,13 @@ def _run(folder: Path, data: str) -> Any:
     return api.run_audit(_spec(folder, data), api.RunOptions(write=False)).report
 
 
-def _error(folder: Path, data: str) -> DataError | SpecError:
+def _error(folder: Path, data: str) -> FairscanError:
     with pytest.raises((DataError, SpecError)) as info:
         _run(folder, data)
     return info.value
 
 
-def _outcome(folder: Path, data: str) -> DataError | SpecError | None:
+def _outcome(folder: Path, data: str) -> FairscanError | None:
     """The audit's error, None when it ran: the side effect is checked first."""
     try:
         _run(folder, data)
@@ -105,7 +105,7 @@ def folder(tmp_path: Path, credit: pl.DataFrame) -> Path:
 def pg(postgres: Postgres, credit: pl.DataFrame) -> Iterator[Postgres]:
     """scoring.credit to audit, public.victim (3 rows) to attack, and public.purge(), a
     function that empties the victim (a write the guard cannot see in a SELECT)."""
-    with postgres.connect() as con:  # type: ignore[attr-defined]
+    with postgres.connect() as con:
         con.execute("drop schema if exists scoring cascade")
         con.execute('drop schema if exists "My Schema" cascade')
         con.execute("drop table if exists public.victim")
@@ -132,7 +132,7 @@ def pg(postgres: Postgres, credit: pl.DataFrame) -> Iterator[Postgres]:
 
 
 def _victims(pg: Postgres) -> int:
-    with pg.connect() as con:  # type: ignore[attr-defined]
+    with pg.connect() as con:
         return int(con.execute("select count(*) from public.victim").fetchone()[0])
 
 
@@ -149,9 +149,14 @@ def test_postgres_second_statement_never_runs(folder: Path, pg: Postgres) -> Non
     issue = error.issues[0]
     assert issue.field == "data.sql" and "2 statements" in issue.message
     # located at the key in the spec file, as other spec errors are
-    assert issue.file and issue.file.endswith("guard.audit.yaml") and (issue.line, issue.col) == (
-        5,
-        8,
+    assert (
+        issue.file
+        and issue.file.endswith("guard.audit.yaml")
+        and (issue.line, issue.col)
+        == (
+            5,
+            8,
+        )
     )
 
 
@@ -202,7 +207,7 @@ def test_postgres_names_and_filters_are_quoted(folder: Path, pg: Postgres) -> No
 
     column = 'reg"ion; drop table public.victim; --'
     quoted = '"' + column.replace('"', '""') + '"'
-    with pg.connect() as con:  # type: ignore[attr-defined]
+    with pg.connect() as con:
         con.execute('create schema "My Schema"')
         con.execute(
             f'create table "My Schema"."credit.v2 ""x""" as select sex, region as {quoted}, '
@@ -320,14 +325,18 @@ def test_duckdb_url_cannot_widen_the_connection(folder: Path) -> None:
     con = duckdb.connect(str(database), read_only=True)
     assert [t[0] for t in con.sql("show tables").fetchall()] == ["credit"]
     con.close()
-    for query in ("access_mode=read_write", "enable_external_access=true", "lock_configuration=false"):
-        error = _error(
-            folder, f"  connection: 'duckdb:///{database}?{query}'\n  table: credit"
-        )
+    for query in (
+        "access_mode=read_write",
+        "enable_external_access=true",
+        "lock_configuration=false",
+    ):
+        error = _error(folder, f"  connection: 'duckdb:///{database}?{query}'\n  table: credit")
         issue = error.issues[0]
         assert issue.field == "data.connection" and query.split("=")[0] in issue.message
     # a setting that only bounds resources is passed on
-    report = _run(folder, f"  connection: 'duckdb:///{database}?memory_limit=200MB'\n  table: credit")
+    report = _run(
+        folder, f"  connection: 'duckdb:///{database}?memory_limit=200MB'\n  table: credit"
+    )
     assert report.provenance.data_rows == 12000
 
 
@@ -376,7 +385,7 @@ def test_duckdb_quoted_table_names(folder: Path) -> None:
     con.execute('create schema "My Schema"')
     con.execute('create table "My Schema"."credit.v2" as select * from credit')
     con.close()
-    report = _run(folder, "  connection: credit.duckdb\n  table: '\"My Schema\".\"credit.v2\"'")
+    report = _run(folder, '  connection: credit.duckdb\n  table: \'"My Schema"."credit.v2"\'')
     assert report.provenance.data_rows == 12000
     assert _run(folder, "  connection: credit.duckdb\n  table: credit.main.credit")
 

@@ -19,14 +19,16 @@ locked, PostgreSQL sessions read-only with a statement timeout, SQLite files ope
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import DataError
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 CONNECTION_FIELD = "data.connection"
 TABLE_FIELD = "data.table"
 SQL_FIELD = "data.sql"
-ALLOW_FIELD = "data.allow_file_access"
 
 # Ibis' engine names whose sqlglot dialect has another name; other engines use their own name
 # when sqlglot knows it, else sqlglot's generic dialect
@@ -36,16 +38,52 @@ _DIALECTS = {"mssql": "tsql", "pyspark": "spark", "impala": "hive", "postgresql"
 # data.allow_file_access
 _FILE_READERS: dict[str, frozenset[str]] = {
     "duckdb": frozenset(
-        """read_csv read_csv_auto read_parquet parquet_scan read_json read_json_auto
-        read_json_objects read_json_objects_auto read_ndjson read_ndjson_auto read_ndjson_objects
-        read_text read_blob glob sniff_csv parquet_metadata parquet_schema parquet_file_metadata
-        parquet_kv_metadata parquet_bloom_probe read_xlsx st_read st_read_meta delta_scan
-        iceberg_scan iceberg_metadata iceberg_snapshots sqlite_scan read_avro""".split()
+        [
+            "read_csv",
+            "read_csv_auto",
+            "read_parquet",
+            "parquet_scan",
+            "read_json",
+            "read_json_auto",
+            "read_json_objects",
+            "read_json_objects_auto",
+            "read_ndjson",
+            "read_ndjson_auto",
+            "read_ndjson_objects",
+            "read_text",
+            "read_blob",
+            "glob",
+            "sniff_csv",
+            "parquet_metadata",
+            "parquet_schema",
+            "parquet_file_metadata",
+            "parquet_kv_metadata",
+            "parquet_bloom_probe",
+            "read_xlsx",
+            "st_read",
+            "st_read_meta",
+            "delta_scan",
+            "iceberg_scan",
+            "iceberg_metadata",
+            "iceberg_snapshots",
+            "sqlite_scan",
+            "read_avro",
+        ]
     ),
     "postgres": frozenset(
-        """pg_read_file pg_read_binary_file pg_ls_dir pg_stat_file pg_ls_logdir pg_ls_waldir
-        pg_ls_tmpdir pg_ls_archive_statusdir pg_ls_logicalsnapdir pg_ls_logicalmapdir
-        pg_ls_replslotdir""".split()
+        [
+            "pg_read_file",
+            "pg_read_binary_file",
+            "pg_ls_dir",
+            "pg_stat_file",
+            "pg_ls_logdir",
+            "pg_ls_waldir",
+            "pg_ls_tmpdir",
+            "pg_ls_archive_statusdir",
+            "pg_ls_logicalsnapdir",
+            "pg_ls_logicalmapdir",
+            "pg_ls_replslotdir",
+        ]
     ),
     "sqlite": frozenset({"readfile"}),
 }
@@ -53,17 +91,60 @@ _FILE_READERS: dict[str, frozenset[str]] = {
 # the environment or change the session's settings
 _NEVER: dict[str, frozenset[str]] = {
     "duckdb": frozenset(
-        """query query_table arrow_scan arrow_scan_dumb getenv duckdb_secrets which_secret
-        sqlite_attach postgres_attach postgres_scan postgres_scan_pushdown postgres_query
-        postgres_execute mysql_scan mysql_query mysql_execute""".split()
+        [
+            "query",
+            "query_table",
+            "arrow_scan",
+            "arrow_scan_dumb",
+            "getenv",
+            "duckdb_secrets",
+            "which_secret",
+            "sqlite_attach",
+            "postgres_attach",
+            "postgres_scan",
+            "postgres_scan_pushdown",
+            "postgres_query",
+            "postgres_execute",
+            "mysql_scan",
+            "mysql_query",
+            "mysql_execute",
+        ]
     ),
     "postgres": frozenset(
-        """set_config dblink dblink_exec dblink_connect dblink_connect_u dblink_open
-        dblink_send_query query_to_xml query_to_xml_and_xmlschema query_to_xmlschema
-        cursor_to_xml lo_import lo_export lo_create lo_creat lo_unlink lo_put lo_from_bytea
-        pg_file_write pg_file_rename pg_file_unlink pg_file_sync pg_logdir_ls
-        pg_terminate_backend pg_cancel_backend pg_reload_conf pg_rotate_logfile pg_promote
-        pg_switch_wal pg_create_restore_point nextval setval""".split()
+        [
+            "set_config",
+            "dblink",
+            "dblink_exec",
+            "dblink_connect",
+            "dblink_connect_u",
+            "dblink_open",
+            "dblink_send_query",
+            "query_to_xml",
+            "query_to_xml_and_xmlschema",
+            "query_to_xmlschema",
+            "cursor_to_xml",
+            "lo_import",
+            "lo_export",
+            "lo_create",
+            "lo_creat",
+            "lo_unlink",
+            "lo_put",
+            "lo_from_bytea",
+            "pg_file_write",
+            "pg_file_rename",
+            "pg_file_unlink",
+            "pg_file_sync",
+            "pg_logdir_ls",
+            "pg_terminate_backend",
+            "pg_cancel_backend",
+            "pg_reload_conf",
+            "pg_rotate_logfile",
+            "pg_promote",
+            "pg_switch_wal",
+            "pg_create_restore_point",
+            "nextval",
+            "setval",
+        ]
     ),
     "sqlite": frozenset({"load_extension", "writefile", "edit", "fts3_tokenizer"}),
 }
@@ -174,12 +255,42 @@ def _one_query(sql: str, dialect: str) -> Any:
     return tree
 
 
-def _statement_types() -> tuple[type, ...]:
+def _statement_types() -> tuple[type[exp.Expression], ...]:
     from sqlglot import exp
 
-    names = """DML DDL Command Into Lock Set Pragma Transaction Commit Rollback Attach Detach
-    Install Export Grant Revoke TruncateTable LoadData Use Summarize Analyze Refresh Cache
-    Uncache Comment Kill Execute Drop Alter Describe Show""".split()
+    names = [
+        "DML",
+        "DDL",
+        "Command",
+        "Into",
+        "Lock",
+        "Set",
+        "Pragma",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Attach",
+        "Detach",
+        "Install",
+        "Export",
+        "Grant",
+        "Revoke",
+        "TruncateTable",
+        "LoadData",
+        "Use",
+        "Summarize",
+        "Analyze",
+        "Refresh",
+        "Cache",
+        "Uncache",
+        "Comment",
+        "Kill",
+        "Execute",
+        "Drop",
+        "Alter",
+        "Describe",
+        "Show",
+    ]
     return tuple(getattr(exp, n) for n in names if hasattr(exp, n))
 
 
