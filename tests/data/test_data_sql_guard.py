@@ -415,3 +415,25 @@ def test_validate_without_data_refuses_the_query(folder: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert f"{spec}:5:8: data.sql:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_postgres_query_types_without_a_temporary_view(folder: Path, pg: Postgres) -> None:
+    """The read-only session creates no view to learn a query's types: they come from the
+    query's columns, as Ibis reads a table's (type modifiers, enums)."""
+    from fairscan.data.database import database_source
+
+    with pg.connect() as con:
+        con.execute("drop type if exists public.region_t cascade")
+        con.execute("create type public.region_t as enum ('North', 'South', 'East', 'West')")
+    sql = (
+        "select c.region::public.region_t as region_e, c.income::numeric(12, 2) as income_n, "
+        "c.sex::varchar(8) as sex_v, c.score, 'N%' as pattern from scoring.credit c "
+        "where c.region like 'N%'"
+    )
+    source = database_source(pg.url(), None, sql, folder)
+    schema = source.relation.table().schema()
+    assert str(schema["income_n"]) == "decimal(12, 2)"
+    assert schema["sex_v"].is_string() and schema["region_e"].is_string()
+    assert schema["score"].is_floating()
+    rows = source.relation.execute(source.relation.table().count().as_table())
+    assert 0 < rows.item() < 12000

@@ -204,3 +204,28 @@ def test_duckdb_url_settings_are_an_allow_list() -> None:
             checked_duckdb_settings(((key, "x"),))
         issue = info.value.issues[0]
         assert issue.field == "data.connection" and key in issue.message
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "sqlite", "snowflake"])
+def test_compiled_filters_quote_names_and_bind_values(dialect: str) -> None:
+    """data.filter compiled for a database (data/filter_sql.py): a column name and a string
+    holding statement separators stay one quoted identifier and one literal, in one
+    statement."""
+    ibis = pytest.importorskip("ibis")
+    import polars as pl
+    import sqlglot
+
+    from fairscan.data.filter_sql import filter_ibis
+
+    column = 'reg"ion; drop table victim; --'
+    schema = {column: pl.String, "score": pl.Float64}
+    table = ibis.table({column: "string", "score": "float64"}, name="credit")
+    quoted = '"' + column.replace('"', '""') + '"'
+    text = f"{quoted} != 'x''; delete from victim; --' AND score >= 0.5"
+    sql = str(ibis.to_sql(table.filter(filter_ibis(text, table, schema)), dialect=dialect))
+    statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    assert len(statements) == 1 and not statements[0].find(sqlglot.exp.Delete, sqlglot.exp.Drop)
+    names = {c.name for c in statements[0].find_all(sqlglot.exp.Column)}
+    assert column in names
+    values = {s.this for s in statements[0].find_all(sqlglot.exp.Literal) if s.is_string}
+    assert "x'; delete from victim; --" in values

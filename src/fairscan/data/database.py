@@ -369,22 +369,29 @@ def open_table(source: DatabaseTable, backend: Any) -> Any:
 def _postgres_schema(backend: Any, query: str) -> Any:
     """The Ibis schema of a PostgreSQL query, from the columns of the query run with
     ``LIMIT 0`` (Ibis' own way creates a temporary view, which a read-only session refuses),
-    sent with a parameter: the extended protocol runs one statement only."""
+    sent with a parameter: the extended protocol runs one statement only. Types as Ibis reads
+    a table's (``format_type`` with the type modifier; enums as ``enum``)."""
     import ibis
 
     with backend.con.cursor() as cursor:
         escaped = query.replace("%", "%%")  # a literal % in the query, not a placeholder
         cursor.execute(f"SELECT * FROM ({escaped}) AS fairscan_query LIMIT %(rows)s", {"rows": 0})
-        columns = [(c.name, c.type_code) for c in cursor.description or []]
+        result = cursor.pgresult
+        assert result is not None
+        names = [c.name for c in cursor.description or []]
+        oids = [result.ftype(i) for i in range(len(names))]
+        mods = [result.fmod(i) for i in range(len(names))]
         cursor.execute(
-            "SELECT pg_catalog.format_type(oid, NULL) FROM unnest(%(oids)s::oid[]) "
-            "WITH ORDINALITY AS t(oid, i) ORDER BY i",
-            {"oids": [oid for _, oid in columns]},
+            "SELECT CASE WHEN t.typtype = 'e' THEN 'enum' "
+            "ELSE pg_catalog.format_type(u.oid, u.mod) END "
+            "FROM unnest(%(oids)s::oid[], %(mods)s::int[]) WITH ORDINALITY AS u(oid, mod, i) "
+            "JOIN pg_catalog.pg_type t ON t.oid = u.oid ORDER BY u.i",
+            {"oids": oids, "mods": mods},
         )
         types = [row[0] for row in cursor.fetchall()]
     mapper = backend.compiler.type_mapper
     return ibis.schema(
-        {name: mapper.from_string(typ) for (name, _), typ in zip(columns, types, strict=True)}
+        {name: mapper.from_string(typ) for name, typ in zip(names, types, strict=True)}
     )
 
 

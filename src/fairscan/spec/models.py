@@ -137,7 +137,8 @@ class DataSpec(StrictModel):
         default=False,
         description="Let data.sql read files through the database (DuckDB's read_csv, "
         "read_parquet, read_text, a path used as a table; PostgreSQL's pg_read_file; SQLite's "
-        "readfile). Off: such a query is refused and DuckDB runs with external access off.",
+        "readfile), and a DuckDB view named by data.table read the files it is defined on. "
+        "Off: such a query is refused and DuckDB runs with external access off.",
     )
 
     @model_validator(mode="after")
