@@ -218,7 +218,7 @@ def test_compiled_filters_quote_names_and_bind_values(dialect: str) -> None:
     from fairscan.data.filter_sql import filter_ibis
 
     column = 'reg"ion; drop table victim; --'
-    schema = {column: pl.String, "score": pl.Float64}
+    schema: dict[str, pl.DataType] = {column: pl.String(), "score": pl.Float64()}
     table = ibis.table({column: "string", "score": "float64"}, name="credit")
     quoted = '"' + column.replace('"', '""') + '"'
     text = f"{quoted} != 'x''; delete from victim; --' AND score >= 0.5"
