@@ -18,7 +18,10 @@ locked, PostgreSQL sessions read-only with a statement timeout, SQLite files ope
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import DataError
@@ -232,7 +235,8 @@ def _one_query(sql: str, dialect: str) -> Any:
     from sqlglot.errors import ParseError, TokenError
 
     try:
-        trees = [t for t in sqlglot.parse(sql, read=dialect or None) if t is not None]
+        with _quiet_sqlglot():
+            trees = [t for t in sqlglot.parse(sql, read=dialect or None) if t is not None]
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
@@ -253,6 +257,18 @@ def _one_query(sql: str, dialect: str) -> Any:
     if not isinstance(tree, exp.Query):
         raise _refused(f"the query is not a SELECT: {_shown(tree.sql(dialect=dialect or None))}")
     return tree
+
+
+@contextlib.contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    """sqlglot's warnings (a statement it reads as an opaque command) off: the refusal says it."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _statement_types() -> tuple[type[exp.Expression], ...]:
