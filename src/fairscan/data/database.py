@@ -13,9 +13,9 @@ report, the logs and every message show has its user and password removed
 
 What the spec hands the database is checked first (:mod:`fairscan.data.sql_guard`: one
 read-only SELECT, a table name, harmless URL settings), and the connection can do no more than
-read: DuckDB files are opened read-only with external access and extension loading off (external
-access stays on with ``data.allow_file_access``) and the configuration locked before the query
-runs; SQLite files are opened read-only; PostgreSQL sessions are read-only
+read: DuckDB files are attached read-only to a private in-memory DuckDB with extension loading
+off, external access off (on with ``data.allow_file_access``) and the configuration locked
+before the query runs; SQLite files are opened read-only; PostgreSQL sessions are read-only
 (``default_transaction_read_only``) with a ``statement_timeout``
 (:func:`fairscan.data.netio.query_timeout`).
 """
@@ -42,7 +42,6 @@ from fairscan.data.sql_guard import (
 )
 from fairscan.errors import DataError
 
-__all__ = ["CONNECTION_FIELD", "SQL_FIELD", "TABLE_FIELD"]
 # seconds a server has to answer the connection attempt (passed to drivers that take one)
 CONNECT_TIMEOUT_S = 5
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -128,9 +127,9 @@ class DatabaseTable:
         """A :class:`DataError` when the table name, the query or the URL's settings are not
         allowed (:mod:`fairscan.data.sql_guard`); before anything connects."""
         if self.table is not None:
-            self.parts  # noqa: B018 - parsed for its errors
+            table_parts(self.table)
         if self.sql is not None:
-            self.query  # noqa: B018 - parsed for its errors
+            checked_query(self.sql, self.engine, self.allow_file_access)
         if self.engine == "duckdb":
             checked_duckdb_settings(self.options)
 
