@@ -437,3 +437,19 @@ def test_postgres_query_types_without_a_temporary_view(folder: Path, pg: Postgre
     assert schema["score"].is_floating()
     rows = source.relation.execute(source.relation.table().count().as_table())
     assert 0 < rows.item() < 12000
+
+
+def test_python_api_checks_the_spec_query(folder: Path) -> None:
+    """fairscan.audit(spec=...) reading the spec's database goes through the same guard."""
+    import fairscan
+
+    target = folder / "api.csv"
+    spec = _spec(
+        folder,
+        "  connection: credit.duckdb\n"
+        f"  sql: \"copy (select 42) to '{target}'; select * from credit\"",
+    )
+    with pytest.raises(FairscanError) as info:
+        fairscan.audit(spec=spec)
+    assert not target.exists()
+    assert info.value.issues[0].field == "data.sql" and info.value.issues[0].line == 5
