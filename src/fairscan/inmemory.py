@@ -458,7 +458,13 @@ def _database(loaded: LoadedSpec, spec: AuditSpec) -> Any:
 
     base = Path(loaded.file_of("data.connection")).parent
     try:
-        return database_source(str(spec.data.connection), spec.data.table, spec.data.sql, base)
+        return database_source(
+            str(spec.data.connection),
+            spec.data.table,
+            spec.data.sql,
+            base,
+            allow_file_access=spec.data.allow_file_access,
+        )
     except DataError as error:
         raise locate(loaded, error) from error
 

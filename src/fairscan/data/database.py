@@ -10,6 +10,14 @@ value when connecting (or the driver reads its own variables, e.g. ``PGPASSWORD`
 written into the URL is a spec error (:func:`fairscan.spec.models.DataSpec`). The URL the
 report, the logs and every message show has its user and password removed
 (:func:`redacted_url`), and error messages of the driver have the secret values masked.
+
+What the spec hands the database is checked first (:mod:`fairscan.data.sql_guard`: one
+read-only SELECT, a table name, harmless URL settings), and the connection can do no more than
+read: DuckDB files are attached read-only to a private in-memory DuckDB with extension loading
+off, external access off (on with ``data.allow_file_access``) and the configuration locked
+before the query runs; SQLite files are opened read-only; PostgreSQL sessions are read-only
+(``default_transaction_read_only``) with a ``statement_timeout``
+(:func:`fairscan.data.netio.query_timeout`).
 """
 
 from __future__ import annotations
@@ -23,11 +31,17 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fairscan.data.load import first_line, mask
+from fairscan.data.sql_guard import (
+    CONNECTION_FIELD,
+    SQL_FIELD,
+    TABLE_FIELD,
+    checked_duckdb_settings,
+    checked_query,
+    quoted_table,
+    table_parts,
+)
 from fairscan.errors import DataError
 
-CONNECTION_FIELD = "data.connection"
-TABLE_FIELD = "data.table"
-SQL_FIELD = "data.sql"
 # seconds a server has to answer the connection attempt (passed to drivers that take one)
 CONNECT_TIMEOUT_S = 5
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -94,6 +108,30 @@ class DatabaseTable:
     sql: str | None = None
     # DuckDB settings from the URL's query (duckdb:///f.duckdb?memory_limit=512MB&threads=2)
     options: tuple[tuple[str, str], ...] = ()
+    # data.allow_file_access: data.sql may read files (DuckDB keeps its external access)
+    allow_file_access: bool = False
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """``data.table``'s name parts (checked: :func:`~fairscan.data.sql_guard.table_parts`)."""
+        assert self.table is not None
+        return table_parts(self.table)
+
+    @property
+    def query(self) -> str:
+        """The text of ``data.sql`` sent to the database (checked: one read-only SELECT)."""
+        assert self.sql is not None
+        return checked_query(self.sql, self.engine, self.allow_file_access)
+
+    def check(self) -> None:
+        """A :class:`DataError` when the table name, the query or the URL's settings are not
+        allowed (:mod:`fairscan.data.sql_guard`); before anything connects."""
+        if self.table is not None:
+            table_parts(self.table)
+        if self.sql is not None:
+            checked_query(self.sql, self.engine, self.allow_file_access)
+        if self.engine == "duckdb":
+            checked_duckdb_settings(self.options)
 
     @property
     def location(self) -> str:
@@ -130,10 +168,15 @@ class DatabaseTable:
 
 
 def database_table(
-    connection: str, table: str | None, sql: str | None, base: Path
+    connection: str,
+    table: str | None,
+    sql: str | None,
+    base: Path,
+    *,
+    allow_file_access: bool = False,
 ) -> DatabaseTable:
     """The source ``data.connection`` names; a database file relative to ``base`` (the spec's
-    folder)."""
+    folder). Nothing is checked or connected yet (:meth:`DatabaseTable.check`)."""
     match = _SCHEME.match(connection)
     if match is None:
         suffix = Path(connection).suffix.lower()
@@ -145,7 +188,10 @@ def database_table(
                 hint="write a URL such as postgresql://host:5432/db or duckdb:///path/file.duckdb, "
                 f"or name a database file ({', '.join(_FILE_ENGINES)})",
             )
-        return DatabaseTable(connection, engine, str((base / connection).resolve()), table, sql)
+        target = str((base / connection).resolve())
+        return DatabaseTable(
+            connection, engine, target, table, sql, allow_file_access=allow_file_access
+        )
     scheme = match.group(1).lower()
     engine = {"postgresql": "postgres", "sqlite3": "sqlite"}.get(scheme, scheme)
     if engine in ("duckdb", "sqlite"):
@@ -156,8 +202,8 @@ def database_table(
             target = ":memory:"
         else:
             target = str((base / path).resolve()) if not path.startswith("/") else path
-        return DatabaseTable(connection, engine, target, table, sql, options)
-    return DatabaseTable(connection, engine, connection, table, sql)
+        return DatabaseTable(connection, engine, target, table, sql, options, allow_file_access)
+    return DatabaseTable(connection, engine, connection, table, sql, (), allow_file_access)
 
 
 def connect(source: DatabaseTable) -> Any:
@@ -184,29 +230,90 @@ def connect(source: DatabaseTable) -> Any:
                     "file's folder",
                 )
             if source.engine == "duckdb":
-                # no progress bar on the terminal; the URL's settings (memory_limit, threads),
-                # else the memory limit and threads streamed datasets get (engine_scan)
-                from fairscan.data.engine_scan import engine_threads, memory_limit
-
-                settings = {
-                    "memory_limit": f"{memory_limit() // 2**20}MB",
-                    "threads": engine_threads(),
-                    **dict(source.options),
-                }
-                read_only = source.target != ":memory:"
-                backend = ibis.duckdb.connect(source.target, read_only=read_only, **settings)
-                backend.raw_sql("SET enable_progress_bar = false")
-                return backend
-            return ibis.sqlite.connect(source.target)
+                return _connect_duckdb(source)
+            return _connect_sqlite(source)
         url = interpolated(source.target)
         keyword = _TIMEOUT_KEYWORD.get(source.engine)
         if keyword is not None and keyword not in url:
-            return ibis.connect(url, **{keyword: CONNECT_TIMEOUT_S})
-        return ibis.connect(url)
+            backend = ibis.connect(url, **{keyword: CONNECT_TIMEOUT_S})
+        else:
+            backend = ibis.connect(url)
+        if source.engine == "postgres":
+            _read_only_session(backend)
+        return backend
     except DataError:
         raise
     except Exception as exc:
         raise _connect_error(exc, shown, secrets, source.engine) from None
+
+
+def _connect_duckdb(source: DatabaseTable) -> Any:
+    """The DuckDB file attached read-only to a private in-memory DuckDB (one instance per
+    audit: DuckDB shares the instance of a file among the connections of a process, and so
+    its settings), no extension installed or loaded, then external access (files, URLs,
+    ATTACH, COPY) turned off unless ``data.allow_file_access``, and the configuration locked:
+    no statement the query runs can widen it again. The URL's settings (memory_limit,
+    threads), else the memory limit and threads streamed datasets get (engine_scan); no
+    progress bar on the terminal."""
+    import duckdb
+    import ibis
+
+    from fairscan.data.engine_scan import engine_threads, memory_limit
+
+    settings: dict[str, Any] = {
+        "memory_limit": f"{memory_limit() // 2**20}MB",
+        "threads": engine_threads(),
+        **checked_duckdb_settings(source.options),
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allow_community_extensions": False,
+    }
+    if source.target != ":memory:":
+        settings.setdefault("temp_directory", source.target + ".tmp")  # DuckDB's own default
+    con = duckdb.connect(":memory:", config=settings)
+    try:
+        if source.target != ":memory:":
+            # the file's name, as DuckDB names an attached file (DuckDB's own catalogs aside)
+            stem = Path(source.target).stem
+            stem = "fairscan_source" if stem.lower() in ("memory", "system", "temp") else stem
+            catalog = '"' + stem.replace('"', '""') + '"'
+            path = "'" + source.target.replace("'", "''") + "'"
+            con.execute(f"ATTACH {path} AS {catalog} (READ_ONLY)")
+            con.execute(f"USE {catalog}")
+        backend = ibis.duckdb.from_connection(con)  # sets the time zone (UTC)
+        con.execute("SET enable_progress_bar = false")
+        if not source.allow_file_access:
+            con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except Exception:
+        con.close()
+        raise
+    return backend
+
+
+def _connect_sqlite(source: DatabaseTable) -> Any:
+    """The SQLite file opened read-only (an in-memory database as it is)."""
+    import sqlite3
+
+    import ibis
+
+    if source.target == ":memory:":
+        return ibis.sqlite.connect(source.target)
+    con = sqlite3.connect(f"{Path(source.target).as_uri()}?mode=ro", uri=True)
+    return ibis.sqlite.from_connection(con)
+
+
+def _read_only_session(backend: Any) -> None:
+    """The PostgreSQL session read-only (every transaction it starts) and each statement
+    bounded by :func:`~fairscan.data.netio.query_timeout` (``FAIRSCAN_QUERY_TIMEOUT``)."""
+    from fairscan.data.netio import query_timeout
+
+    milliseconds = max(1, round(query_timeout() * 1000))
+    for statement in (
+        "SET SESSION default_transaction_read_only = on",
+        f"SET SESSION statement_timeout = {milliseconds}",
+    ):
+        backend.raw_sql(statement).close()
 
 
 def _connect_error(exc: BaseException, shown: str, secrets: list[str], engine: str) -> DataError:
@@ -242,27 +349,59 @@ def open_table(source: DatabaseTable, backend: Any) -> Any:
     are DataErrors naming the field."""
     secrets = secret_values(source.connection)
     if source.table is not None:
+        *database, name = source.parts
         try:
-            database, _, name = source.table.rpartition(".")
             if database:
-                return backend.table(name, database=tuple(database.split(".")))
+                return backend.table(name, database=tuple(database))
             return backend.table(name)
         except Exception as exc:
             raise _table_error(source, exc, secrets, _list_tables(backend.list_tables)) from None
-    assert source.sql is not None
+    query = source.query
     try:
-        return backend.sql(source.sql)
+        if source.engine == "postgres":  # no temporary view in a read-only session
+            return backend.sql(query, schema=_postgres_schema(backend, query))
+        return backend.sql(query)
     except Exception as exc:
         raise _sql_error(source, exc, secrets) from None
+
+
+def _postgres_schema(backend: Any, query: str) -> Any:
+    """The Ibis schema of a PostgreSQL query, from the columns of the query run with
+    ``LIMIT 0`` (Ibis' own way creates a temporary view, which a read-only session refuses),
+    sent with a parameter: the extended protocol runs one statement only. Types as Ibis reads
+    a table's (``format_type`` with the type modifier; enums as ``enum``)."""
+    import ibis
+
+    with backend.con.cursor() as cursor:
+        escaped = query.replace("%", "%%")  # a literal % in the query, not a placeholder
+        cursor.execute(f"SELECT * FROM ({escaped}) AS fairscan_query LIMIT %(rows)s", {"rows": 0})
+        result = cursor.pgresult
+        assert result is not None
+        names = [c.name for c in cursor.description or []]
+        oids = [result.ftype(i) for i in range(len(names))]
+        mods = [result.fmod(i) for i in range(len(names))]
+        cursor.execute(
+            "SELECT CASE WHEN t.typtype = 'e' THEN 'enum' "
+            "ELSE pg_catalog.format_type(u.oid, u.mod) END "
+            "FROM unnest(%(oids)s::oid[], %(mods)s::int[]) WITH ORDINALITY AS u(oid, mod, i) "
+            "JOIN pg_catalog.pg_type t ON t.oid = u.oid ORDER BY u.i",
+            {"oids": oids, "mods": mods},
+        )
+        types = [row[0] for row in cursor.fetchall()]
+    mapper = backend.compiler.type_mapper
+    return ibis.schema(
+        {name: mapper.from_string(typ) for name, typ in zip(names, types, strict=True)}
+    )
 
 
 def open_duckdb(source: DatabaseTable, con: Any) -> Any:
     """The DuckDB relation of ``data.table`` or ``data.sql``, on DuckDB's own connection."""
     try:
         if source.table is not None:
-            return con.table(source.table)
-        assert source.sql is not None
-        return con.sql(source.sql)
+            return con.table(quoted_table(source.parts))
+        return con.sql(source.query)
+    except DataError:
+        raise
     except Exception as exc:
         if source.table is None:
             raise _sql_error(source, exc, []) from None
@@ -311,12 +450,21 @@ def engine_version(backend: Any) -> str | None:
         return None
 
 
-def database_source(connection: str, table: str | None, sql: str | None, base: Path) -> Any:
+def database_source(
+    connection: str,
+    table: str | None,
+    sql: str | None,
+    base: Path,
+    *,
+    allow_file_access: bool = False,
+) -> Any:
     """The :class:`~fairscan.data.pushdown.PushdownSource` of ``data.connection`` with
-    ``data.table`` or ``data.sql``, connected (``base``: the spec file's folder)."""
+    ``data.table`` or ``data.sql``, checked then connected (``base``: the spec file's folder;
+    ``allow_file_access``: ``data.allow_file_access``)."""
     from fairscan.data.pushdown import DuckDBRelation, IbisRelation, PushdownSource
 
-    source = database_table(connection, table, sql, base)
+    source = database_table(connection, table, sql, base, allow_file_access=allow_file_access)
+    source.check()
     backend = connect(source)
     relation: IbisRelation | DuckDBRelation
     if source.engine == "duckdb":  # DuckDB's own relations: its native SQL, no copy

@@ -114,7 +114,13 @@ def prepare_loaded(
 
         try:
             base = Path(loaded.file_of("data.connection")).parent
-            db = database_source(spec.data.connection, spec.data.table, spec.data.sql, base)
+            db = database_source(
+                spec.data.connection,
+                spec.data.table,
+                spec.data.sql,
+                base,
+                allow_file_access=spec.data.allow_file_access,
+            )
         except DataError as db_error:
             raise locate(loaded, with_spec_issues(db_error, spec_issues), located) from db_error
         return _prepare_streamed(

@@ -82,9 +82,32 @@ def scan_roles(spec: AuditSpec) -> tuple[list[ScanRoles], list[Issue]]:
 
 
 def check_spec(spec: AuditSpec) -> list[Issue]:
-    """Every check that needs no data: roles each scan needs, and each type's own checks."""
+    """Every check that needs no data: roles each scan needs, each type's own checks, and
+    what data.sql / data.table / data.connection hand the database."""
     _, issues = scan_roles(spec)
-    return [*issues, *_type_checks(spec)]
+    return [*issues, *_type_checks(spec), *_source_checks(spec)]
+
+
+def _source_checks(spec: AuditSpec) -> list[Issue]:
+    """The database source's checks (:mod:`fairscan.data.sql_guard`), without connecting."""
+    data = spec.data
+    if data.connection is None:
+        return []
+    from fairscan.data.database import database_table
+    from fairscan.errors import DataError
+
+    try:
+        source = database_table(
+            data.connection,
+            data.table,
+            data.sql,
+            Path(),
+            allow_file_access=data.allow_file_access,
+        )
+        source.check()
+    except DataError as error:
+        return list(error.issues)
+    return []
 
 
 def _type_checks(spec: AuditSpec) -> list[Issue]:

@@ -122,10 +122,23 @@ class DataSpec(StrictModel):
         examples=["postgresql://auditor:${PGPASSWORD}@db:5432/ml", "predictions.duckdb"],
     )
     table: str | None = Field(
-        default=None, min_length=1, description="The table (schema.table) to audit."
+        default=None,
+        min_length=1,
+        description="The table (schema.table) to audit: a name of up to three parts, "
+        'double-quoted where a part has spaces or dots ("My Schema".predictions).',
     )
     sql: str | None = Field(
-        default=None, min_length=1, description="A SELECT whose rows are audited."
+        default=None,
+        min_length=1,
+        description="One SELECT (WITH ... SELECT, a UNION of selects) whose rows are audited; "
+        "anything else (several statements, COPY, ATTACH, SET, DDL/DML) is refused.",
+    )
+    allow_file_access: bool = Field(
+        default=False,
+        description="Let data.sql read files through the database (DuckDB's read_csv, "
+        "read_parquet, read_text, a path used as a table; PostgreSQL's pg_read_file; SQLite's "
+        "readfile), and a DuckDB view named by data.table read the files it is defined on. "
+        "Off: such a query is refused and DuckDB runs with external access off.",
     )
 
     @model_validator(mode="after")
@@ -141,6 +154,12 @@ class DataSpec(StrictModel):
             for key in ("table", "sql"):
                 if getattr(self, key) is not None:
                     raise rule_error(f"data.{key} needs data.connection", key)
+            if self.allow_file_access:
+                raise rule_error(
+                    "data.allow_file_access is for data.sql on a database (data.connection)",
+                    "allow_file_access",
+                    hint="remove it: data.path is read by fairscan itself",
+                )
             return self
         if self.path is not None:
             raise rule_error("give data.path or data.connection, not both", "connection")
