@@ -42,7 +42,8 @@ POLL_SECONDS = 0.05
 T = TypeVar("T")
 
 
-def _seconds(name: str, default: float) -> float:
+def env_seconds(name: str, default: float) -> float:
+    """Seconds from the environment variable ``name`` (positive), else ``default``."""
     text = os.environ.get(name, "")
     try:
         value = float(text) if text else default
@@ -52,11 +53,11 @@ def _seconds(name: str, default: float) -> float:
 
 
 def connect_timeout() -> float:
-    return _seconds("FAIRSCAN_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
+    return env_seconds("FAIRSCAN_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
 
 
 def read_timeout() -> float:
-    return _seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
+    return env_seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
 
 
 class _ReadCounter:
@@ -154,14 +155,17 @@ def watched(
     remote: bool,
     what: str = "the data",
     cancel: Callable[[], None] | None = None,
+    deadline: tuple[float, Callable[[], Exception]] | None = None,
 ) -> T:
     """``read()`` run in a daemon thread while this thread waits in short steps (Ctrl-C and
     SIGTERM are handled within one step); with ``remote``, given up with a :class:`DataError`
     when the process reads almost nothing for a whole read timeout. ``cancel``: called when
     the wait ends early (an interrupt, the timeout) to stop the work of the read's thread
-    (e.g. DuckDB's ``interrupt()``), so that it does not go on in the background."""
+    (e.g. DuckDB's ``interrupt()``), so that it does not go on in the background.
+    ``deadline``: (seconds, error): the whole call given up with that error after so long (a
+    server that trickles bytes defeats every per-read timeout)."""
     try:
-        return _watched(read, remote=remote, what=what)
+        return _watched(read, remote=remote, what=what, deadline=deadline)
     except BaseException:
         if cancel is not None:
             with contextlib.suppress(Exception):
@@ -169,7 +173,13 @@ def watched(
         raise
 
 
-def _watched(read: Callable[[], T], *, remote: bool, what: str) -> T:
+def _watched(
+    read: Callable[[], T],
+    *,
+    remote: bool,
+    what: str,
+    deadline: tuple[float, Callable[[], Exception]] | None,
+) -> T:
     outcome: list[T] = []
     failure: list[BaseException] = []
 
@@ -187,9 +197,11 @@ def _watched(read: Callable[[], T], *, remote: bool, what: str) -> T:
     limit = read_timeout()
     bytes_read = _ReadCounter()
     last_bytes = bytes_read()
-    last_progress = time.monotonic()
+    last_progress = started = time.monotonic()
     while thread.is_alive():
         thread.join(POLL_SECONDS)
+        if deadline is not None and thread.is_alive() and time.monotonic() - started > deadline[0]:
+            raise deadline[1]()
         if not remote or not thread.is_alive():
             continue
         now = time.monotonic()
