@@ -286,7 +286,9 @@ def test_a_polars_column_of_python_objects_is_a_data_error_naming_it(
     for attributes in (BASE["attributes"], [*BASE["attributes"], "obj"]):
         with pytest.raises(fairscan.DataError) as raised:
             fairscan.audit(
-                credit.with_columns(objects), **{**BASE, "attributes": attributes}, scans=["fpr_scan"]
+                credit.with_columns(objects),
+                **{**BASE, "attributes": attributes},
+                scans=["fpr_scan"],
             )
         (issue,) = raised.value.issues
         assert issue.field == "data" and issue.column == "obj"

@@ -228,8 +228,10 @@ def test_a_tracking_server_dripping_bytes_is_given_up_at_the_deadline(
     assert (project.root / "reports" / "synthetic.json").is_file()  # written first
     where = f"{spec}:{line_of(text, '  mlflow:')}"
     stderr = " ".join(outcome.stderr.split())
-    assert f"{where}:3: output.mlflow: cannot log to MLflow at {uri}: the tracking server did " \
-        "not finish answering within 2 s (the reports are written)" in stderr, stderr
+    assert (
+        f"{where}:3: output.mlflow: cannot log to MLflow at {uri}: the tracking server did "
+        "not finish answering within 2 s (the reports are written)" in stderr
+    ), stderr
     assert "FAIRSCAN_MLFLOW_TIMEOUT" in stderr
 
 

@@ -241,14 +241,21 @@ def test_a_failing_write_names_the_failure_not_a_rollback(
     tmp_path: Path, report: AuditReport
 ) -> None:
     path = _history(tmp_path / "h.db")
+    limit = path.stat().st_size + 100  # the next page written is cut short
     code = (
         "import sys; sys.path[:0] = [sys.argv[1]]; "
         "from test_history_hostile import _append_in_child as a; "
         "a(sys.argv[2], sys.stdin.read(), int(sys.argv[3]))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).parent), str(path),
-         str(path.stat().st_size + 100)],  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(Path(__file__).parent),
+            str(path),
+            str(limit),
+        ],
         input=report.model_dump_json(),
         capture_output=True,
         text=True,

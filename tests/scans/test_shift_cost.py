@@ -87,9 +87,7 @@ def test_the_tilts_centers_count_in_the_cost() -> None:
     tilted = shift_cost(9000, 1, 500, 500, exact=True, workers=1, centers=[300_000])
     assert plain.seconds < MAX_SECONDS < tilted.seconds
     with pytest.raises(ScanError, match=r"estimated to take about .* 300,000 tilt center") as info:
-        check_shift_cost(
-            tilted, None, n=9000, exact=True, bootstrap=500, rank=500, centers=300_000
-        )
+        check_shift_cost(tilted, None, n=9000, exact=True, bootstrap=500, rank=500, centers=300_000)
     assert "tilts[].sample" in (info.value.issues[0].hint or "")
 
 

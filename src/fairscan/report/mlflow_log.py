@@ -38,6 +38,7 @@ import math
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from fairscan.errors import ServiceError
-from fairscan.interrupts import interrupt_of
+from fairscan.interrupts import env_seconds, in_thread, interrupt_of
 from fairscan.report.formats import FORMATS
 from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.models import AuditReport, ScanResult
@@ -287,8 +288,6 @@ def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
 
 def deadline_seconds() -> float:
     """The whole delivery's time limit: ``FAIRSCAN_MLFLOW_TIMEOUT`` seconds, default 120."""
-    from fairscan.data.netio import env_seconds
-
     return env_seconds(DEADLINE_VARIABLE, DEADLINE_SECONDS)
 
 
@@ -298,17 +297,18 @@ def _bounded(
     """``work()`` in a thread of its own while this one waits in short steps: Ctrl-C and
     SIGTERM are handled at once, and a server that trickles bytes (each read answered within
     MLflow's request timeout, the requests never ending) is given up after ``seconds``."""
-    from fairscan.data.netio import watched
+    end = time.monotonic() + seconds
 
-    def too_late() -> Exception:
-        return ServiceError(
-            f"cannot log to MLflow at {shown}: the tracking server did not finish answering "
-            f"within {seconds:g} s (the reports are written)",
-            field=field,
-            hint=hint,
-        )
+    def check() -> None:
+        if time.monotonic() > end:
+            raise ServiceError(
+                f"cannot log to MLflow at {shown}: the tracking server did not finish answering "
+                f"within {seconds:g} s (the reports are written)",
+                field=field,
+                hint=hint,
+            )
 
-    watched(work, remote=False, what="the MLflow delivery", deadline=(seconds, too_late))
+    in_thread(work, check=check, name="fairscan-mlflow")
 
 
 def _resolve_run(
@@ -384,14 +384,18 @@ def _log_artifacts(client: MlflowClient, run_id: str, report: AuditReport, hooks
 def _mark_failed(client: MlflowClient, run_id: str) -> None:
     """Best effort: the run this call created is FAILED, not left RUNNING (the server may be
     the reason it failed: one short try, and the first error is the one reported)."""
-    from fairscan.data.netio import watched
+    end = time.monotonic() + MARK_FAILED_SECONDS
 
     def mark() -> None:
         client.set_terminated(run_id, "FAILED")
 
+    def check() -> None:
+        if time.monotonic() > end:
+            raise TimeoutError
+
     try:
         with _environment(MARK_FAILED_LIMITS):
-            watched(mark, remote=False, what="MLflow", deadline=(MARK_FAILED_SECONDS, TimeoutError))
+            in_thread(mark, check=check, name="fairscan-mlflow")
     except Exception as exc:
         interrupt = interrupt_of(exc)
         if interrupt is not None:

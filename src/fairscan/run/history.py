@@ -73,7 +73,7 @@ def _let_signals_in() -> int:
     return 0
 
 
-def _history_error(path: Path, error: sqlite3.Error, field: str) -> Exception:
+def _history_error(path: Path, error: sqlite3.Error, field: str) -> BaseException:
     """What a failing SQLite call means for the user: an interrupt, a lock held too long, a full
     disk, or a file that is not a history."""
     code = getattr(error, "sqlite_errorcode", None)
@@ -125,9 +125,7 @@ def _connect(path: Path, *, read_only: bool = False) -> Iterator[sqlite3.Connect
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             target = str(path)
-        db = sqlite3.connect(
-            target, timeout=_ATTEMPT_SECONDS, isolation_level=None, uri=read_only
-        )
+        db = sqlite3.connect(target, timeout=_ATTEMPT_SECONDS, isolation_level=None, uri=read_only)
         with closing(db):
             db.set_progress_handler(_let_signals_in, _PROGRESS_STEPS)
             yield db
@@ -241,11 +239,17 @@ _QUERY = (
 )
 
 
+def _columns_of(db: sqlite3.Connection, table: str) -> set[str]:
+    def read() -> list[Any]:
+        return db.execute(f"PRAGMA table_info({table})").fetchall()
+
+    return {row[1] for row in _patiently(read)}
+
+
 def _check_tables(db: sqlite3.Connection, path: Path) -> None:
     """A :class:`DataError` where the SQLite file at ``path`` is not a fairscan history."""
     for table, needed in _COLUMNS.items():
-        columns = {row[1] for row in _patiently(lambda t=table: db.execute(
-            f"PRAGMA table_info({t})").fetchall())}  # fmt: skip
+        columns = _columns_of(db, table)
         if not needed <= columns:
             raise DataError(
                 f"{path} is not a fairscan history: its table {table!r} is missing or lacks "
@@ -303,9 +307,11 @@ def read_history(path: Path, spec: str | None = None) -> list[Trend]:
         raise DataError(
             f"no history file at {path}", field="PATH", hint="set output.history in a spec"
         )
-    query, args = _QUERY, ()
+    query = _QUERY
+    args: tuple[str, ...] = ()
     if spec is not None:
-        query, args = query + " WHERE r.name = ?", (spec,)
+        query += " WHERE r.name = ?"
+        args = (spec,)
     query += " ORDER BY r.name, f.scan_id, f.subgroup_key, r.id"
     with _connect(path, read_only=True) as db:
         _check_tables(db, path)

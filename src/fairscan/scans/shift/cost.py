@@ -18,9 +18,8 @@ above a minute says so before it starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from fairscan.engine.rkhs import DENSE_PROJECTION_CENTERS, PROJECTION_ITERATIONS
 from fairscan.errors import ScanError
@@ -136,5 +135,7 @@ def check_shift_cost(
             hint=way_out,
         )
     if cost.seconds > WARN_SECONDS:
-        return f"estimated to take about {_duration(cost.seconds)} ({shape}); to go faster: {way_out}"
+        return (
+            f"estimated to take about {_duration(cost.seconds)} ({shape}); to go faster: {way_out}"
+        )
     return None
