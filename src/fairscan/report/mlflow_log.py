@@ -135,17 +135,7 @@ def log_report(
     chosen = tracking_uri is not None or uri_is_set()
     uri = tracking_uri or mlflow.get_tracking_uri()
     shown = redact_uri(uri)
-    hint = (
-        "check MLFLOW_TRACKING_URI and that the tracking server is up; "
-        "MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound each request "
-        f"(fairscan's defaults where unset: 30 s, 2 retries), {DEADLINE_VARIABLE} the whole "
-        f"delivery (default {DEADLINE_SECONDS:g} s)"
-    )
-    if not chosen:
-        hint = (
-            "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
-            "to the tracking server's URL, e.g. http://mlflow.example.org:5000"
-        )
+    hint = _failure_hint(chosen)
     # MLflow's active run is per thread: read here, before the work moves to another thread
     if run_id is None:
         active = mlflow.active_run()
@@ -284,6 +274,20 @@ def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
         metrics[f"{scan.id}.significant"] = 1.0 if scan.status == "significant" else 0.0
         metrics[f"{scan.id}.significant_findings"] = float(scan.significant_count())
     return metrics
+
+
+def _failure_hint(uri_chosen: bool) -> str:
+    if not uri_chosen:
+        return (
+            "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
+            "to the tracking server's URL, e.g. http://mlflow.example.org:5000"
+        )
+    return (
+        "check MLFLOW_TRACKING_URI and that the tracking server is up; "
+        "MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound each request "
+        f"(fairscan's defaults where unset: 30 s, 2 retries), {DEADLINE_VARIABLE} the whole "
+        f"delivery (default {DEADLINE_SECONDS:g} s)"
+    )
 
 
 def deadline_seconds() -> float:

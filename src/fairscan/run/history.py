@@ -2,14 +2,19 @@
 
 Why SQLite: it is in Python's standard library (no extra dependency), a single file that a CI
 cache or an artifact store can keep, and its transactions make concurrent appends safe: two
-runs appending at once each take the database's write lock in turn (``BEGIN IMMEDIATE`` with a
-busy timeout), so nothing is lost or half-written. A directory of Parquet files would suit
+runs appending at once each take the database's write lock in turn (``BEGIN IMMEDIATE``, tried
+again while the other holds it), so nothing is lost or half-written. A directory of Parquet files would suit
 object storage, but needs pyarrow and a naming scheme to avoid two writers colliding; one
 SQLite file per team or pipeline is the simpler contract.
 
 Each run is one ``runs`` row (time, spec name and hash, data hash, verdict, exit code) and one
 ``findings`` row per finding (scan, subgroup key and label, baseline label, statistic, p-value,
 significant, effect inside and reference).
+
+Reads open the file read-only and check its tables and every row they use (a history edited or
+written by another tool is an error naming the file and the row, never an internal error). Every
+statement is interruptible (a progress handler lets Ctrl-C and SIGTERM in) and every wait for
+another run's lock is bounded (:data:`LOCK_SECONDS`, then "locked by another run; retry").
 """
 
 from __future__ import annotations
@@ -189,7 +194,7 @@ def append_run(path: Path, report: AuditReport) -> int:
                         )
                     )
             db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("COMMIT")
+            _patiently(lambda: db.execute("COMMIT"))  # waits for readers to let go
         except BaseException:
             # SQLite ends the transaction itself on some errors (a full disk): a ROLLBACK then
             # fails, and its "no transaction is active" would hide what went wrong
