@@ -32,9 +32,9 @@ WARN_SECONDS = 60.0
 # estimate errs long, so this is about an hour and a half of real work on one worker)
 MAX_SECONDS = 3 * 3600.0
 # One Gaussian kernel entry costs about as much as this many flops beyond its 2d-term distance
-# (numpy's passes over the block and the exponential): measured about 8e7 entries a second on
-# one core, i.e. ~250 flops at the rate above.
-_ENTRY_FLOPS = 200.0
+# (numpy's passes over the block and the exponential): measured 6.5e7 entries per CPU second
+# (kernel_apply, d = 1), i.e. ~300 flops at the rate above, doubled to err long like it.
+_ENTRY_FLOPS = 600.0
 # the kernel norms ||h||^2 of a projected tilt (its coefficients, the direction's, their
 # difference), each one more application of the m x m kernel
 _NORMS = 4
