@@ -212,3 +212,95 @@ def test_model_as_a_mapping_is_the_spec_s_model_block(credit: pl.DataFrame) -> N
     assert "credit-gbm" in report.to_markdown()
     with pytest.raises(fairscan.SpecError, match="model"):
         fairscan.audit(credit, model={"nmae": "typo"}, **common)
+
+
+# --- issue 34: object columns and recursive keyword values are clear errors -----------------
+
+
+def _recursive_dict() -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    value["x"] = value
+    return value
+
+
+def _recursive_list() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
+def _deep_list(levels: int = 10_000) -> Any:
+    value: Any = "sex"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _deep_dict(levels: int = 5000) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(levels):
+        inner["a"] = {}
+        inner = inner["a"]
+    return top
+
+
+KEYWORD_VALUES = {
+    "attributes-recursive": ("attributes", _recursive_list, "contains itself"),
+    "attributes-deep": ("attributes", _deep_list, "nested more than 100 levels"),
+    "significance-recursive": ("significance", _recursive_dict, "contains itself"),
+    "gate-deep": ("gate", _deep_dict, "nested more than 100 levels"),
+    "scans-recursive": ("scans", lambda: [_recursive_dict()], "contains itself"),
+    "model-recursive": ("model", _recursive_dict, "contains itself"),
+    "outcome-recursive": ("outcome", _recursive_list, "contains itself"),
+    "defaults-recursive": ("defaults", lambda: {"penalty": _recursive_list()}, "contains itself"),
+    "replicates-recursive": ("replicates", _recursive_list, "contains itself"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KEYWORD_VALUES))
+def test_recursive_or_deep_keyword_values_are_spec_errors_naming_the_keyword(
+    credit: pl.DataFrame, case: str
+) -> None:
+    """They hit Python's recursion limit: an internal error ("this is a bug in fairscan")."""
+    keyword, make, words = KEYWORD_VALUES[case]
+    with pytest.raises(fairscan.SpecError) as raised:
+        fairscan.audit(credit, **{**BASE, keyword: make()})
+    (issue,) = raised.value.issues
+    assert issue.field == keyword and words in issue.message, raised.value
+    assert issue.hint and "bug" not in str(raised.value)
+
+
+def test_a_value_used_twice_is_not_recursive(credit: pl.DataFrame) -> None:
+    scan = {"type": "fpr_scan", "restarts": 2}
+    report = fairscan.audit(credit, **BASE, scans=[scan, scan], replicates=0)  # the same dict
+    assert [s.id for s in report.scans] == ["fpr_scan", "fpr_scan_2"]
+
+
+def test_a_polars_column_of_python_objects_is_a_data_error_naming_it(
+    credit: pl.DataFrame,
+) -> None:
+    """It failed writing the frame's hash ('cannot write Object datatype to ipc'): an internal
+    error, whether the column was audited or not."""
+    objects = pl.Series("obj", [object() for _ in range(credit.height)], dtype=pl.Object)
+    for attributes in (BASE["attributes"], [*BASE["attributes"], "obj"]):
+        with pytest.raises(fairscan.DataError) as raised:
+            fairscan.audit(
+                credit.with_columns(objects),
+                **{**BASE, "attributes": attributes},
+                scans=["fpr_scan"],
+            )
+        (issue,) = raised.value.issues
+        assert issue.field == "data" and issue.column == "obj"
+        assert "Python objects" in issue.message and issue.hint and "bug" not in issue.message
+
+
+def test_a_pandas_column_of_python_objects_is_named(credit: pl.DataFrame) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = credit.to_pandas()
+    frame["obj"] = pd.Series([object() for _ in range(len(frame))], dtype=object)
+    with pytest.raises(fairscan.DataError) as raised:
+        fairscan.audit(frame, **BASE, scans=["fpr_scan"])
+    (issue,) = raised.value.issues
+    assert issue.column == "obj" and "column 'obj'" in issue.message

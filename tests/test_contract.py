@@ -250,6 +250,43 @@ def test_integer_weights_equal_the_replicated_table(
     assert got["provenance"]["rows_after_filter"] == want["provenance"]["rows_after_filter"]
 
 
+# Weights past what a count or a float sum holds exactly (issue 34): a data error naming
+# columns.weight before any scan runs, never numpy overflow warnings, an internal error or a
+# crash of the expanded rows. One 2^62 weight, then three whose sum overflows int64.
+HUGE_WEIGHTS = {"one 2^62": [2**62], "sum past int64": [2**62] * 3}
+
+
+@pytest.mark.parametrize("weights", sorted(HUGE_WEIGHTS))
+@pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
+def test_weights_that_overflow_are_a_data_error(
+    tmp_path: Path, scan_type: str, weights: str
+) -> None:
+    import warnings
+
+    import numpy as np
+    import polars as pl
+
+    from fairscan.errors import DataError
+
+    frame = pl.read_csv(SAMPLE).head(600)
+    w = np.ones(frame.height, dtype=np.int64)
+    w[: len(HUGE_WEIGHTS[weights])] = HUGE_WEIGHTS[weights]
+    data = tmp_path / "huge.csv"
+    frame.with_columns(pl.Series("w", w)).write_csv(data)
+    spec = yaml.safe_load(_spec(tmp_path, scan_type).read_text())
+    spec["data"]["path"] = str(data)
+    spec["columns"]["weight"] = "w"
+    path = tmp_path / "huge.audit.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy overflow warning fails the test
+        with pytest.raises(DataError) as raised:
+            run_audit(path, RunOptions(write=False))
+    (issue,) = raised.value.issues
+    assert issue.field == "columns.weight" and issue.column == "w"
+    assert "2^53" in issue.message and issue.hint
+
+
 # --- given subgroups and the baseline re-test (issue 26), over every registered type ---------
 
 INJECTED = "ethnicity = 'C' and age_group = '18-24'"

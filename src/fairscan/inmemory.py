@@ -23,6 +23,7 @@ from fairscan.errors import DataError, Issue, SpecError, UsageError
 from fairscan.progress import Progress
 from fairscan.report.models import AuditReport
 from fairscan.run.specs import SIGNIFICANCE_SHORTHANDS, locate
+from fairscan.spec.loader import MAX_DEPTH
 from fairscan.spec.models import AuditSpec, ColumnsSpec
 
 if TYPE_CHECKING:
@@ -307,22 +308,37 @@ def _keyword_hint(key: str) -> str:
     return f"the keyword arguments are the spec's fields: {', '.join(KEYWORDS)}"
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, keyword: str, depth: int = 0, within: frozenset[int] = frozenset()) -> Any:
     """A Python value as YAML would have read it: dicts, lists, str, int, float, bool, None.
 
     Tuples and numpy arrays become lists and numpy scalars Python numbers, so that the strict
-    spec models judge them as they judge the YAML.
+    spec models judge them as they judge the YAML. A value that contains itself, or is nested
+    deeper than a spec may be, is a :class:`SpecError` naming its ``keyword`` (never Python's
+    recursion limit).
     """
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+    if isinstance(value, Mapping | list | tuple):
+        if id(value) in within:
+            raise SpecError(
+                f"the value contains itself (a {type(value).__name__} inside itself)",
+                field=keyword,
+                hint="pass plain data: lists and mappings of text, numbers and booleans",
+            )
+        if depth >= MAX_DEPTH:
+            raise SpecError(
+                f"the value is nested more than {MAX_DEPTH} levels deep",
+                field=keyword,
+                hint="a spec field needs only a few levels of lists and mappings",
+            )
+        inner = within | {id(value)}
+        if isinstance(value, Mapping):
+            return {k: _plain(v, keyword, depth + 1, inner) for k, v in value.items()}
+        return [_plain(v, keyword, depth + 1, inner) for v in value]
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if type(value).__module__ == "numpy":
         tolist = getattr(value, "tolist", None)
         if callable(tolist):
-            return _plain(tolist())
+            return _plain(tolist(), keyword, depth, within)
     return value
 
 
@@ -334,27 +350,27 @@ def _overrides(fields: Mapping[str, Any], shorthands: Mapping[str, Any]) -> dict
 
     out: dict[str, Any] = {}
 
-    def value(v: Any) -> Any:
-        return _REMOVE if v is None else _plain(v)
+    def value(v: Any, keyword: str) -> Any:
+        return _REMOVE if v is None else _plain(v, keyword)
 
     for key, v in fields.items():
         if key in COLUMN_KEYWORDS or key == "filter":
             continue
-        out[key] = value(v)
+        out[key] = value(v, key)
     if isinstance(out.get("scans"), list):
         out["scans"] = scan_entries(out["scans"])
     if shorthands:
         base = out.get("significance")
         merged = with_significance_shorthands(
-            None if base is _REMOVE else base, {k: value(v) for k, v in shorthands.items()}
+            None if base is _REMOVE else base, {k: value(v, k) for k, v in shorthands.items()}
         )
         out["significance"] = merged
-    columns = {k: value(fields[k]) for k in COLUMN_KEYWORDS if k in fields}
+    columns = {k: value(fields[k], k) for k in COLUMN_KEYWORDS if k in fields}
     if columns:
         base = out.get("columns")
         out["columns"] = {**base, **columns} if isinstance(base, dict) else columns
     if "filter" in fields:
-        out["data"] = {"filter": value(fields["filter"])}
+        out["data"] = {"filter": value(fields["filter"], "filter")}
     return out
 
 

@@ -11,6 +11,14 @@ set") whose cause is the ``KeyboardInterrupt``; handlers that catch ``Exception`
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+# how often a waiting thread wakes to handle signals and run its check
+POLL_SECONDS = 0.05
 
 
 def interrupt_of(exc: BaseException) -> BaseException | None:
@@ -52,3 +60,45 @@ def exit_on_signal_during_start_up() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):
             signal.signal(signum, _exit_at_start_up)
+
+
+def in_thread(
+    work: Callable[[], T], *, check: Callable[[], None] | None = None, name: str = "fairscan-io"
+) -> T:
+    """``work()`` run in a daemon thread while this thread waits in short steps: a signal's
+    handler (Ctrl-C, SIGTERM) runs within one step, and ``check()``, called at each step, may
+    raise to give the wait up (a stall, a deadline); the work is then left to end in the
+    background. Blocking calls that hold no Python frame (a C library's read, a socket wait
+    inside a client library) stay interruptible and bounded this way."""
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread under a tight memory limit: run here, uninterruptibly
+        return work()
+    while thread.is_alive():
+        thread.join(POLL_SECONDS)
+        if check is not None and thread.is_alive():
+            check()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def env_seconds(name: str, default: float) -> float:
+    """A time limit in seconds from the environment variable ``name`` (a positive number),
+    else ``default``."""
+    text = os.environ.get(name, "")
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if value > 0 and value == value else default

@@ -170,6 +170,72 @@ def _stalled_server(accepted: threading.Event | None = None) -> Iterator[str]:
 
 
 @contextmanager
+def _dripping_server(drip_bytes: int = 60, every: float = 0.25) -> Iterator[str]:
+    """Reads each request, then sends its answer one byte every ``every`` s: each read comes
+    well within MLflow's request timeout, the answer never ends. Bounded: after ``drip_bytes``
+    bytes it closes the connection (a run that did not give up earlier then fails otherwise)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            connection.settimeout(5)
+            try:
+                connection.recv(65536)
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"[:drip_bytes]:
+                    if stop.wait(every):
+                        return
+                    connection.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        listener.close()
+
+
+def test_a_tracking_server_dripping_bytes_is_given_up_at_the_deadline(
+    cli: Invoke, project: Project, client_env: pytest.MonkeyPatch
+) -> None:
+    """A server sending a byte at a time held the run past 400 s (every read came within the
+    request timeout): the whole delivery has a deadline (FAIRSCAN_MLFLOW_TIMEOUT), after the
+    reports are written, and the run exits 2 as for any failing server."""
+    client_env.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    client_env.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "600")  # never reached by a drip
+    client_env.setenv("FAIRSCAN_MLFLOW_TIMEOUT", "2")
+    spec, text = _spec(project, "dripping")
+    with _dripping_server() as uri:
+        client_env.setenv("MLFLOW_TRACKING_URI", uri)
+        outcome = cli("run", spec, *FAST, "--no-progress", code=2)
+    assert (project.root / "reports" / "synthetic.json").is_file()  # written first
+    where = f"{spec}:{line_of(text, '  mlflow:')}"
+    stderr = " ".join(outcome.stderr.split())
+    assert (
+        f"{where}:3: output.mlflow: cannot log to MLflow at {uri}: the tracking server did "
+        "not finish answering within 2 s (the reports are written)" in stderr
+    ), stderr
+    assert "FAIRSCAN_MLFLOW_TIMEOUT" in stderr
+
+
+@contextmanager
 def _unreachable() -> Iterator[str]:
     """A port nothing listens on."""
     yield f"http://127.0.0.1:{_free_port()}"

@@ -101,6 +101,67 @@ def test_a_text_weight_column_is_a_data_error(tmp_path):
     assert "weight column 'sex' must hold numbers" in str(info.value)
 
 
+def test_fractional_weights_whose_sum_overflows_are_a_data_error(tmp_path):
+    data = _table(tmp_path, [1.5e308, 0.5])
+    with pytest.raises(DataError) as info:
+        _run(tmp_path, data, FPR)
+    assert "columns.weight" in str(info.value) and "sum past" in str(info.value)
+
+
+def test_whole_weights_up_to_2_to_the_53_are_counted(tmp_path):
+    """The bound is exact: a total of 2^53 - 1 rows is audited, 2^53 is refused."""
+    frame = pl.read_csv(SAMPLE).head(200)
+    for total, refused in ((2**53 - 1, False), (2**53, True)):
+        w = np.ones(frame.height, dtype=np.int64)
+        w[0] = total - (frame.height - 1)
+        path = tmp_path / "d.csv"
+        frame.with_columns(pl.Series("w", w)).write_csv(path)
+        if refused:
+            with pytest.raises(DataError, match="2\\^53"):
+                _run(tmp_path, path, FPR)
+        else:
+            assert _run(tmp_path, path, FPR).provenance.rows_after_filter == total
+
+
+def test_an_overflowing_weight_exits_2_from_the_cli_without_numpy_warnings(tmp_path):
+    """The reproduction: a cbs scan over a weight column whose sum overflows int64 died with
+    SIGSEGV (exit 139, nothing on stderr); fpr_scan printed numpy overflow warnings."""
+    import subprocess
+    import sys
+
+    frame = pl.read_csv(SAMPLE).head(300)
+    w = np.ones(frame.height, dtype=np.int64)
+    w[:3] = 2**62
+    data = tmp_path / "d.csv"
+    frame.with_columns(pl.Series("w", w)).write_csv(data)
+    for scan in (
+        {"type": "cbs", "protected": {"column": "ethnicity", "value": "C"}, "metric": "fpr"},
+        FPR,
+    ):
+        spec = {
+            "version": 1,
+            "name": "weights",
+            "data": {"path": str(data)},
+            "columns": {"outcome": "default", "recommendation": "high_risk", "weight": "w"},
+            "attributes": ATTRIBUTES,
+            "scans": [{"id": "s", **scan}],
+            "significance": {"replicates": 9, "seed": 0, "workers": 1},
+            "output": {"dir": str(tmp_path / "out")},
+        }
+        path = tmp_path / "w.audit.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "fairscan.cli", "run", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "data error" in done.stderr and "columns.weight" in done.stderr
+        assert "Warning" not in done.stderr and "internal error" not in done.stderr
+        assert not (tmp_path / "out").exists()  # refused before any scan or report
+
+
 def test_weights_change_the_audit(tmp_path):
     data = _table(tmp_path, [1, 3, 0, 2])
     weighted = _run(tmp_path, data, FPR)

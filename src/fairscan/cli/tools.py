@@ -95,6 +95,8 @@ def history(
 
     try:
         check_alpha(alpha)
+        if html is not None:
+            _check_page_path(html, path)
         trends = read_history(path, spec)
         if html is not None:
             html.write_text(history_html(trends, alpha), encoding="utf-8")
@@ -121,6 +123,25 @@ def history(
                 f"  {p.utc_time[:19]}  p {fmt_p(p.p_value)}  effect {effect} vs {reference}"
                 f"  {mark}{label}\n"
             )
+
+
+def _check_page_path(page: Path, history: Path) -> None:
+    """A :class:`UsageError` before the page would be written over the history it reads, or
+    over any SQLite file (``--html`` takes the page's own path as its value)."""
+    same = page.exists() and history.exists() and page.samefile(history)
+    try:
+        with page.open("rb") as fh:
+            sqlite = fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        sqlite = False
+    if same or sqlite:
+        what = "the history file itself" if same else "an SQLite file"
+        raise UsageError(
+            f"--html {page} is {what}: the page would be written over it",
+            field="--html",
+            hint="give --html the path of the page to write, e.g. "
+            f"audit history {history} --html history.html",
+        )
 
 
 def _scan_type_names(incomplete: str) -> list[str]:

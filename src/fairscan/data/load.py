@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 import polars as pl
 
@@ -411,10 +411,14 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
         try:
             frame = pl.from_pandas(data)
         except (Exception, pl.exceptions.PanicException) as exc:
+            column = _unconvertible_column(data, columns)
+            where = f"column {column!r}: " if column is not None else ""
             raise DataError(
-                f"cannot convert the pandas DataFrame to Arrow: {first_line(exc)}",
+                f"cannot convert the pandas DataFrame to Arrow: {where}{first_line(exc)}",
                 field=IN_MEMORY_FIELD,
-                hint="give each column a single type (e.g. df[col] = df[col].astype(str))",
+                column=column,
+                hint="give each column a single type of plain values (e.g. "
+                "df[col] = df[col].astype(str)), or drop it",
             ) from exc
     elif _is_arrow_table(data):
         what = f"pyarrow {type(data).__name__}"
@@ -437,6 +441,15 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             f"({', '.join(FILE_FORMATS)})",
         )
     label = f"<in-memory {what}>"
+    objects = [name for name, dtype in frame.schema.items() if dtype == pl.Object]
+    if objects:  # Python objects: no value to compare, hash or write (polars' Object type)
+        raise DataError(
+            f"the {what} has column(s) of Python objects: {', '.join(map(repr, objects[:5]))}",
+            field=IN_MEMORY_FIELD,
+            column=objects[0],
+            hint="convert them to plain values (text, numbers, booleans or dates), e.g. "
+            "pl.col(c).map_elements(str, return_dtype=pl.String), or drop them",
+        )
     if frame.width == 0:
         raise DataError(f"the {what} has no columns", field=IN_MEMORY_FIELD)
     if frame.height == 0:
@@ -444,6 +457,17 @@ def read_in_memory(data: object) -> tuple[pl.DataFrame, str]:
             f"the {what} has no rows", field=IN_MEMORY_FIELD, hint="audit a table with data rows"
         )
     return frame, label
+
+
+def _unconvertible_column(data: Any, columns: list[str]) -> str | None:
+    """The first column of a pandas DataFrame that Arrow cannot convert (Python objects, mixed
+    types), to name in the error; None when each converts alone."""
+    for column in columns:
+        try:
+            pl.from_pandas(data[[column]])
+        except (Exception, pl.exceptions.PanicException):
+            return column
+    return None
 
 
 class _Digest:

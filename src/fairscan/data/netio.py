@@ -23,13 +23,13 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable
 from typing import TypeVar
 
 from fairscan.errors import DataError, truncate
+from fairscan.interrupts import env_seconds, in_thread
 
 FIELD = "data.path"
 CONNECT_TIMEOUT = 10.0
@@ -38,27 +38,16 @@ READ_TIMEOUT = 60.0
 QUERY_TIMEOUT = 1800.0
 # fewer bytes than this read in a whole read timeout: the read is stalled (or trickles)
 MIN_PROGRESS_BYTES = 4096
-# how often the main thread wakes to handle signals and check progress
-POLL_SECONDS = 0.05
 
 T = TypeVar("T")
 
 
-def _seconds(name: str, default: float) -> float:
-    text = os.environ.get(name, "")
-    try:
-        value = float(text) if text else default
-    except ValueError:
-        return default
-    return value if value > 0 and value == value else default
-
-
 def connect_timeout() -> float:
-    return _seconds("FAIRSCAN_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
+    return env_seconds("FAIRSCAN_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
 
 
 def read_timeout() -> float:
-    return _seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
+    return env_seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
 
 
 def query_timeout() -> float:
@@ -176,39 +165,23 @@ def watched(
 
 
 def _watched(read: Callable[[], T], *, remote: bool, what: str) -> T:
-    outcome: list[T] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(read())
-        except BaseException as exc:  # handed to the waiting thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=target, name="fairscan-read", daemon=True)
-    try:
-        thread.start()
-    except RuntimeError:  # no thread under a tight memory limit: read here, uninterruptibly
-        return read()
+    if not remote:
+        return in_thread(read, name="fairscan-read")
     limit = read_timeout()
     bytes_read = _ReadCounter()
-    last_bytes = bytes_read()
-    last_progress = time.monotonic()
-    while thread.is_alive():
-        thread.join(POLL_SECONDS)
-        if not remote or not thread.is_alive():
-            continue
-        now = time.monotonic()
-        current = bytes_read()
-        if current is None or last_bytes is None or current - last_bytes >= MIN_PROGRESS_BYTES:
-            last_bytes, last_progress = current, now
-        elif now - last_progress > limit:
+    last_bytes = [bytes_read()]  # the bytes read when they last grew, and when that was
+    last_progress = [time.monotonic()]
+
+    def check() -> None:
+        now, current, before = time.monotonic(), bytes_read(), last_bytes[0]
+        if current is None or before is None or current - before >= MIN_PROGRESS_BYTES:
+            last_bytes[0], last_progress[0] = current, now
+        elif now - last_progress[0] > limit:
             raise DataError(
                 f"reading {what} stalled: less than {MIN_PROGRESS_BYTES} bytes arrived in "
                 f"{limit:g} s",
                 field=FIELD,
                 hint=_timeout_hint(),
             )
-    if failure:
-        raise failure[0]
-    return outcome[0]
+
+    return in_thread(read, check=check, name="fairscan-read")

@@ -28,6 +28,9 @@ from fairscan.data.table import PreparedData
 from fairscan.errors import DataError
 
 FIELD = "columns.weight"
+# Frequency weights count rows: their total must stay an exact integer in every sum the scans
+# take, int64 counts and float64 sums alike, and float64 holds integers exactly only below 2^53.
+MAX_TOTAL_WEIGHT = 2**53
 
 
 def drop_zero_weights(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -73,7 +76,9 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
                 column=column,
                 hint="fix or drop those rows (data.filter), or give them weight 0",
             )
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):  # an overflowing sum is refused by _check_total
+        positive = w.sum() > 0
+    if not positive:
         raise DataError(
             f"weight column {column!r} sums to 0 after the filter: nothing would be audited",
             field=FIELD,
@@ -83,6 +88,7 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
     counts = data.row_weight
     if counts is not None:
         w = w * counts
+    _check_total(w, column, whole)
     if whole:
         return replace(data, row_weight=w.astype(np.int64))
     # survey/importance weights: relative, so rescaled to the data rows' count (mean 1 per data
@@ -93,6 +99,37 @@ def apply_weights(data: PreparedData, column: str) -> PreparedData:
     if float(np.abs(relative - np.round(relative)).max()) <= 1e-9:
         return replace(data, row_weight=np.round(relative).astype(np.int64))
     return replace(data, row_weight=relative)
+
+
+def _check_total(w: np.ndarray, column: str, whole: bool) -> None:
+    """A :class:`DataError` before any scan where the weights' total cannot be counted exactly
+    (whole weights at or above 2^53 rows) or summed at all (fractional weights whose sum is
+    not finite): past these the expanded row count and the weighted sums overflow.
+
+    A float64 sum of non-negative integers is exact while it stays below 2^53 and rounds to
+    2^53 or more once the exact sum reaches it, so comparing the float total is exact."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(w.sum())
+    if whole and total < MAX_TOTAL_WEIGHT:
+        return
+    if not whole and np.isfinite(total):
+        return
+    largest = int(np.argmax(w))
+    what = (
+        f"count {total:.4g} rows in all, more than the {MAX_TOTAL_WEIGHT:,} (2^53) rows "
+        "fairscan can count exactly"
+        if whole
+        else "sum past the largest number a float holds"
+    )
+    raise DataError(
+        f"weight column {column!r}: the weights {what} (largest: row {largest + 1}, "
+        f"{float(w[largest]):g})",
+        field=FIELD,
+        column=column,
+        hint="frequency weights are row counts: check the column holds counts (each row "
+        "counted w times); survey or importance weights are relative, so divide them by a "
+        "common factor (their scale does not change the audit)",
+    )
 
 
 def whole_numbers(data: PreparedData) -> bool:

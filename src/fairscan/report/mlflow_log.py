@@ -24,7 +24,11 @@ What a run gets:
 Every request has a timeout: where the user has not set MLflow's own variables, fairscan sets
 ``MLFLOW_HTTP_REQUEST_TIMEOUT`` to 30 s and ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` to 2 for the
 time of the call (MLflow's defaults, 120 s and 7 retries with exponential backoff, hold a CI
-job for many minutes on a stalled server). Ctrl-C is never caught.
+job for many minutes on a stalled server). A server that trickles bytes answers every read
+within that timeout and never ends a request, so the whole delivery also has a deadline,
+``FAIRSCAN_MLFLOW_TIMEOUT`` seconds (default 120): it runs in a thread of its own while the
+calling thread waits in short steps, where Ctrl-C and SIGTERM are handled at once. Ctrl-C is
+never caught.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import math
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from fairscan.errors import ServiceError
-from fairscan.interrupts import interrupt_of
+from fairscan.interrupts import env_seconds, in_thread, interrupt_of
 from fairscan.report.formats import FORMATS
 from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.models import AuditReport, ScanResult
@@ -70,6 +75,10 @@ MARK_FAILED_LIMITS: Final[dict[str, str]] = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
+MARK_FAILED_SECONDS: Final = 10.0  # that try's whole time, however the server trickles
+# The whole delivery's time limit (every request of it together), in seconds
+DEADLINE_VARIABLE: Final = "FAIRSCAN_MLFLOW_TIMEOUT"
+DEADLINE_SECONDS: Final = 120.0
 # MLflow's variables whose values are secrets: masked should one ever show in a message
 SECRET_VARIABLES: Final = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
 
@@ -126,43 +135,48 @@ def log_report(
     chosen = tracking_uri is not None or uri_is_set()
     uri = tracking_uri or mlflow.get_tracking_uri()
     shown = redact_uri(uri)
-    created = False
+    hint = _failure_hint(chosen)
+    # MLflow's active run is per thread: read here, before the work moves to another thread
+    if run_id is None:
+        active = mlflow.active_run()
+        run_id = active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID")
+    resolved: list[tuple[str, str, bool]] = []
     client: MlflowClient | None = None
     try:
         with _environment(_unset(HTTP_DEFAULTS)):
             client = mlflow.MlflowClient(tracking_uri=uri)
-            run_id, experiment_id, created = _resolve_run(
-                client,
-                run_id,
-                experiment or _text(settings.get("experiment")),
-                run_name or _text(settings.get("run_name")) or report.name,
-                {**_text_map(settings.get("tags")), **(tags or {})},
-                _millis(report.provenance.utc_time),
-            )
-            _log_batches(client, run_id, report)
-            _log_artifacts(client, run_id, report, hooks)
-            if created:
-                end = _millis(report.provenance.finished_utc_time)
-                client.set_terminated(run_id, "FINISHED", end)
+
+            def deliver(client: MlflowClient = client) -> None:
+                resolved.append(
+                    _resolve_run(
+                        client,
+                        run_id,
+                        experiment or _text(settings.get("experiment")),
+                        run_name or _text(settings.get("run_name")) or report.name,
+                        {**_text_map(settings.get("tags")), **(tags or {})},
+                        _millis(report.provenance.utc_time),
+                    )
+                )
+                logged_id, _, created = resolved[0]
+                _log_batches(client, logged_id, report)
+                _log_artifacts(client, logged_id, report, hooks)
+                if created:
+                    end = _millis(report.provenance.finished_utc_time)
+                    client.set_terminated(logged_id, "FINISHED", end)
+
+            _bounded(deliver, deadline_seconds(), shown, field, hint)
+    except ServiceError:
+        raise  # the deadline passed: the server is not answering, marking the run would wait
     except Exception as exc:
         interrupt = interrupt_of(exc)  # a library may hand Ctrl-C back wrapped
         if interrupt is not None:
             raise interrupt from None
-        if created and client is not None and run_id is not None:
-            _mark_failed(client, run_id)
-        hint = (
-            "check MLFLOW_TRACKING_URI and that the tracking server is up; "
-            "MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound the wait "
-            "(fairscan's defaults where unset: 30 s, 2 retries)"
-        )
-        if not chosen:
-            hint = (
-                "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
-                "to the tracking server's URL, e.g. http://mlflow.example.org:5000"
-            )
+        if resolved and resolved[0][2] and client is not None:
+            _mark_failed(client, resolved[0][0])
         raise ServiceError(
             f"cannot log to MLflow at {shown}: {_reason(exc, uri)}", field=field, hint=hint
         ) from None
+    run_id, experiment_id, _ = resolved[0]
     return MlflowRun(run_id=run_id, experiment_id=experiment_id, tracking_uri=shown)
 
 
@@ -262,6 +276,45 @@ def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
     return metrics
 
 
+def _failure_hint(uri_chosen: bool) -> str:
+    if not uri_chosen:
+        return (
+            "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
+            "to the tracking server's URL, e.g. http://mlflow.example.org:5000"
+        )
+    return (
+        "check MLFLOW_TRACKING_URI and that the tracking server is up; "
+        "MLFLOW_HTTP_REQUEST_TIMEOUT and MLFLOW_HTTP_REQUEST_MAX_RETRIES bound each request "
+        f"(fairscan's defaults where unset: 30 s, 2 retries), {DEADLINE_VARIABLE} the whole "
+        f"delivery (default {DEADLINE_SECONDS:g} s)"
+    )
+
+
+def deadline_seconds() -> float:
+    """The whole delivery's time limit: ``FAIRSCAN_MLFLOW_TIMEOUT`` seconds, default 120."""
+    return env_seconds(DEADLINE_VARIABLE, DEADLINE_SECONDS)
+
+
+def _bounded(
+    work: Callable[[], None], seconds: float, shown: str, field: str | None, hint: str
+) -> None:
+    """``work()`` in a thread of its own while this one waits in short steps: Ctrl-C and
+    SIGTERM are handled at once, and a server that trickles bytes (each read answered within
+    MLflow's request timeout, the requests never ending) is given up after ``seconds``."""
+    end = time.monotonic() + seconds
+
+    def check() -> None:
+        if time.monotonic() > end:
+            raise ServiceError(
+                f"cannot log to MLflow at {shown}: the tracking server did not finish answering "
+                f"within {seconds:g} s (the reports are written)",
+                field=field,
+                hint=hint,
+            )
+
+    in_thread(work, check=check, name="fairscan-mlflow")
+
+
 def _resolve_run(
     client: MlflowClient,
     run_id: str | None,
@@ -271,11 +324,6 @@ def _resolve_run(
     start_ms: int | None,
 ) -> tuple[str, str, bool]:
     """The run to log to, its experiment, and whether this call created it (to end it)."""
-    import mlflow
-
-    if run_id is None:
-        active = mlflow.active_run()
-        run_id = active.info.run_id if active is not None else os.environ.get("MLFLOW_RUN_ID")
     if run_id is not None:
         existing = client.get_run(run_id)  # a clear error when there is no such run
         if tags:
@@ -340,9 +388,18 @@ def _log_artifacts(client: MlflowClient, run_id: str, report: AuditReport, hooks
 def _mark_failed(client: MlflowClient, run_id: str) -> None:
     """Best effort: the run this call created is FAILED, not left RUNNING (the server may be
     the reason it failed: one short try, and the first error is the one reported)."""
+    end = time.monotonic() + MARK_FAILED_SECONDS
+
+    def mark() -> None:
+        client.set_terminated(run_id, "FAILED")
+
+    def check() -> None:
+        if time.monotonic() > end:
+            raise TimeoutError
+
     try:
         with _environment(MARK_FAILED_LIMITS):
-            client.set_terminated(run_id, "FAILED")
+            in_thread(mark, check=check, name="fairscan-mlflow")
     except Exception as exc:
         interrupt = interrupt_of(exc)
         if interrupt is not None:

@@ -2,27 +2,37 @@
 
 Why SQLite: it is in Python's standard library (no extra dependency), a single file that a CI
 cache or an artifact store can keep, and its transactions make concurrent appends safe: two
-runs appending at once each take the database's write lock in turn (``BEGIN IMMEDIATE`` with a
-busy timeout), so nothing is lost or half-written. A directory of Parquet files would suit
+runs appending at once each take the database's write lock in turn (``BEGIN IMMEDIATE``, tried
+again while the other holds it), so nothing is lost or half-written. A directory of Parquet files would suit
 object storage, but needs pyarrow and a naming scheme to avoid two writers colliding; one
 SQLite file per team or pipeline is the simpler contract.
 
 Each run is one ``runs`` row (time, spec name and hash, data hash, verdict, exit code) and one
 ``findings`` row per finding (scan, subgroup key and label, baseline label, statistic, p-value,
 significant, effect inside and reference).
+
+Reads open the file read-only and check its tables and every row they use (a history edited or
+written by another tool is an error naming the file and the row, never an internal error). Every
+statement is interruptible (a progress handler lets Ctrl-C and SIGTERM in) and every wait for
+another run's lock is bounded (:data:`LOCK_SECONDS`, then "locked by another run; retry").
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
 from fairscan.errors import DataError
 from fairscan.report.models import AuditReport
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -51,21 +61,82 @@ CREATE TABLE IF NOT EXISTS findings (
 );
 CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);
 """
-BUSY_SECONDS = 60.0  # how long an append waits for another writer's lock
+# How long a run waits for another run's lock on the history before giving up with an error.
+LOCK_SECONDS = 30.0
+# SQLite's own busy wait per attempt; between attempts the wait sleeps in Python, where Ctrl-C
+# and SIGTERM are handled (SQLite's busy handler sleeps in C and would hold them back).
+_ATTEMPT_SECONDS = 0.05
+# SQLite virtual-machine steps between two calls of the progress handler: a Python call, where
+# a pending Ctrl-C or SIGTERM raises, which aborts the running statement (SQLITE_INTERRUPT).
+_PROGRESS_STEPS = 10_000
+FIELD = "output.history"
+
+
+def _let_signals_in() -> int:
+    """The progress handler: running Python code lets a pending signal's handler raise, and
+    SQLite then aborts the statement ("interrupted"), turned back into the interrupt below."""
+    return 0
+
+
+def _history_error(path: Path, error: sqlite3.Error, field: str) -> BaseException:
+    """What a failing SQLite call means for the user: an interrupt, a lock held too long, a full
+    disk, or a file that is not a history."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_INTERRUPT or str(error) == "interrupted":
+        return KeyboardInterrupt()
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return DataError(
+            f"history file {path} is locked by another run; retry (waited {LOCK_SECONDS:g} s)",
+            field=field,
+            hint="retry once the other run has finished; a run that died holding the lock "
+            "releases it when its process ends",
+        )
+    if code == sqlite3.SQLITE_FULL:
+        return DataError(
+            f"disk full: cannot write the history file {path}",
+            field=field,
+            hint="free space on that disk, or point output.history at another one",
+        )
+    return DataError(
+        f"cannot use the history file {path}: {error}",
+        field=field,
+        hint="give the path of a fairscan history (an SQLite file), or a new file",
+    )
+
+
+def _busy(error: sqlite3.Error) -> bool:
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _patiently(step: Callable[[], T]) -> T:
+    """``step()``, tried again while another run holds the lock, for up to LOCK_SECONDS."""
+    deadline = time.monotonic() + LOCK_SECONDS
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as error:
+            if not _busy(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(_ATTEMPT_SECONDS)  # Ctrl-C and SIGTERM are handled here
 
 
 @contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
+def _connect(path: Path, *, read_only: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the history at ``path``: read-only (``mode=ro``: it never creates or
+    changes the file) for reads; every statement interruptible and every lock wait bounded."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)) as db:
+        if read_only:
+            target = "file:" + quote(str(path.resolve())) + "?mode=ro"
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            target = str(path)
+        db = sqlite3.connect(target, timeout=_ATTEMPT_SECONDS, isolation_level=None, uri=read_only)
+        with closing(db):
+            db.set_progress_handler(_let_signals_in, _PROGRESS_STEPS)
             yield db
-    except sqlite3.DatabaseError as error:
-        raise DataError(
-            f"cannot use the history file {path}: {error}",
-            field="output.history",
-            hint="give the path of a fairscan history (an SQLite file), or a new file",
-        ) from None
+    except sqlite3.Error as error:
+        # a read names the command's argument, an append the spec field
+        raise _history_error(path, error, "PATH" if read_only else FIELD) from None
 
 
 def subgroup_key(subgroup: dict[str, list[str]] | None, group: str | None) -> str:
@@ -84,8 +155,8 @@ def append_run(path: Path, report: AuditReport) -> int:
             if side is not None:
                 labels[(e.scan_id, subgroup_key(side.subgroup, None))] = e.label
     with _connect(path) as db:
-        db.executescript(SCHEMA)
-        db.execute("BEGIN IMMEDIATE")
+        _patiently(lambda: db.executescript(SCHEMA))
+        _patiently(lambda: db.execute("BEGIN IMMEDIATE"))
         try:
             p = report.provenance
             cursor = db.execute(
@@ -123,9 +194,12 @@ def append_run(path: Path, report: AuditReport) -> int:
                         )
                     )
             db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("COMMIT")
+            _patiently(lambda: db.execute("COMMIT"))  # waits for readers to let go
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite ends the transaction itself on some errors (a full disk): a ROLLBACK then
+            # fails, and its "no transaction is active" would hide what went wrong
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
     return run_id
 
@@ -155,37 +229,112 @@ class Trend:
     points: tuple[Point, ...]
 
 
+# The columns a read needs, per table: a file without them is not a fairscan history.
+_COLUMNS = {
+    "runs": {"id", "utc_time", "name"},
+    "findings": {
+        "run_id", "scan_id", "subgroup_key", "label", "baseline_label", "statistic",
+        "p_value", "significant", "effect_metric", "effect_inside", "effect_reference",
+    },
+}  # fmt: skip
+_QUERY = (
+    "SELECT f.rowid, r.name, f.scan_id, f.subgroup_key, f.label, f.effect_metric, r.id, "
+    "r.utc_time, f.statistic, f.p_value, f.significant, f.effect_inside, f.effect_reference, "
+    "f.baseline_label FROM findings f JOIN runs r ON r.id = f.run_id"
+)
+
+
+def _columns_of(db: sqlite3.Connection, table: str) -> set[str]:
+    def read() -> list[Any]:
+        return db.execute(f"PRAGMA table_info({table})").fetchall()
+
+    return {row[1] for row in _patiently(read)}
+
+
+def _check_tables(db: sqlite3.Connection, path: Path) -> None:
+    """A :class:`DataError` where the SQLite file at ``path`` is not a fairscan history."""
+    for table, needed in _COLUMNS.items():
+        columns = _columns_of(db, table)
+        if not needed <= columns:
+            raise DataError(
+                f"{path} is not a fairscan history: its table {table!r} is missing or lacks "
+                f"the columns {sorted(needed - columns)}",
+                field="PATH",
+                hint="give the file that output.history names (audit run writes it)",
+            )
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _row_problem(row: tuple[object, ...]) -> str | None:
+    """What is wrong with one row of the read query (None when it is a valid finding)."""
+    texts = {"name": row[1], "scan_id": row[2], "subgroup_key": row[3], "label": row[4]}
+    texts["utc_time"] = row[7]
+    for name, value in texts.items():
+        if not isinstance(value, str):
+            return f"{name} is {value!r}, not a text"
+    for name, value in (("effect_metric", row[5]), ("baseline_label", row[13])):
+        if value is not None and not isinstance(value, str):
+            return f"{name} is {value!r}, not a text"
+    numbers = {"statistic": row[8], "p_value": row[9], "effect_inside": row[11]}
+    numbers["effect_reference"] = row[12]
+    for name, value in numbers.items():
+        if not _number(value):
+            return f"{name} is {value!r}, not a number"
+    p = row[9]
+    if isinstance(p, int | float) and not 0.0 <= p <= 1.0:
+        return f"p_value is {p!r}, outside [0, 1]"
+    if row[10] not in (None, 0, 1):
+        return f"significant is {row[10]!r}, not 0 or 1"
+    return None
+
+
+def _valid_rows(path: Path, rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """The rows, each checked: a history edited or written by another tool is an error naming
+    the file and the row, never a wrong trend or an internal error (docs/ci.md)."""
+    for row in rows:
+        if (problem := _row_problem(row)) is not None:
+            raise DataError(
+                f"history file {path}: findings row {row[0]} (run {row[6]}): {problem}",
+                field="PATH",
+                hint="the file was edited or written by another tool: fix or delete that row "
+                "(e.g. with the sqlite3 shell), or give another history",
+            )
+    return rows
+
+
 def read_history(path: Path, spec: str | None = None) -> list[Trend]:
-    """The trend of every finding in the history, per audit name (only ``spec`` if given)."""
+    """The trend of every finding in the history, per audit name (only ``spec`` if given).
+    The file is opened read-only: reading never creates a table or changes a byte."""
     if not path.is_file():
         raise DataError(
             f"no history file at {path}", field="PATH", hint="set output.history in a spec"
         )
-    with _connect(path) as db:
-        db.executescript(SCHEMA)
-        query = (
-            "SELECT r.name, f.scan_id, f.subgroup_key, f.label, f.effect_metric, r.id, "
-            "r.utc_time, f.statistic, f.p_value, f.significant, f.effect_inside, "
-            "f.effect_reference, f.baseline_label FROM findings f JOIN runs r ON r.id = f.run_id"
+    query = _QUERY
+    args: tuple[str, ...] = ()
+    if spec is not None:
+        query += " WHERE r.name = ?"
+        args = (spec,)
+    query += " ORDER BY r.name, f.scan_id, f.subgroup_key, r.id"
+    with _connect(path, read_only=True) as db:
+        _check_tables(db, path)
+        rows = _valid_rows(path, _patiently(lambda: db.execute(query, args).fetchall()))
+    trends: dict[tuple[str, str, str], list[tuple[str, str | None, Point]]] = {}
+    for row in rows:  # checked by _valid_rows: texts, numbers or None, significant 0/1/None
+        r = cast("tuple[Any, ...]", row)
+        point = Point(
+            run_id=r[6],
+            utc_time=r[7],
+            statistic=r[8],
+            p_value=r[9],
+            significant=None if r[10] is None else bool(r[10]),
+            inside=r[11],
+            reference=r[12],
+            baseline_label=r[13],
         )
-        args: tuple[str, ...] = ()
-        if spec is not None:
-            query += " WHERE r.name = ?"
-            args = (spec,)
-        rows = db.execute(query + " ORDER BY r.name, f.scan_id, f.subgroup_key, r.id", args)
-        trends: dict[tuple[str, str, str], list[tuple[str, str | None, Point]]] = {}
-        for row in rows.fetchall():
-            point = Point(
-                run_id=row[5],
-                utc_time=row[6],
-                statistic=row[7],
-                p_value=row[8],
-                significant=None if row[9] is None else bool(row[9]),
-                inside=row[10],
-                reference=row[11],
-                baseline_label=row[12],
-            )
-            trends.setdefault((row[0], row[1], row[2]), []).append((row[3], row[4], point))
+        trends.setdefault((r[1], r[2], r[3]), []).append((r[4], r[5], point))
     return [
         Trend(
             name=name,
@@ -199,9 +348,10 @@ def read_history(path: Path, spec: str | None = None) -> list[Trend]:
 
 
 def run_count(path: Path) -> int:
-    with _connect(path) as db:
-        db.executescript(SCHEMA)
-        return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    """The runs in the history at ``path`` (read-only)."""
+    with _connect(path, read_only=True) as db:
+        _check_tables(db, path)
+        return int(_patiently(lambda: db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]))
 
 
 __all__ = ["Point", "Trend", "append_run", "read_history", "run_count", "subgroup_key"]

@@ -398,15 +398,41 @@ def _check_scale(spec: ShiftSpec, X: np.ndarray) -> None:
         )
 
 
-def _check_cost(spec: ShiftSpec, ctx: ScanContext, n: int, d: int, exact: bool) -> str | None:
-    """Refuse a scan beyond the memory budget; a warning when it will take over a minute."""
+def _check_cost(
+    spec: ShiftSpec, ctx: ScanContext, n: int, d: int, exact: bool, centers: list[int]
+) -> str | None:
+    """Refuse a scan beyond the memory budget or the time bound; a warning when it will take
+    over a minute. ``centers``: each named tilt's number of centers."""
     from fairscan.data.load import available_memory
     from fairscan.scans.shift.cost import check_shift_cost, shift_cost
 
-    cost = shift_cost(n, d, spec.bootstrap, spec.rank, exact, ctx.workers)
+    cost = shift_cost(n, d, spec.bootstrap, spec.rank, exact, ctx.workers, centers)
     return check_shift_cost(
-        cost, available_memory(), n=n, exact=exact, bootstrap=spec.bootstrap, rank=spec.rank
+        cost,
+        available_memory(),
+        n=n,
+        exact=exact,
+        bootstrap=spec.bootstrap,
+        rank=spec.rank,
+        features=d,
+        centers=sum(centers),
     )
+
+
+def _tilt_centers(
+    spec: ShiftSpec, ctx: ScanContext, warnings: list[str]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each named tilt's centers (raw feature values) and their weights (summing to 1)."""
+    out = []
+    for j, tilt in enumerate(spec.tilts):
+        if isinstance(tilt, CenterTilt):
+            Z = np.array([[c[f] for f in spec.features] for c in tilt.centers], dtype=np.float64)
+            a = np.asarray(tilt.weights if tilt.weights is not None else np.ones(len(Z)), float)
+        else:
+            Z = _sample_centers(spec, tilt, j, ctx, warnings)
+            a = np.ones(len(Z))
+        out.append((Z, a / a.sum()))
+    return out
 
 
 def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
@@ -452,7 +478,9 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     X = (Xraw - mu) / sd
     bw = spec.kernel.bandwidth
     exact = n <= spec.exact_max_rows
-    slow = _check_cost(spec, ctx, n, d, exact)
+    # the tilts' centers first (a sample file's rows): their projections count in the cost
+    centers = _tilt_centers(spec, ctx, warnings)
+    slow = _check_cost(spec, ctx, n, d, exact, [len(Z) for Z, _ in centers])
     if slow is not None:
         warnings.append(slow)
         ctx.progress.start(f"shift {slow.split(';')[0]}", None)  # said before the work starts
@@ -490,14 +518,7 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     if boot.worst is not None:
         worst = _describe_worst(spec, Xraw, X, boot.worst, boot, weight)
     tilts = []
-    for j, tilt in enumerate(spec.tilts):
-        if isinstance(tilt, CenterTilt):
-            Z = np.array([[c[f] for f in spec.features] for c in tilt.centers], dtype=np.float64)
-            a = np.asarray(tilt.weights if tilt.weights is not None else np.ones(len(Z)), float)
-        else:
-            Z = _sample_centers(spec, tilt, j, ctx, warnings)
-            a = np.ones(len(Z))
-        a = a / a.sum()
+    for tilt, (Z, a) in zip(spec.tilts, centers, strict=True):
         result_t = _tilt_result(spec, tilt, (Z - mu) / sd, a, X, boot, weight)
         if result_t.status == "no_mass":
             warnings.append(
