@@ -191,7 +191,9 @@ def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
         "# precedence: flag > FAIRSCAN_* env > [tool.fairscan] in pyproject.toml > spec "
         "(child over parent) > defaults"
     )
-    body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
+    from fairscan.redact import shown_spec
+
+    body = shown_spec(spec.model_dump(mode="json", exclude={"extends", "defaults"}))
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "\n".join(header) + "\n" + text
 

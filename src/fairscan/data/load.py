@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, cast
 
@@ -110,14 +110,6 @@ def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0].strip() if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
-
-
-def mask(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``***``."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 # --- memory: refuse a file that cannot fit before polars aborts the process -----------------

@@ -19,6 +19,7 @@ from fairscan import __version__
 from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
+from fairscan.redact import shown_spec
 from fairscan.report.baseline import compare_reports
 from fairscan.report.models import (
     AuditedModel,
@@ -322,8 +323,10 @@ def _provenance(
         executor=spec.significance.executor,
         data_source=prepared.data_source,
         # an absent `model:` block is left out, so reports of specs without one keep their keys
-        parameters=spec.model_dump(
-            mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+        parameters=shown_spec(
+            spec.model_dump(
+                mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+            )
         ),
         environment=_environment(),
     )
