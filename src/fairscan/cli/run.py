@@ -169,17 +169,21 @@ OVERRIDES = {
 
 def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -> list[str]:
     """``significance.seed = 5  (from --seed)`` for each override given by a flag or env."""
-    lines = []
-    for name, value in values.items():
-        if value is None:
-            continue
-        field, flag, env = OVERRIDES[name]
-        source = getattr(ctx.get_parameter_source(name), "name", "")
-        origin = {"ENVIRONMENT": env, "DEFAULT_MAP": "[tool.fairscan] in pyproject.toml"}.get(
-            source, flag
-        )
-        lines.append(f"{field} = {value}  (from {origin})")
-    return lines
+    from fairscan.cli.config import outside_settings
+
+    fields = {key: field for key, (field, _, _) in OVERRIDES.items()}
+    return [
+        f"{fields[o.key]} = {o.value}  (from {o.source})" for o in outside_settings(ctx, values)
+    ]
+
+
+def print_settings(overrides: tuple[Any, ...]) -> None:
+    """``setting replicates = 1 from /x/pyproject.toml [tool.fairscan]`` on stderr for each
+    setting of the run or the gate that the spec does not hold: none is applied silently."""
+    from fairscan.report.sink_escape import console_text
+
+    for override in overrides:
+        err.print(f"setting {console_text(override.text())}", markup=False, soft_wrap=True)
 
 
 def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
@@ -200,6 +204,7 @@ def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     specs: Annotated[
         list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
     ],
@@ -250,8 +255,14 @@ def run(
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
+    from fairscan.cli.config import outside_settings
+
+    given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
+    overrides = outside_settings(ctx, {**given, "exit_zero": exit_zero, "baseline": baseline})
+    print_settings(overrides)
     observer = make_progress(progress and not quiet)
     options = RunOptions(
+        overrides=overrides,
         out_dir=Path(out_dir) if out_dir is not None and not to_stdout else None,
         seed=seed,
         replicates=replicates,
@@ -481,9 +492,11 @@ def validate(
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
     options = RunOptions(seed=seed, replicates=replicates, workers=workers, executor=executor)
-    sources = _override_sources(
-        ctx, {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
-    )
+    from fairscan.cli.config import outside_settings
+
+    given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
+    print_settings(outside_settings(ctx, given))
+    sources = _override_sources(ctx, given)
     for spec_path in spec_paths:
         try:
             if no_data:

@@ -26,6 +26,7 @@ from fairscan.report.models import (
     AuditReport,
     BaselineComparison,
     Environment,
+    Override,
     Provenance,
     ScanResult,
     ScanTiming,
@@ -106,6 +107,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             workers,
             started_wall,
             time.perf_counter() - started,
+            options.overrides,
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},
@@ -302,6 +304,7 @@ def _provenance(
     workers: int,
     started_wall: float,
     elapsed: float,
+    overrides: tuple[Override, ...] = (),
 ) -> Provenance:
     spec = prepared.spec
     return Provenance(
@@ -328,6 +331,7 @@ def _provenance(
                 mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
             )
         ),
+        overrides=list(overrides),
         environment=_environment(),
     )
 
