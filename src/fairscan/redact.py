@@ -94,9 +94,7 @@ def shown_url(url: str) -> str:
 
 
 def _shown_keywords(text: str) -> str:
-    return _KEYWORD.sub(
-        lambda m: m.group(0) if _safe(m.group(1)) else f"{m.group(1)}={MASK}", text
-    )
+    return _KEYWORD.sub(lambda m: m.group(0) if _safe(m.group(1)) else f"{m.group(1)}={MASK}", text)
 
 
 def literal_secret(url: str) -> str | None:

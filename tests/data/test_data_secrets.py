@@ -130,7 +130,9 @@ def test_spliced_values_cannot_move_the_connection() -> None:
 
 
 def test_masking_is_case_insensitive_and_catches_encoded_forms() -> None:
-    text = 'could not translate host name "db-secret.example" (p%40ss%2F) at https://u:p@h/x?token=1'
+    text = (
+        'could not translate host name "db-secret.example" (p%40ss%2F) at https://u:p@h/x?token=1'
+    )
     masked = mask_text(text, ["DB-Secret.Example", "p@ss/"])
     assert masked == 'could not translate host name "***" (***) at https://h/x?token=***'
 
@@ -171,7 +173,11 @@ def test_a_literal_secret_is_refused_without_being_shown(
 ) -> None:
     spec = _spec(tmp_path, f"sqlite:///{sqlite_file}?{query}")
     code, printed = _audit("run", spec, "--no-progress")
-    assert code == 2 and "data.connection" in printed and "secrets come from the environment" in printed
+    assert (
+        code == 2
+        and "data.connection" in printed
+        and "secrets come from the environment" in printed
+    )
     assert "Lit-Secret-1" not in printed and not (tmp_path / "out").exists()
 
 
@@ -183,7 +189,7 @@ TRICKY = "p@ss:w/rd?#+ &x=Y"  # every character that moves a URL's parts
 @pytest.fixture(scope="module")
 def tricky(postgres: Postgres, credit: pl.DataFrame) -> Iterator[Postgres]:
     """A role whose password holds URL delimiters, owning a table of its own."""
-    with postgres.connect() as con:  # type: ignore[attr-defined]
+    with postgres.connect() as con:
         con.execute("drop table if exists secrets_credit")
         con.execute("drop role if exists tricky")
         con.execute("create role tricky login password 'p@ss:w/rd?#+ &x=Y'")

@@ -331,7 +331,7 @@ def scan(
             )
         observer = make_progress(progress and not quiet)
         # what pyproject.toml or a FAIRSCAN_* variable set (the flags are this scan's spec)
-        given = {"seed": seed, "replicates": replicates, "workers": workers}
+        given: dict[str, object] = {"seed": seed, "replicates": replicates, "workers": workers}
         given |= {"executor": executor, "exit_zero": exit_zero}
         overrides = outside_settings(ctx, given, flags=False)
         print_settings(overrides)

@@ -24,9 +24,9 @@ from urllib.parse import parse_qsl
 
 from fairscan.data.load import first_line
 from fairscan.errors import DataError
+from fairscan.redact import interpolated as _spliced
 from fairscan.redact import mask_text as mask
 from fairscan.redact import missing_variables, secret_values, shown_url
-from fairscan.redact import interpolated as _spliced
 
 CONNECTION_FIELD = "data.connection"
 TABLE_FIELD = "data.table"
@@ -76,9 +76,7 @@ class DatabaseTable:
     def location(self) -> str:
         """What the report names as the data: the URL without credentials and the table, or
         the query's hash."""
-        where = (
-            self.target if self.engine in ("duckdb", "sqlite") else shown_url(self.connection)
-        )
+        where = self.target if self.engine in ("duckdb", "sqlite") else shown_url(self.connection)
         if self.table is not None:
             return f"{where}#{self.table}"
         return f"{where}#sql:{self.sql_sha256[:16]}"

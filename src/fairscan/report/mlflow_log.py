@@ -35,7 +35,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -380,10 +380,8 @@ def mask_secrets(text: str, uri: str) -> str:
     and password, and MLflow's password and token variables masked
     (:func:`fairscan.redact.mask_text`)."""
     secrets = [os.environ.get(name, "") for name in SECRET_VARIABLES] + secret_values(uri)
-    try:
+    with suppress(ValueError):
         secrets.append(unquote(urlsplit(uri).username or ""))
-    except ValueError:
-        pass
     return mask_text(text, [s for s in secrets if len(s) >= 3])
 
 
