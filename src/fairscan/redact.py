@@ -207,8 +207,14 @@ def _first(text: str, chars: str, start: int) -> int:
 
 def shown_spec(dump: dict[str, Any]) -> dict[str, Any]:
     """A spec's ``model_dump`` as the report stores it and ``validate --show-resolved`` prints
-    it: ``data.connection`` shown by :func:`shown_url` (the rest holds no secret)."""
+    it: ``data.connection`` and a URL in ``data.path`` (a signed URL's query) shown by
+    :func:`shown_url` (the rest holds no secret)."""
     data = dump.get("data")
-    if not isinstance(data, dict) or not isinstance(data.get("connection"), str):
+    if not isinstance(data, dict):
         return dump
-    return {**dump, "data": {**data, "connection": shown_url(data["connection"])}}
+    shown = {
+        key: shown_url(value)
+        for key in ("connection", "path")
+        if isinstance(value := data.get(key), str) and (key == "connection" or "://" in value)
+    }
+    return {**dump, "data": {**data, **shown}} if shown else dump

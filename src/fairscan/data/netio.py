@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from fairscan.errors import DataError, truncate
+from fairscan.redact import shown_url
 
 FIELD = "data.path"
 CONNECT_TIMEOUT = 10.0
@@ -102,7 +103,7 @@ def probe_url(url: str) -> None:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         return
-    shown = truncate(url)
+    shown = truncate(shown_url(url))  # no user, password or signature parameter
     connection_type = (
         http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
     )

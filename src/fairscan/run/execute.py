@@ -19,7 +19,7 @@ from fairscan import __version__
 from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
-from fairscan.redact import shown_spec
+from fairscan.redact import shown_spec, shown_url
 from fairscan.report.baseline import compare_reports
 from fairscan.report.models import (
     AuditedModel,
@@ -344,7 +344,9 @@ def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
     (``<in-memory ...>``), and absolute when the two share no folder but the root (or lie on
     different drives)."""
     text = str(data_path)
-    if text.startswith("<") or "://" in text:  # in memory, or a URL
+    if "://" in text and "#" not in text:  # a URL (a database's location is shown already)
+        return shown_url(text)
+    if text.startswith("<") or "://" in text:  # in memory, or a database table
         return text
     data = os.path.abspath(text)
     spec_dir = os.path.dirname(os.path.abspath(spec_path))
