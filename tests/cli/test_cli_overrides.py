@@ -158,3 +158,24 @@ def test_a_pyproject_that_cannot_be_read_is_an_error(
     done = cli("run", "inherited.audit.yaml", "--no-progress", code=2)
     assert str(work / "pyproject.toml") in done.stderr and said in done.stderr
     assert not (work / "audits" / "reports").exists()
+
+
+def test_audit_scan_shows_and_records_what_it_inherits(
+    project: Project, work: Path, cli: Invoke
+) -> None:
+    """``audit scan``'s flags are its spec; a parent's settings are shown and recorded."""
+    (project.root / "pyproject.toml").write_text(
+        "[tool.fairscan]\nexit-zero = true\nreplicates = 19\n"
+    )
+    source = _source(project.root / "pyproject.toml")
+    flags = ("--type", "fpr_scan", "--outcome", "y", "--recommendation", "rec")
+    flags += ("--attributes", "sex,region,age_group", "--set", "restarts=5", "--workers", "1")
+    done = cli("scan", work / "data.csv", *flags, "--out", work / "scanned", code=0)
+    assert f"setting exit-zero = true from {source}" in done.stderr
+    assert f"setting replicates = 19 from {source}" in done.stderr
+    report = strict_json(next((work / "scanned").glob("*.json")).read_text("utf-8"))
+    assert isinstance(report, dict)
+    assert report["provenance"]["overrides"] == [
+        {"key": "replicates", "value": 19, "source": source},
+        {"key": "exit-zero", "value": True, "source": source},
+    ]
