@@ -168,8 +168,8 @@ def test_audit_scan_shows_and_records_what_it_inherits(
         "[tool.fairscan]\nexit-zero = true\nreplicates = 19\n"
     )
     source = _source(project.root / "pyproject.toml")
-    flags = ("--type", "fpr_scan", "--outcome", "y", "--recommendation", "rec")
-    flags += ("--attributes", "sex,region,age_group", "--set", "restarts=5", "--workers", "1")
+    flags = ["--type", "fpr_scan", "--outcome", "y", "--recommendation", "rec"]
+    flags += ["--attributes", "sex,region,age_group", "--set", "restarts=5", "--workers", "1"]
     done = cli("scan", work / "data.csv", *flags, "--out", work / "scanned", code=0)
     assert f"setting exit-zero = true from {source}" in done.stderr
     assert f"setting replicates = 19 from {source}" in done.stderr

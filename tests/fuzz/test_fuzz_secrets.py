@@ -7,6 +7,7 @@ shape gives its table or a usage error, never another exception."""
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus, urlsplit
 
@@ -43,7 +44,13 @@ def test_a_spliced_value_moves_nothing(password: str, database: str, app: str) -
 @given(secret=secrets_, case=st.sampled_from(["as is", "lower", "upper", "swap"]))
 def test_a_secret_never_survives_masking(secret: str, case: str) -> None:
     forms = [secret, quote(secret, safe=""), quote_plus(secret), quote(secret)]
-    changed = {"as is": str, "lower": str.lower, "upper": str.upper, "swap": str.swapcase}[case]
+    cases: dict[str, Callable[[str], str]] = {
+        "as is": str,
+        "lower": str.lower,
+        "upper": str.upper,
+        "swap": str.swapcase,
+    }
+    changed = cases[case]
     text = " | ".join(f"failed for {changed(form)}." for form in forms)
     masked = mask_text(text, [secret])
     for form in forms:
