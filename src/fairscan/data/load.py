@@ -13,6 +13,7 @@ from typing import IO, cast
 import polars as pl
 
 from fairscan.errors import DataError
+from fairscan.redact import mask_text
 
 FIELD = "data.path"
 
@@ -102,6 +103,10 @@ _READERS: dict[str, Callable[[Path], pl.DataFrame]] = {
     "ndjson": _read_ndjson,
     "ipc": _read_ipc,
 }
+
+
+# masking a driver's message: one home, fairscan.redact (re-exported for the data modules)
+mask = mask_text
 
 
 def first_line(exc: BaseException) -> str:
