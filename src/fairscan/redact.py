@@ -56,10 +56,12 @@ SAFE_PARAMS = frozenset(
     }
 )
 # parameter names that hold a credential: written literally in a spec they are an error
-# (secrets come from the environment only); matched as parts of the name, case-insensitively
-_SECRET_NAME = re.compile(r"pass(word|wd)|pwd|token|secret|credential", re.IGNORECASE)
-# a value that sets a password inside another parameter (`options=-c password=x`)
-_SECRET_SETTING = re.compile(r"(pass(word|wd)|pwd|token|secret|credential)\w*\s*=", re.I)
+# (secrets come from the environment only); matched as parts of the name, case-insensitively.
+# (`sslkey`, `passfile` name files: masked when shown, not refused)
+_SECRET_WORDS = r"pass(word|wd)|pwd|token|secret|credential|(api|access|private)_?key"
+_SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)
+# a value that sets one inside another parameter (`options=-c password=x`), not from ${NAME}
+_SECRET_SETTING = re.compile(rf"({_SECRET_WORDS})\w*\s*=\s*(?!\$\{{)", re.IGNORECASE)
 
 
 def _safe(key: str) -> bool:

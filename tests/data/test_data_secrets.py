@@ -109,7 +109,9 @@ def test_shown_url_keeps_only_harmless_parameters() -> None:
         ("postgresql://h/db?options=-c%20password%3DLIT", "options"),
         ("bigquery://p/d?credentials_info=LIT", "credentials_info"),
         ("postgresql://h/db?Client_Secret=LIT", "Client_Secret"),
-        ("postgresql://u:${PW}@h/db?sslpassword=${SSL}&passfile=/p", None),
+        ("snowflake://u@a/db?api_key=LIT", "api_key"),
+        ("postgresql://u:${PW}@h/db?sslpassword=${SSL}&passfile=/p&sslkey=/k", None),
+        ("postgresql://h/db?options=-c%20password%3D${PW}", None),
     ],
 )
 def test_literal_secrets_are_found(url: str, secret: str | None) -> None:
