@@ -70,7 +70,8 @@ def test_pyproject_defaults_and_their_precedence(
     # --show-resolved says where each override came from
     monkeypatch.delenv("FAIRSCAN_SEED")
     shown = cli("validate", spec.name, "--show-resolved", code=0).stdout
-    assert "significance.replicates = 0  (from [tool.fairscan] in pyproject.toml)" in shown
+    source = f"{project.root / 'pyproject.toml'} [tool.fairscan]"
+    assert f"significance.replicates = 0  (from {source})" in shown
     assert "precedence: flag > FAIRSCAN_* env > [tool.fairscan] in pyproject.toml > spec" in shown
     resolved = yaml.safe_load(shown)
     assert resolved["significance"]["replicates"] == 0

@@ -71,6 +71,7 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     for key in ("utc_time", "finished_utc_time", "total_seconds", "workers", "environment"):
         provenance.pop(key)
     provenance["parameters"]["significance"].pop("workers")
+    provenance["overrides"] = [o for o in provenance["overrides"] if o["key"] != "workers"]
     for scan in report["scans"]:
         scan.pop("timing")
     return report

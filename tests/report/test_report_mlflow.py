@@ -187,7 +187,7 @@ def test_keys_and_values_fit_mlflows_limits() -> None:
 
 def test_uris_and_messages_lose_their_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     uri = "https://alice:s%3Acret@mlflow.example.org:8443/prefix?token=abc123"
-    assert redact_uri(uri) == "https://mlflow.example.org:8443/prefix"
+    assert redact_uri(uri) == "https://mlflow.example.org:8443/prefix?token=***"
     assert redact_uri("databricks") == "databricks"
     assert redact_uri("http://[::1]:5000") == "http://[::1]:5000"
     assert redact_uri("sqlite:////tmp/mlflow.db") == "sqlite:////tmp/mlflow.db"

@@ -106,7 +106,7 @@ def main_callback(
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
     if ctx.resilient_parsing:  # shell completion: no file is read
         return
-    from fairscan.cli.config import load_config
+    from fairscan.cli.config import CONFIG_META, load_config
     from fairscan.errors import FairscanError
 
     try:
@@ -117,6 +117,7 @@ def main_callback(
     if config is not None:
         # defaults of the options: below flags and FAIRSCAN_* variables, above the spec
         ctx.default_map = {**(ctx.default_map or {}), **config.default_map()}
+        ctx.meta[CONFIG_META] = config  # the commands name the file of each setting it gives
 
 
 def _exit_now(code: int) -> None:

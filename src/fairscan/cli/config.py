@@ -23,10 +23,13 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import Issue, UsageError
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
+
+if TYPE_CHECKING:
+    from fairscan.report.models import Override
 
 TABLE = "tool.fairscan"
 FILE_NAME = "pyproject.toml"
@@ -125,29 +128,70 @@ class ProjectConfig:
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.fairscan]`` table."""
+    found = _nearest(start)
+    return found[0] if found is not None else None
+
+
+def _nearest(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest ``pyproject.toml`` whose parsed TOML has ``tool.fairscan``, with its
+    document. The table is found by parsing, so that every form TOML allows counts (a
+    ``[tool.fairscan]`` header, dotted keys ``tool.fairscan.seed = 1``, an inline table
+    ``tool = {fairscan = {...}}``); a file on the way that cannot be read or parsed is a usage
+    error naming it, never skipped (its table could be the one meant)."""
     for folder in (start, *start.parents):
         candidate = folder / FILE_NAME
         try:
-            text = candidate.read_text(encoding="utf-8") if candidate.is_file() else None
-        except (OSError, UnicodeDecodeError):
+            exists = candidate.is_file()
+        except OSError:
+            exists = True  # unreadable: reading it says why
+        if not exists:
             continue
-        if text is not None and re.search(r"^\s*\[\s*tool\s*\.\s*fairscan\s*[\].]", text, re.M):
-            return candidate
+        document = _parse(candidate)
+        tool = document.get("tool")
+        if isinstance(tool, dict) and "fairscan" in tool:
+            return candidate, document
     return None
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """The TOML document of ``path`` (UTF-8, a byte-order mark allowed); a UsageError naming
+    the file, and the line when TOML says it, for a file that cannot be read or parsed."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise _file_error(path, f"cannot be read: {exc.strerror or exc}", None, None) from None
+    except UnicodeDecodeError as exc:
+        raise _file_error(
+            path,
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            None,
+            "save it as UTF-8 (TOML files are UTF-8)",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line = (int(where.group(1)), int(where.group(2))) if where else None
+        raise _file_error(path, f"not valid TOML: {exc}", line, "fix the TOML") from None
+
+
+def _file_error(
+    path: Path, message: str, at: tuple[int, int] | None, hint: str | None
+) -> UsageError:
+    line, col = at if at is not None else (None, None)
+    issue = Issue(message, hint=hint or "fix or remove the file")
+    return UsageError(issues=[issue.located(str(path), line, col)])
 
 
 def load_config(start: Path | None = None) -> ProjectConfig | None:
     """``[tool.fairscan]`` of the nearest ``pyproject.toml`` (None when there is none); a
-    :class:`~fairscan.errors.UsageError` naming the file and key for a bad value."""
-    path = find_pyproject(start if start is not None else Path.cwd())
-    if path is None:
+    :class:`~fairscan.errors.UsageError` naming the file (and key) for a file that cannot be
+    read or parsed on the way up, or a bad value."""
+    found = _nearest(start if start is not None else Path.cwd())
+    if found is None:
         return None
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        issue = Issue(f"cannot read it: {exc}", hint="fix the TOML, or remove [tool.fairscan]")
-        raise UsageError(issues=[issue.located(str(path), None, None)]) from exc
-    table = document.get("tool", {}).get("fairscan")
+    path, document = found
+    table = document["tool"]["fairscan"]
     if not isinstance(table, dict):
         raise _error(path, "fairscan", "expected a table: [tool.fairscan]", None)
     values: dict[str, Any] = {}
@@ -174,7 +218,7 @@ def _error(path: Path, key: str, message: str, hint: str | None) -> UsageError:
 def _line_of(path: Path, key: str) -> int | None:
     """The line of ``key =`` in the ``[tool.fairscan]`` table (for annotations and editors)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_bytes().decode("utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     inside = False
@@ -185,4 +229,46 @@ def _line_of(path: Path, key: str) -> int | None:
             continue
         if inside and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", stripped):
             return number
-    return None
+    # dotted keys (tool.fairscan.seed = 1) or an inline table ({fairscan = {seed = 1}})
+    written = re.compile(rf"(^|[\s.{{,])[\"']?{re.escape(key)}[\"']?\s*=")
+    return next((n for n, line in enumerate(lines, start=1) if written.search(line)), None)
+
+
+# --- the settings a run takes from outside its spec ------------------------------------------
+
+# parameter -> (key in [tool.fairscan], flag, FAIRSCAN_* variable): the settings that change
+# the run (seed, replicates, workers, where the replicates run) or the gate (exit-zero, baseline)
+RUN_SETTINGS: dict[str, tuple[str, str, str | None]] = {
+    "seed": ("seed", "--seed", "FAIRSCAN_SEED"),
+    "replicates": ("replicates", "--replicates", "FAIRSCAN_REPLICATES"),
+    "workers": ("workers", "--workers", "FAIRSCAN_WORKERS"),
+    "executor": ("executor", "--executor", "FAIRSCAN_EXECUTOR"),
+    "exit_zero": ("exit-zero", "--exit-zero", None),
+    "baseline": ("baseline", "--baseline", None),
+}
+CONFIG_META = "fairscan.config"  # where main_callback leaves the ProjectConfig in ctx.meta
+
+
+def outside_settings(
+    ctx: Any, values: dict[str, Any], *, flags: bool = True
+) -> tuple[Override, ...]:
+    """The settings among ``values`` (parameter -> value) that did not come from the spec or a
+    built-in default, each with its source: ``PATH [tool.fairscan]``, the ``FAIRSCAN_*``
+    variable, or the flag (when ``flags``: ``audit scan``'s flags are its spec)."""
+    from fairscan.redact import shown_url
+    from fairscan.report.models import Override
+
+    config = ctx.meta.get(CONFIG_META)
+    found: list[Override] = []
+    for param, value in values.items():
+        source = getattr(ctx.get_parameter_source(param), "name", "DEFAULT")
+        if value is None or source == "DEFAULT" or (source == "COMMANDLINE" and not flags):
+            continue
+        key, flag, env = RUN_SETTINGS[param]
+        where = {
+            "ENVIRONMENT": env or flag,
+            "DEFAULT_MAP": f"{config.path if config else FILE_NAME} [{TABLE}]",
+        }.get(source, flag)
+        shown = value if isinstance(value, bool | int) else shown_url(str(value))
+        found.append(Override(key=key, value=shown, source=where))
+    return tuple(found)

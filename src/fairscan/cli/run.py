@@ -170,17 +170,25 @@ OVERRIDES = {
 
 def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -> list[str]:
     """``significance.seed = 5  (from --seed)`` for each override given by a flag or env."""
-    lines = []
-    for name, value in values.items():
-        if value is None:
+    from fairscan.cli.config import outside_settings
+
+    fields = {key: field for key, (field, _, _) in OVERRIDES.items()}
+    return [
+        f"{fields[o.key]} = {o.value}  (from {o.source})" for o in outside_settings(ctx, values)
+    ]
+
+
+def print_settings(overrides: tuple[Any, ...]) -> None:
+    """``setting replicates = 1 from /x/pyproject.toml [tool.fairscan]`` on stderr for each
+    setting of the run or the gate that the spec does not hold and the command line does not
+    show (a flag is in the command, and in the report's provenance.overrides like the rest):
+    none is applied silently."""
+    from fairscan.report.sink_escape import console_text
+
+    for override in overrides:
+        if override.source.startswith("--"):
             continue
-        field, flag, env = OVERRIDES[name]
-        source = getattr(ctx.get_parameter_source(name), "name", "")
-        origin = {"ENVIRONMENT": env, "DEFAULT_MAP": "[tool.fairscan] in pyproject.toml"}.get(
-            source, flag
-        )
-        lines.append(f"{field} = {value}  (from {origin})")
-    return lines
+        err.print(f"setting {console_text(override.text())}", markup=False, soft_wrap=True)
 
 
 def _untested_warnings(loaded: Any, options: Any, sources: list[str]) -> list[str]:
@@ -210,13 +218,16 @@ def _resolved_yaml(loaded: Any, spec: Any, sources: list[str]) -> str:
         "# precedence: flag > FAIRSCAN_* env > [tool.fairscan] in pyproject.toml > spec "
         "(child over parent) > defaults"
     )
-    body = spec.model_dump(mode="json", exclude={"extends", "defaults"})
+    from fairscan.redact import shown_spec
+
+    body = shown_spec(spec.model_dump(mode="json", exclude={"extends", "defaults"}))
     text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "\n".join(header) + "\n" + text
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     specs: Annotated[
         list[Path], typer.Argument(help="Spec files (*.audit.yaml) or directories of them.")
     ],
@@ -267,8 +278,14 @@ def run(
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
+    from fairscan.cli.config import outside_settings
+
+    given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
+    overrides = outside_settings(ctx, {**given, "exit_zero": exit_zero, "baseline": baseline})
+    print_settings(overrides)
     observer = make_progress(progress and not quiet)
     options = RunOptions(
+        overrides=overrides,
         out_dir=Path(out_dir) if out_dir is not None and not to_stdout else None,
         seed=seed,
         replicates=replicates,
@@ -503,9 +520,11 @@ def validate(
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
     options = RunOptions(seed=seed, replicates=replicates, workers=workers, executor=executor)
-    sources = _override_sources(
-        ctx, {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
-    )
+    from fairscan.cli.config import outside_settings
+
+    given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
+    print_settings(outside_settings(ctx, given))
+    sources = _override_sources(ctx, given)
     for spec_path in spec_paths:
         try:
             if no_data:

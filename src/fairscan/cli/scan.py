@@ -29,12 +29,14 @@ from fairscan.cli.common import (
     print_error,
     print_summary,
 )
+from fairscan.cli.config import outside_settings
 from fairscan.cli.run import (
     STDOUT,
     ExecutorOption,
     check_formats,
     check_overrides,
     format_names,
+    print_settings,
     write_stdout,
 )
 from fairscan.cli.scan_spec import (
@@ -117,6 +119,7 @@ def _write(report: AuditReport, out_dir: Path, formats: list[str]) -> list[Path]
     "--recommendation high_risk --attributes sex,race,age_group,priors --set penalty=1"
 )
 def scan(
+    ctx: typer.Context,
     data: Annotated[
         Path,
         typer.Argument(
@@ -327,10 +330,15 @@ def scan(
                 soft_wrap=True,
             )
         observer = make_progress(progress and not quiet)
-        result = run_prepared(
-            prepared,
-            RunOptions(write=False, progress=observer, debug=debug, executor=executor),
+        # what pyproject.toml or a FAIRSCAN_* variable set (the flags are this scan's spec)
+        given: dict[str, object] = {"seed": seed, "replicates": replicates, "workers": workers}
+        given |= {"executor": executor, "exit_zero": exit_zero}
+        overrides = outside_settings(ctx, given, flags=False)
+        print_settings(overrides)
+        options = RunOptions(
+            write=False, progress=observer, debug=debug, executor=executor, overrides=overrides
         )
+        result = run_prepared(prepared, options)
         report = _finish(result.report, plan.flags, spec_path, spec_sha)
         written: list[Path] = []
         report_formats: tuple[str, ...] = ()

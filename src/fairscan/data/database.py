@@ -8,8 +8,9 @@ audit's whole preparation is compiled to the engine's SQL by :mod:`fairscan.data
 Secrets come from the environment only: ``${NAME}`` in the URL is replaced by the variable's
 value when connecting (or the driver reads its own variables, e.g. ``PGPASSWORD``). A password
 written into the URL is a spec error (:func:`fairscan.spec.models.DataSpec`). The URL the
-report, the logs and every message show has its user and password removed
-(:func:`redacted_url`), and error messages of the driver have the secret values masked.
+report, the logs and every message show keeps only the query parameters known to be harmless
+(:func:`fairscan.redact.shown_url`), values are percent-encoded before they are spliced in, and
+error messages of the driver have the secret values masked (:func:`fairscan.redact.mask_text`).
 
 What the spec hands the database is checked first (:mod:`fairscan.data.sql_guard`: one
 read-only SELECT, a table name, harmless URL settings), and the connection can do no more than
@@ -23,14 +24,13 @@ before the query runs; SQLite files are opened read-only; PostgreSQL sessions ar
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
 
-from fairscan.data.load import first_line, mask
+from fairscan.data.load import first_line
 from fairscan.data.sql_guard import (
     CONNECTION_FIELD,
     SQL_FIELD,
@@ -41,10 +41,12 @@ from fairscan.data.sql_guard import (
     table_parts,
 )
 from fairscan.errors import DataError
+from fairscan.redact import interpolated as _spliced
+from fairscan.redact import mask_text as mask
+from fairscan.redact import missing_variables, secret_values, shown_url
 
 # seconds a server has to answer the connection attempt (passed to drivers that take one)
 CONNECT_TIMEOUT_S = 5
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 # a database file named as the connection, without a URL scheme
 _FILE_ENGINES = {
@@ -54,47 +56,22 @@ _FILE_ENGINES = {
     ".sqlite": "sqlite",
     ".sqlite3": "sqlite",
 }
-# query parameters that carry credentials (dropped from the URL the report shows)
-_SECRET_PARAMS = ("password", "passwd", "pwd", "token", "secret", "key", "credentials")
 # drivers that take a connect timeout, and its keyword
 _TIMEOUT_KEYWORD = {"postgres": "connect_timeout", "postgresql": "connect_timeout"}
 SQL_SHOWN = 200  # characters of data.sql a message quotes
 
 
-def secret_values(url: str) -> list[str]:
-    """The values of the environment variables a URL names (masked in any message)."""
-    return [os.environ[name] for name in _ENV.findall(url) if os.environ.get(name)]
-
-
-def redacted_url(url: str) -> str:
-    """The connection URL without user, password and credential parameters."""
-    match = _SCHEME.match(url)
-    if not match:
-        return url
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return f"{match.group(1)}://(unparsable URL)"
-    if ":" in host:
-        host = f"[{host}]"
-    query = urlencode(
-        [(k, v) for k, v in parse_qsl(parts.query) if k.lower() not in _SECRET_PARAMS]
-    )
-    return urlunsplit((parts.scheme, host + port, parts.path, query, ""))
-
-
 def interpolated(url: str) -> str:
-    """``${NAME}`` replaced by the environment variable's value; a DataError when unset."""
-    missing = [name for name in _ENV.findall(url) if name not in os.environ]
+    """``${NAME}`` replaced by the environment variable's value, percent-encoded for its place
+    in the URL; a DataError when unset."""
+    missing = missing_variables(url)
     if missing:
         raise DataError(
             f"environment variable {missing[0]} (named in the connection URL) is not set",
             field=CONNECTION_FIELD,
             hint=f"export {missing[0]}=... before the audit; secrets come from the environment only",
         )
-    return _ENV.sub(lambda m: os.environ[m.group(1)], url)
+    return _spliced(url)
 
 
 @dataclass(frozen=True)
@@ -137,9 +114,7 @@ class DatabaseTable:
     def location(self) -> str:
         """What the report names as the data: the URL without credentials and the table, or
         the query's hash."""
-        where = (
-            self.target if self.engine in ("duckdb", "sqlite") else redacted_url(self.connection)
-        )
+        where = self.target if self.engine in ("duckdb", "sqlite") else shown_url(self.connection)
         if self.table is not None:
             return f"{where}#{self.table}"
         return f"{where}#sql:{self.sql_sha256[:16]}"
@@ -183,7 +158,7 @@ def database_table(
         engine = _FILE_ENGINES.get(suffix)
         if engine is None:
             raise DataError(
-                f"data.connection {connection!r} is neither a URL nor a database file",
+                f"data.connection {shown_url(connection)!r} is neither a URL nor a database file",
                 field=CONNECTION_FIELD,
                 hint="write a URL such as postgresql://host:5432/db or duckdb:///path/file.duckdb, "
                 f"or name a database file ({', '.join(_FILE_ENGINES)})",
@@ -403,10 +378,11 @@ def open_duckdb(source: DatabaseTable, con: Any) -> Any:
     except DataError:
         raise
     except Exception as exc:
+        secrets = secret_values(source.connection)
         if source.table is None:
-            raise _sql_error(source, exc, []) from None
+            raise _sql_error(source, exc, secrets) from None
         tables = _list_tables(lambda: [row[0] for row in con.sql("show tables").fetchall()])
-        raise _table_error(source, exc, [], tables) from None
+        raise _table_error(source, exc, secrets, tables) from None
 
 
 def _list_tables(lister: Any) -> list[str] | None:

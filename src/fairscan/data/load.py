@@ -6,13 +6,14 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
 import polars as pl
 
 from fairscan.errors import DataError
+from fairscan.redact import mask_text
 
 FIELD = "data.path"
 
@@ -104,20 +105,16 @@ _READERS: dict[str, Callable[[Path], pl.DataFrame]] = {
 }
 
 
+# masking a driver's message: one home, fairscan.redact (re-exported for the data modules)
+mask = mask_text
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type when it has none), at most 300
     characters: what a data error quotes of a reader's failure."""
     text = str(exc).strip()
     line = text.splitlines()[0].strip() if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
-
-
-def mask(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``***``."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 # --- memory: refuse a file that cannot fit before polars aborts the process -----------------

@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from fairscan.errors import DataError, truncate
 from fairscan.interrupts import env_seconds, in_thread
+from fairscan.redact import shown_url
 
 FIELD = "data.path"
 CONNECT_TIMEOUT = 10.0
@@ -51,7 +52,7 @@ def read_timeout() -> float:
 
 
 def query_timeout() -> float:
-    return _seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
+    return env_seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
 
 
 class _ReadCounter:
@@ -97,7 +98,7 @@ def probe_url(url: str) -> None:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         return
-    shown = truncate(url)
+    shown = truncate(shown_url(url))  # no user, password or signature parameter
     connection_type = (
         http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
     )

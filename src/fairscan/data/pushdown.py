@@ -30,7 +30,7 @@ import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
 from fairscan.data.engine_scan import Engine
-from fairscan.data.load import first_line, mask
+from fairscan.data.load import first_line
 from fairscan.data.stream import (
     MAX_VALUE_COUNTS,
     WEIGHT_COLUMN,
@@ -42,6 +42,7 @@ from fairscan.data.stream import (
 )
 from fairscan.data.table import Aggregation
 from fairscan.errors import DataError
+from fairscan.redact import mask_text as mask
 from fairscan.spec.models import DiscretizeSpec, SampleSpec
 
 _INPUT = "fairscan_input"

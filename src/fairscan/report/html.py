@@ -796,6 +796,8 @@ def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
                 ["rows", f"{prov.data_rows} ({prov.rows_after_filter} after filter)"],
                 ["filter", prov.filter or "none"],
                 ["seed", seed],
+                # settings not written in the spec ([tool.fairscan], FAIRSCAN_*, flags)
+                *(["setting", o.text()] for o in prov.overrides),
             ],
             set(),
         )

@@ -393,6 +393,8 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         f"{prov.rows_after_filter} after filter" + (f" `{prov.filter}`" if prov.filter else ""),
         f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}"
         + (f" ({prov.seed_origin})" if prov.seed_origin not in (None, "significance.seed") else ""),
+        # settings not written in the spec ([tool.fairscan], FAIRSCAN_*, flags)
+        *(f"- setting `{o.text()}`" for o in prov.overrides),
         "",
     ]
     # data values and names may hold HTML: disarmed for every renderer (report/sink_escape.py)

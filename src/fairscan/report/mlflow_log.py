@@ -40,7 +40,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlsplit
 
 from fairscan.errors import ServiceError
 from fairscan.interrupts import env_seconds, in_thread, interrupt_of
+from fairscan.redact import mask_text, secret_values, shown_url
 from fairscan.report.formats import FORMATS
 from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.models import AuditReport, ScanResult
@@ -249,18 +250,9 @@ def report_tags(report: AuditReport) -> dict[str, str]:
 
 
 def redact_uri(uri: str) -> str:
-    """``uri`` without its user and password, query and fragment (which may carry a token)."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return "<tracking URI>"
-    netloc = parts.netloc.rpartition("@")[2]
-    if not parts.scheme:
-        return parts.path
-    # `sqlite:////abs/path` has an empty host: keep the `//` that urlunsplit would drop
-    return (
-        f"{parts.scheme}://{netloc}{parts.path}" if "//" in uri else f"{parts.scheme}:{parts.path}"
-    )
+    """``uri`` as shown and stored: no user, password or fragment, and only the harmless query
+    parameters (:func:`fairscan.redact.shown_url`)."""
+    return shown_url(uri)
 
 
 def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
@@ -441,19 +433,13 @@ def _reason(exc: BaseException, uri: str) -> str:
 
 
 def mask_secrets(text: str, uri: str) -> str:
-    """``text`` with the tracking URI's user and password, any ``user:password@`` of a URL and
-    MLflow's password and token variables masked."""
-    secrets: list[str] = [os.environ.get(name, "") for name in SECRET_VARIABLES]
-    try:
-        parts = urlsplit(uri)
-        secrets += [parts.password or "", parts.username or ""]
-    except ValueError:
-        pass
-    text = re.sub(r"(\w+://)[^/\s@]+@", r"\1***@", text)
-    for secret in {s for s in secrets if len(s) >= 3}:
-        for form in {secret, unquote(secret)}:
-            text = text.replace(form, "***")
-    return text
+    """``text`` with the tracking URI's user, password and unknown parameters, any URL's user
+    and password, and MLflow's password and token variables masked
+    (:func:`fairscan.redact.mask_text`)."""
+    secrets = [os.environ.get(name, "") for name in SECRET_VARIABLES] + secret_values(uri)
+    with suppress(ValueError):
+        secrets.append(unquote(urlsplit(uri).username or ""))
+    return mask_text(text, [s for s in secrets if len(s) >= 3])
 
 
 def _spec_settings(report: AuditReport) -> dict[str, Any]:

@@ -227,6 +227,26 @@ class Environment(ReportModel):
     packages: dict[str, str]
 
 
+class Override(ReportModel):
+    """A setting of the run that its spec does not hold: from ``[tool.fairscan]`` in a
+    ``pyproject.toml``, a ``FAIRSCAN_*`` variable or a command-line flag."""
+
+    key: str = Field(
+        description="The setting as [tool.fairscan] names it: seed, replicates, workers, "
+        "executor, exit-zero, baseline."
+    )
+    value: bool | int | str = Field(description="Its value (no secret: URLs are redacted).")
+    source: str = Field(
+        description="Where it came from: `PATH [tool.fairscan]`, the FAIRSCAN_* variable's "
+        "name or the --flag."
+    )
+
+    def text(self) -> str:
+        """``replicates = 1 from /x/pyproject.toml [tool.fairscan]``."""
+        value = str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+        return f"{self.key} = {value} from {self.source}"
+
+
 class Provenance(ReportModel):
     tool: str = "fairscan"
     tool_version: str
@@ -270,6 +290,11 @@ class Provenance(ReportModel):
     )
     parameters: dict[str, Any] = Field(
         description="The resolved spec (defaults filled in, CLI overrides applied)."
+    )
+    overrides: list[Override] = Field(
+        default_factory=list,
+        description="Every setting of the run or the gate not written in the spec (from "
+        "[tool.fairscan], FAIRSCAN_* or a flag), with its source; empty when none.",
     )
     environment: Environment
 

@@ -19,12 +19,14 @@ from fairscan import __version__
 from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
+from fairscan.redact import shown_spec, shown_url
 from fairscan.report.baseline import compare_reports
 from fairscan.report.models import (
     AuditedModel,
     AuditReport,
     BaselineComparison,
     Environment,
+    Override,
     Provenance,
     ScanResult,
     ScanTiming,
@@ -106,6 +108,7 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
             workers,
             started_wall,
             time.perf_counter() - started,
+            options.overrides,
         ),
         data_warnings=list(prepared.data.warnings),
         attributes={a.name: list(a.labels) for a in prepared.data.attributes},
@@ -317,6 +320,7 @@ def _provenance(
     workers: int,
     started_wall: float,
     elapsed: float,
+    overrides: tuple[Override, ...] = (),
 ) -> Provenance:
     spec = prepared.spec
     return Provenance(
@@ -338,9 +342,12 @@ def _provenance(
         executor=spec.significance.executor,
         data_source=prepared.data_source,
         # an absent `model:` block is left out, so reports of specs without one keep their keys
-        parameters=spec.model_dump(
-            mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+        parameters=shown_spec(
+            spec.model_dump(
+                mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+            )
         ),
+        overrides=list(overrides),
         environment=_environment(),
     )
 
@@ -353,7 +360,9 @@ def _relative_data_path(data_path: Path | str, spec_path: Path | str) -> str:
     (``<in-memory ...>``), and absolute when the two share no folder but the root (or lie on
     different drives)."""
     text = str(data_path)
-    if text.startswith("<") or "://" in text:  # in memory, or a URL
+    if "://" in text and "#" not in text:  # a URL (a database's location is shown already)
+        return shown_url(text)
+    if text.startswith("<") or "://" in text:  # in memory, or a database table
         return text
     data = os.path.abspath(text)
     spec_dir = os.path.dirname(os.path.abspath(spec_path))

@@ -15,8 +15,8 @@ import numpy as np
 
 from fairscan.engine.multiple_testing import adjust_p_values
 from fairscan.report.models import Finding, ScanResult, count_significant, finite_or_none
-from fairscan.report.verdict import exceeds, untested_reason
 from fairscan.report.text import fmt_p
+from fairscan.report.verdict import exceeds, untested_reason
 
 CORRECTIONS = ("none", "holm", "bonferroni", "bh")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import FairscanError
 from fairscan.progress import NullProgress, Progress
-from fairscan.report.models import AuditReport
+from fairscan.report.models import AuditReport, Override
 from fairscan.report.verdict import ExitCode
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ class RunOptions:
     debug: bool = False  # a scan's internal error carries its traceback into the report
     # overrides output.formats (`audit run --format`); None: the spec's
     formats: tuple[str, ...] | None = None
+    # the settings above that came from outside the spec (recorded in provenance.overrides)
+    overrides: tuple[Override, ...] = ()
 
     def report_formats(self, spec_formats: Sequence[str]) -> tuple[str, ...]:
         """The formats this run delivers: ``--format``'s, else the spec's ``output.formats``."""

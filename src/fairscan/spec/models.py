@@ -18,6 +18,7 @@ from pydantic import (
 
 from fairscan.errors import truncate
 from fairscan.metric_table import CATALOGUE
+from fairscan.redact import literal_secret
 from fairscan.spec import constraints
 from fairscan.spec.base import Scalar, ScanSpecBase, StrictModel, rule_error
 
@@ -35,26 +36,6 @@ MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
 # significance.executor: `local`, dask://HOST:PORT or tls://HOST:PORT (host name, IPv4 or [IPv6]);
 # the same pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
 EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
-
-
-def _literal_password(url: str) -> bool:
-    from urllib.parse import parse_qsl, urlsplit
-
-    if "://" not in url:
-        return False
-    env = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return False
-    if password is not None and not env.fullmatch(password):
-        return True
-    secret_keys = ("password", "passwd", "pwd", "token", "secret")
-    return any(
-        k.lower() in secret_keys and not env.fullmatch(v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
 
 
 class SampleSpec(StrictModel):
@@ -167,9 +148,11 @@ class DataSpec(StrictModel):
             raise rule_error(
                 "with data.connection, give data.table or data.sql (one)", "connection"
             )
-        if _literal_password(self.connection):
+        secret = literal_secret(self.connection)
+        if secret is not None:
             raise rule_error(
-                "the connection URL holds a password: secrets come from the environment only",
+                f"the connection URL holds a secret ({secret}): secrets come from the "
+                "environment only",
                 "connection",
                 hint="write ${NAME} in its place (e.g. postgresql://user:${PGPASSWORD}@host/db) "
                 "and export NAME",
