@@ -215,8 +215,12 @@ def test_bad_input_exits_2_with_a_located_message(
         assert re.search(rf"{re.escape(str(spec))}:{line}(:\d+)?: ", message), (
             f"expected {spec}:{line} (the {case.line_prefix.strip()!r} line) in:\n{message}"
         )
-    # Every issue is one line of `file:line:col: field: message` (no wrapping at 80 columns).
-    first = message.splitlines()[0]
+    # Every issue is one line of `file:line:col: field: message` (no wrapping at 80 columns),
+    # after the `setting ... from --flag` lines that say which settings the command line gave.
+    lines = message.splitlines()
+    settings = [line for line in lines if line.startswith("setting ")]
+    assert all(" from --" in line for line in settings)
+    first = lines[len(settings)]
     assert first.startswith(f"{case.label}: {spec}:")
     assert case.expected[0] in first
     assert not (tmp_path / "out").exists()  # nothing is written for a spec that fails

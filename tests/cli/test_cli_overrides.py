@@ -83,7 +83,7 @@ def test_a_parent_replicates_and_variables_and_flags_are_recorded(
     source = _source(project.root / "pyproject.toml")
     for line in (f"setting replicates = 19 from {source}", "setting seed = 5 from FAIRSCAN_SEED"):
         assert line in done.stderr
-    assert "from --workers" not in done.stderr  # shown by the command line itself
+    assert "setting workers = 1 from --workers" in done.stderr  # flags are named too
     report = _report(work)
     assert report["provenance"]["parameters"]["significance"]["replicates"] == 19
     assert report["provenance"]["overrides"] == [

@@ -179,15 +179,13 @@ def _override_sources(ctx: typer.Context, values: dict[str, int | str | None]) -
 
 
 def print_settings(overrides: tuple[Any, ...]) -> None:
-    """``setting replicates = 1 from /x/pyproject.toml [tool.fairscan]`` on stderr for each
-    setting of the run or the gate that the spec does not hold and the command line does not
-    show (a flag is in the command, and in the report's provenance.overrides like the rest):
-    none is applied silently."""
+    """``setting replicates = 1 from /x/pyproject.toml [tool.fairscan]`` (or ``from
+    FAIRSCAN_REPLICATES``, ``from --replicates``) on stderr for each setting of the run or the
+    gate that the spec does not hold, as the report's provenance.overrides records it: none is
+    applied silently, and a CI log shows where each one came from."""
     from fairscan.report.sink_escape import console_text
 
     for override in overrides:
-        if override.source.startswith("--"):
-            continue
         err.print(f"setting {console_text(override.text())}", markup=False, soft_wrap=True)
 
 
