@@ -9,9 +9,15 @@ the spec (names, paths, filters).
   any backtick run in their text (:func:`code_fence`).
 * XML (JUnit): characters XML 1.0 forbids (C0 controls but tab, newline and carriage return;
   lone surrogates; U+FFFE/U+FFFF) are replaced by ``\\xNN``-style escapes (:func:`xml_text`).
-* The console: control characters (ESC sequences, backspace, carriage return ...) are shown as
-  ``\\xNN`` escapes (:func:`console_text`), so data cannot move the cursor or recolour the
-  terminal.
+* The console: control characters (ESC sequences, backspace ...) and every line break (``\\n``,
+  ``\\r``, ``\\x0b``, ``\\x0c``, ``\\x85``, U+2028, U+2029) are shown as escapes
+  (:func:`console_text`): a value is one line, so data can neither move the cursor, recolour
+  the terminal nor start a line of its own.
+* GitHub Actions reads workflow commands from a step's output: a line that starts, after
+  whitespace, with ``::`` (``::add-mask::``, ``::stop-commands::``) and ``##[name]`` anywhere in a
+  line (the runner's legacy form). :func:`workflow_command_free` writes those markers as
+  ``\\u003a:`` and ``\\u0023#[``; the CLI passes all its output through it under Actions
+  (:class:`fairscan.cli.github.CommandGuard`), except its own annotations.
 * JSON and SARIF are written by serialisers that escape everything already.
 """
 
@@ -25,11 +31,19 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 # XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-# C0 controls (but tab and newline), DEL and the C1 controls
-_CONSOLE_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls (but tab), DEL, the C1 controls (NEL among them) and the Unicode line breaks
+_CONSOLE_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r"}
+# a workflow command: `::` first in a line once the runner has trimmed the line's leading
+# whitespace (the runner splits lines at \n and \r; \s also covers what .NET's TrimStart
+# removes); ANSI colour codes a console may put first are skipped too
+_COMMAND_LINE = re.compile(r"(^|[\n\r])((?:\s|\x1b\[[0-9;]*m)*):(?=:)")
+_LEGACY_COMMAND = "##["
 
 
 def _codepoint(match: re.Match[str]) -> str:
+    if match.group() in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[match.group()]
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
@@ -41,8 +55,19 @@ def xml_text(text: str) -> str:
 
 
 def console_text(text: str) -> str:
-    """``text`` with control characters shown as ``\\xNN`` (tab and newline kept)."""
+    """``text`` on one line, control characters and line breaks shown as ``\\n``, ``\\r``,
+    ``\\xNN`` or ``\\uNNNN`` (tab kept): for every data- or spec-derived string the console
+    shows."""
     return _CONSOLE_CONTROL.sub(_codepoint, text)
+
+
+def workflow_command_free(text: str) -> str:
+    """``text`` with nothing GitHub's runner would take for a workflow command (see module doc).
+
+    The escapes are ``\\u`` forms so that a JSON report on stdout stays valid JSON holding the
+    same value."""
+    text = text.replace(_LEGACY_COMMAND, "\\u0023#[")
+    return _COMMAND_LINE.sub(lambda m: f"{m.group(1)}{m.group(2)}\\u003a", text)
 
 
 def html_entities(text: str) -> str:
