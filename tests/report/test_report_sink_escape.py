@@ -115,5 +115,5 @@ def test_console_shows_control_characters_escaped() -> None:
     lines = [*summary_lines(rep), *(t.plain for t in findings_text(rep))]
     assert all("\x1b" not in line and "\x07" not in line for line in lines)
     assert any("\\x1b[31m" in line for line in lines)
-    assert console_text("tab\tnew\nline") == "tab\tnew\nline"
+    assert console_text("tab\tnew\nline") == "tab\tnew\\nline"  # one line (issue 34)
     assert xml_text("\ud800x") == "\\ud800x"
