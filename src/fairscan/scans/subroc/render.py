@@ -5,6 +5,7 @@ from __future__ import annotations
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
+from fairscan.report.sink_escape import md_text
 from fairscan.report.text import fmt_number, fmt_p
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
@@ -104,7 +105,8 @@ def subroc_markdown(scan: ScanResult) -> list[str]:
             )
         lines.append("")
     if not result.reported:
-        lines += [f"No pattern survives the significance filter. {best_candidate(result)}", ""]
+        best = md_text(best_candidate(result))  # the candidate's label: data values
+        lines += [f"No pattern survives the significance filter. {best}", ""]
     return [*lines, _search_summary(result), ""]
 
 
