@@ -249,9 +249,17 @@ def print_error(error: FairscanError) -> None:
 def _issue_text(issue: Issue) -> str:
     """``issue.render()`` with each part on one line (its own help line kept): a value quoted
     in a message cannot start a console line of its own."""
-    parts = ("message", "hint", "field", "column", "file")
+
+    def line(text: str | None) -> str | None:
+        return None if text is None else console_text(text)
+
+    # the column is rendered with repr(), which escapes line breaks itself
     return replace(
-        issue, **{name: console_text(getattr(issue, name) or "") or None for name in parts}
+        issue,
+        message=console_text(issue.message),
+        hint=line(issue.hint),
+        field=line(issue.field),
+        file=line(issue.file),
     ).render()
 
 
