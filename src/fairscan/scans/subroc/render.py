@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
@@ -50,14 +52,15 @@ def _tested(result: SubrocResult) -> int:
     return len(result.patterns)
 
 
-def best_candidate(result: SubrocResult) -> str:
+def best_candidate(result: SubrocResult, shown: Callable[[str], str] = str) -> str:
     """The closest call when nothing is reported: the tested pattern with the smallest
-    adjusted p (ties: the better search rank), named with its figures."""
+    adjusted p (ties: the better search rank), named with its figures; its label (data values)
+    as ``shown`` writes it (Markdown: :func:`md_text`)."""
     tested = [p for p in result.patterns if p.adjusted_p_value is not None]
     if not tested:
         if result.patterns:
             top = result.patterns[0]
-            return f"Best candidate: {top.label} (score {top.score:.4g}; not tested)."
+            return f"Best candidate: {shown(top.label)} (score {top.score:.4g}; not tested)."
         return "No candidate pattern had a positive score."
     best = min(tested, key=lambda p: (p.adjusted_p_value or 1.0, p.rank))
     name = MEASURE_TEXT.get(result.measure, result.measure)
@@ -67,7 +70,7 @@ def best_candidate(result: SubrocResult) -> str:
         else ""
     )
     return (
-        f"Best candidate: {best.label} ({name} {_f(best.search.measure)} on "
+        f"Best candidate: {shown(best.label)} ({name} {_f(best.search.measure)} on "
         f"{best.search.size} search rows, adjusted p = {_p(best.adjusted_p_value)}{above})."
     )
 
@@ -105,7 +108,7 @@ def subroc_markdown(scan: ScanResult) -> list[str]:
             )
         lines.append("")
     if not result.reported:
-        best = md_text(best_candidate(result))  # the candidate's label: data values
+        best = best_candidate(result, md_text)
         lines += [f"No pattern survives the significance filter. {best}", ""]
     return [*lines, _search_summary(result), ""]
 
