@@ -44,12 +44,13 @@ _PYMD_ESCAPABLE = frozenset("\\`*_{}[]()>#+-.!")
 _MD_BACKSLASH_CHARS = re.compile(r"[\\`*\[\]{}]")
 # as character references: HTML, table cells, strike-through and tilde fences, GitHub math,
 # e-mail autolinks; references are text in both renderers, never markup
-_MD_ENTITY_CHARS = re.compile(r"[&<>|~$@]")
+_MD_ENTITY_CHARS = re.compile(r"[&<>|~$@\t]")
 # `_` opens emphasis only at a word's edge (never between two letters or digits)
 _MD_EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 # GFM's bare autolinks: `scheme://` and `www.` (the `:` / `.` written as a reference)
 _MD_AUTOLINK = re.compile(r"(?i):(?=//)|\bwww\.")
 _LEADING_SPACE = re.compile(r"^[ \t]+")
+_TRAILING_SPACE = re.compile(r" +$")
 _WHITESPACE_ENTITY = re.compile(r"[ \t]")
 _ORDERED_ITEM = re.compile(r"^([0-9]{1,9})[.)]")
 _BLOCK_STARTERS = frozenset("#+-=:*_>|")
@@ -121,14 +122,18 @@ def md_text(text: str, *, line_start: bool = True) -> str:
     raw HTML, link, image, autolink, reference definition, code span, emphasis, strike-through,
     math or attribute list; the first character cannot start a block (:func:`_first_character`)
     unless ``line_start`` is False (a table cell, which holds inline text only).
-    A :class:`Markup` value is the report's own and is returned as it is."""
+    Tabs and trailing spaces are references too: python-markdown expands a tab to the next tab
+    stop, and two spaces at a line's end are a line break. The result is :class:`Markup`, so
+    escaping twice (a scan id in a table cell) changes nothing; a :class:`Markup` value is the
+    report's own and is returned as it is."""
     if isinstance(text, Markup):
         return text
     line = _MD_ENTITY_CHARS.sub(_entity, console_text(text))
+    line = _TRAILING_SPACE.sub(lambda m: _WHITESPACE_ENTITY.sub(_entity, m.group()), line)
     line = _MD_BACKSLASH_CHARS.sub(lambda m: "\\" + m.group(), line)
     line = _MD_EDGE_UNDERSCORE.sub(r"\\_", line)
     line = _MD_AUTOLINK.sub(lambda m: m.group()[:-1] + f"&#{ord(m.group()[-1])};", line)
-    return _first_character(line) if line_start else line
+    return Markup(_first_character(line) if line_start else line)
 
 
 def md_code(text: str) -> str:
@@ -140,7 +145,7 @@ def md_code(text: str) -> str:
 def md_block(text: str) -> str:
     """Free text (a description) as Markdown paragraphs: each line as :func:`md_text` shows it,
     blank lines kept (paragraph breaks), nothing else of Markdown."""
-    return "\n".join(md_text(line) for line in _LINE_BREAKS.split(text))
+    return Markup("\n".join(md_text(line) for line in _LINE_BREAKS.split(text)))
 
 
 def markdown_document(text: str) -> str:
