@@ -152,3 +152,25 @@ def test_command_guard_passes_other_calls_through(tmp_path: Path) -> None:
         guard.flush()
         assert guard.isatty() is False
     assert path.read_text(encoding="utf-8") == "ok\n\\u003a:add-mask::x\n\\u0023#[error]y\n"
+
+
+def test_the_audit_process_prints_no_command(project: Project) -> None:
+    """The real entry point (``main()`` guards the streams before anything is printed), with a
+    value in the data and a missing spec path that click itself reports."""
+    import os
+    import subprocess
+    import sys
+
+    _hostile_data(project)
+    spec = project.spec(spec_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAIRSCAN_", "GITHUB_"))}
+    env["GITHUB_ACTIONS"] = "true"
+    command = [sys.executable, "-m", "fairscan.cli", "run", "--no-progress"]
+    for args, code in (([spec.name, "--workers", "1"], 1), ([f"none{STOP}{LEGACY}.yaml"], 2)):
+        done = subprocess.run(
+            [*command, *args], cwd=project.root, capture_output=True, text=True, env=env
+        )
+        assert done.returncode == code, done.stderr
+        assert live_commands(done.stdout + "\n" + done.stderr) == [], done.stderr
+        if code == 1:
+            assert any("TOKEN34" in a for a in own_annotations(done.stderr)), done.stderr
