@@ -37,7 +37,8 @@ def live_commands(text: str) -> list[str]:
 
 
 def own_annotations(text: str) -> list[str]:
-    return [line for line in text.splitlines() if OWN.match(line)]
+    """fairscan's annotations in ``text``, split into lines as the runner splits them."""
+    return [line for line in re.split(r"\r\n|\r|\n", text) if OWN.match(line)]
 
 
 @pytest.fixture(autouse=True)
