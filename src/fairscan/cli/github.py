@@ -94,7 +94,8 @@ class CommandGuard:
     (:func:`fairscan.report.sink_escape.workflow_command_free`).
 
     Each write is taken to start a line: a write that starts mid-line with ``::`` is escaped
-    too (harmless), while a command can never slip through between two writes."""
+    too (harmless), and no ``::`` command slips through between two writes. A ``##[`` cut
+    between two writes would: rich, ``print`` and click write each value whole."""
 
     def __init__(self, stream: TextIO) -> None:
         self.unguarded = stream
