@@ -106,6 +106,9 @@ def main_callback(
     """fairscan: audit classifiers for intersectional bias with statistical guarantees."""
     if ctx.resilient_parsing:  # shell completion: no file is read
         return
+    from fairscan.cli.github import guard_streams
+
+    guard_streams()  # main() did when run as `audit`; `app` may be called without it (tests)
     from fairscan.cli.config import CONFIG_META, load_config
     from fairscan.errors import FairscanError
 
@@ -144,6 +147,9 @@ def main() -> None:
     # matrices, raises the limit to the run's workers while it runs. Workers inherit it.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     _open_missing_streams()
+    from fairscan.cli.github import guard_streams
+
+    guard_streams()  # under GitHub Actions no output line is a workflow command but ours
     _fit_memory_limit()
     install_signal_handlers()
     try:

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import traceback
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -21,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from fairscan.errors import FairscanError
+from fairscan.errors import FairscanError, Issue
 from fairscan.interrupts import interrupt_of
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, gate_line, interrupted_exit_code
@@ -196,7 +197,7 @@ class RichProgress:
             transient=True,
         )
         self._progress.start()
-        self._task = self._progress.add_task(Text(task).plain, total=total)
+        self._task = self._progress.add_task(Text(console_text(task)).plain, total=total)
 
     def advance(self, n: int = 1) -> None:
         if self._progress is not None:
@@ -227,7 +228,7 @@ def make_progress(enabled: bool) -> Progress:
     if show_progress(enabled):
         return RichProgress(err)
     return PlainProgress(
-        lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+        lambda line: err.print(console_text(line), markup=False, highlight=False, soft_wrap=True),
         interval=PLAIN_PROGRESS_SECONDS,
     )
 
@@ -239,10 +240,27 @@ def print_error(error: FairscanError) -> None:
         error.kind, "error"
     )
     for issue in error.issues:
-        err.print(f"[bold red]{label}[/]: {escape(console_text(issue.render()))}", soft_wrap=True)
+        err.print(f"[bold red]{label}[/]: {escape(_issue_text(issue))}", soft_wrap=True)
     from fairscan.cli.github import annotate_error
 
     annotate_error(error)  # under GITHUB_ACTIONS=true: at the spec's line on the diff
+
+
+def _issue_text(issue: Issue) -> str:
+    """``issue.render()`` with each part on one line (its own help line kept): a value quoted
+    in a message cannot start a console line of its own."""
+
+    def line(text: str | None) -> str | None:
+        return None if text is None else console_text(text)
+
+    # the column is rendered with repr(), which escapes line breaks itself
+    return replace(
+        issue,
+        message=console_text(issue.message),
+        hint=line(issue.hint),
+        field=line(issue.field),
+        file=line(issue.file),
+    ).render()
 
 
 def internal_error(exc: BaseException, debug: bool) -> int:
@@ -254,7 +272,7 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     from fairscan.memory_budget import resource_failure
 
     if (memory := resource_failure(exc)) is not None:  # not a bug: the limit and the way out
-        err.print(f"[bold red]error[/]: {escape(memory)}", soft_wrap=True)
+        err.print(f"[bold red]error[/]: {escape(console_text(memory))}", soft_wrap=True)
         return int(ExitCode.ERROR)
     if isinstance(exc, OSError) and exc.errno is not None:
         # the environment, not a bug: a path too long, a folder that cannot be created ...
@@ -262,7 +280,8 @@ def internal_error(exc: BaseException, debug: bool) -> int:
 
         where = f" {truncate(str(exc.filename), 120)!r}" if exc.filename else ""
         err.print(
-            f"[bold red]error[/]: cannot use{escape(where)}: {escape(exc.strerror or str(exc))}\n"
+            f"[bold red]error[/]: cannot use{escape(console_text(where))}: "
+            f"{escape(console_text(exc.strerror or str(exc)))}\n"
             "  help: check the paths given (--out, --save-spec, output.dir) and the disk",
             soft_wrap=True,
         )
@@ -270,7 +289,7 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     # The exception text is printed without markup: a message such as "bad [/x]" must not
     # turn into a rich MarkupError (and a traceback) while reporting the original error.
     err.print(
-        f"[bold red]internal error[/]: {escape(f'{type(exc).__name__}: {exc}')}\n"
+        f"[bold red]internal error[/]: {escape(console_text(f'{type(exc).__name__}: {exc}'))}\n"
         "This is a bug in fairscan; please report it with the command you ran. "
         "Re-run with --debug for the traceback.",
         soft_wrap=True,
@@ -339,7 +358,7 @@ def deliver_sinks(report: AuditReport, formats: tuple[str, ...]) -> None:
         except OSError as exc:
             err.print(
                 f"[yellow]warning[/]: cannot append to {fmt.sink}: "
-                f"{escape(str(exc.strerror or exc))}",
+                f"{escape(console_text(str(exc.strerror or exc)))}",
                 soft_wrap=True,
             )
 
@@ -402,7 +421,7 @@ def print_summary(
         b = report.baseline
         counts = ", ".join(f"{n} {label}" for label, n in b.counts.items())
         err.print(
-            f"baseline {b.baseline_path}: {counts}; "
+            f"baseline {console_text(str(b.baseline_path))}: {counts}; "
             f"{gate_line(b.fail_on, report.verdict.exit_code)}",
             markup=False,
             soft_wrap=True,

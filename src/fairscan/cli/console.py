@@ -28,7 +28,9 @@ STATUS_STYLE = {
 
 def summary_table(report: AuditReport) -> Table:
     """One row per scan. Cells are ``Text`` objects: data values never go through rich markup."""
-    table = Table(title=f"fairscan: {report.name}", title_justify="left", expand=False)
+    table = Table(
+        title=f"fairscan: {console_text(report.name)}", title_justify="left", expand=False
+    )
     for name, justify in (
         ("scan", "left"),
         ("type", "left"),
@@ -64,7 +66,7 @@ def summary_table(report: AuditReport) -> Table:
 def summary_lines(report: AuditReport) -> list[str]:
     """The summary table as plain lines, one per scan, for logs (stderr not a terminal): no
     column widths, so a long subgroup label is never folded mid-word."""
-    lines = [f"fairscan: {report.name}"]
+    lines = [console_text(f"fairscan: {report.name}")]
     for scan in report.scans:
         line = (
             f"scan {scan.id} ({scan.type}): {scan.status.replace('_', ' ')}, "
@@ -104,7 +106,7 @@ def verdict_text(report: AuditReport, written: list[str]) -> Text:
 def _verdict_text(report: AuditReport, written: list[str]) -> Text:
     v = report.verdict
     word = verdict_word(v)
-    where = f" Reports: {', '.join(written)}" if written else ""
+    where = f" Reports: {console_text(', '.join(written))}" if written else ""
     if v.status == "error":
         return Text(f"{word}: {v.scans_with_errors} scan(s) failed.{where}", style="bold red")
     if v.status == "untested":  # never PASS: a test that cannot reach alpha found nothing

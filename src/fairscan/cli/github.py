@@ -8,6 +8,11 @@ for the report alone. Property values and the message are escaped by the rules o
 toolkit (``@actions/core``: ``%``, CR and LF in both; ``:`` and ``,`` in properties too), so data
 and spec text cannot end an annotation or start another command.
 
+Everything else the CLI prints (the summary, messages, warnings, progress, a report on stdout)
+goes through :class:`CommandGuard` under Actions (:func:`guard_streams`), so that no data or spec
+text can start a workflow command of its own (``::stop-commands::`` would hide the annotations
+that follow; ``::add-mask::`` would hide text from the log); the annotations are written past it.
+
 When ``GITHUB_OUTPUT`` names a file, ``audit run`` appends the step outputs
 ``significant-findings``, ``verdict``, ``exit-code`` and ``report-paths`` (one path a line) to
 it, in the delimiter form GitHub documents for values that may hold newlines.
@@ -20,7 +25,9 @@ import secrets
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from fairscan.report.sink_escape import workflow_command_free
 
 if TYPE_CHECKING:
     from fairscan.errors import FairscanError
@@ -82,8 +89,51 @@ def workspace_path(path: str) -> str:
     return relative.as_posix()
 
 
+class CommandGuard:
+    """A text stream that writes to ``stream`` what it is given, workflow commands made inert
+    (:func:`fairscan.report.sink_escape.workflow_command_free`).
+
+    Each write is taken to start a line: a write that starts mid-line with ``::`` is escaped
+    too (harmless), and no ``::`` command slips through between two writes. A ``##[`` cut
+    between two writes would: rich, ``print`` and click write each value whole."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.unguarded = stream
+
+    def write(self, text: str) -> int:
+        self.unguarded.write(workflow_command_free(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer ...
+        return getattr(self.unguarded, name)
+
+
+def guard_streams() -> None:
+    """Under GitHub Actions, put :class:`CommandGuard` in front of ``sys.stdout`` and
+    ``sys.stderr`` (once): every console writer (rich, ``print``, click, ``warnings``) writes
+    through them."""
+    if not in_github_actions():
+        return
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, CommandGuard):
+            setattr(sys, name, CommandGuard(stream))
+
+
+def unguarded(stream: TextIO) -> TextIO:
+    """The stream under a :class:`CommandGuard` (the stream itself when there is none)."""
+    return stream.unguarded if isinstance(stream, CommandGuard) else stream
+
+
 def _write(lines: Iterable[str], stream: TextIO | None = None) -> None:
-    target = stream if stream is not None else sys.stderr
+    # fairscan's own annotations are the only workflow commands: written past the guard, and
+    # the guarded stream flushed first so that they keep their place among the other lines
+    sys.stderr.flush()
+    target = stream if stream is not None else unguarded(sys.stderr)
     for line in lines:
         target.write(line + "\n")
     target.flush()

@@ -25,6 +25,7 @@ from fairscan.cli.common import (
 )
 from fairscan.cli.github import annotate_report
 from fairscan.errors import FairscanError, UsageError
+from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
@@ -343,7 +344,7 @@ def run(
         err.print("fairscan: all specs", markup=False)
         for spec, verdict, significant, code in rows:
             err.print(
-                f"spec {spec}: {verdict}, {significant} significant, exit {code}",
+                f"spec {console_text(spec)}: {verdict}, {significant} significant, exit {code}",
                 markup=False,
                 soft_wrap=True,
             )
@@ -462,7 +463,7 @@ class GithubOutputs:
         verdict = worst_verdict_word(self.verdicts)
         problem = write_step_outputs(self.significant, verdict, exit_code, self.paths)
         if problem is not None:
-            err.print(f"[yellow]warning[/]: {escape(problem)}", soft_wrap=True)
+            err.print(f"[yellow]warning[/]: {escape(console_text(problem))}", soft_wrap=True)
 
 
 def _specs_table(rows: list[tuple[str, str, str, int]], worst: int) -> Any:
@@ -479,7 +480,7 @@ def _specs_table(rows: list[tuple[str, str, str, int]], worst: int) -> Any:
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for spec, verdict, significant, code in rows:
-        table.add_row(Text(spec), Text(verdict), Text(significant), Text(str(code)))
+        table.add_row(Text(console_text(spec)), Text(verdict), Text(significant), Text(str(code)))
     table.add_row(Text("worst"), Text(""), Text(""), Text(str(worst)), style="bold")
     return table
 
@@ -537,18 +538,22 @@ def validate(
                             for i in issues
                         ]
                     )
-                err.print(f"[green]ok[/] {escape(str(spec_path))} (spec only)", soft_wrap=True)
+                shown = escape(console_text(str(spec_path)))
+                err.print(f"[green]ok[/] {shown} (spec only)", soft_wrap=True)
             else:
                 prepared = prepare_audit(spec_path)
                 data = prepared.data
                 err.print(
-                    f"[green]ok[/] {escape(str(spec_path))}: {len(prepared.spec.scans)} scan(s), "
+                    f"[green]ok[/] {escape(console_text(str(spec_path)))}: "
+                    f"{len(prepared.spec.scans)} scan(s), "
                     f"{data.n_data_rows} rows after filter, "
                     f"{len(data.attributes)} attributes",
                     soft_wrap=True,
                 )
                 for warning in data.warnings:
-                    err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+                    err.print(
+                        f"[yellow]warning[/]: {escape(console_text(warning))}", soft_wrap=True
+                    )
                 loaded = prepared.loaded
             for warning in _untested_warnings(loaded, options, sources):
                 err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
@@ -571,8 +576,10 @@ def _print_delivery(outcome: AuditOutcome, quiet: bool) -> None:
     logged = outcome.mlflow_run
     if logged is not None and not quiet:
         err.print(
-            f"MLflow: run {logged.run_id} (experiment {logged.experiment_id}) at "
-            f"{logged.tracking_uri}",
+            console_text(
+                f"MLflow: run {logged.run_id} (experiment {logged.experiment_id}) at "
+                f"{logged.tracking_uri}"
+            ),
             markup=False,
             soft_wrap=True,
         )

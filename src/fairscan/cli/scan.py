@@ -48,6 +48,7 @@ from fairscan.cli.scan_spec import (
     spec_text,
 )
 from fairscan.errors import FairscanError, UsageError
+from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
@@ -325,7 +326,8 @@ def scan(
             spec_path = str(save_spec)
             spec_sha = hashlib.sha256(saved.encode("utf-8")).hexdigest()
             err.print(
-                f"wrote {escape(str(save_spec))}; `audit run {escape(str(save_spec))}` "
+                f"wrote {escape(console_text(str(save_spec)))}; "
+                f"`audit run {escape(console_text(str(save_spec)))}` "
                 "reproduces this scan",
                 soft_wrap=True,
             )

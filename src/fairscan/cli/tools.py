@@ -19,6 +19,7 @@ from fairscan.cli.common import (
     print_error,
 )
 from fairscan.errors import FairscanError, UsageError
+from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import ALPHA
 
@@ -66,7 +67,7 @@ def diff(
     verdict = diff_verdict_of(current, comparison)  # recomputed: the stored one is not read
     code = verdict.exit_code
     sys.stdout.write(render_diff(comparison, current))
-    sys.stderr.write(diff_verdict(comparison, verdict) + "\n")
+    sys.stderr.write(console_text(diff_verdict(comparison, verdict)) + "\n")
     sys.stderr.write(gate_line(comparison.fail_on, code) + "\n")
     raise typer.Exit(int(process_exit_code(code, exit_zero)))
 
@@ -111,16 +112,18 @@ def history(
     except Exception as exc:
         raise typer.Exit(internal_error(exc, debug)) from None
     if not trends:
-        sys.stdout.write("no finding in the history" + (f" for {spec}" if spec else "") + "\n")
+        where = f" for {console_text(spec)}" if spec else ""
+        sys.stdout.write(f"no finding in the history{where}\n")
     for t in trends:
-        sys.stdout.write(f"{t.name} / {t.scan_id}: {t.label}\n")
+        sys.stdout.write(console_text(f"{t.name} / {t.scan_id}: {t.label}") + "\n")
         for p in t.points:
             mark = "significant" if p.significant else "not significant"
             effect = "-" if p.inside is None else f"{p.inside:.4g}"
             reference = "-" if p.reference is None else f"{p.reference:.4g}"
-            label = f" [{p.baseline_label}]" if p.baseline_label else ""
+            label = f" [{console_text(p.baseline_label)}]" if p.baseline_label else ""
             sys.stdout.write(
-                f"  {p.utc_time[:19]}  p {fmt_p(p.p_value)}  effect {effect} vs {reference}"
+                f"  {console_text(p.utc_time[:19])}  p {fmt_p(p.p_value)}  "
+                f"effect {effect} vs {reference}"
                 f"  {mark}{label}\n"
             )
 
@@ -234,8 +237,8 @@ def init(
     except Exception as exc:  # internal error: a bug, reported as such
         raise typer.Exit(internal_error(exc, debug)) from None
     err.print(
-        f"wrote {escape(str(output))}; next: audit validate {escape(str(output))} "
-        f"&& audit run {escape(str(output))}",
+        f"wrote {escape(console_text(str(output)))}; next: audit validate "
+        f"{escape(console_text(str(output)))} && audit run {escape(console_text(str(output)))}",
         soft_wrap=True,
     )
 

@@ -29,7 +29,7 @@ from fairscan.report.overview import (
     nested_note,
     readable_label,
 )
-from fairscan.report.sink_escape import code_fence, markdown_document
+from fairscan.report.sink_escape import Markup, markdown_document, md_block, md_code, md_text
 from fairscan.report.text import (
     finding_significance,
     findings_tally,
@@ -90,8 +90,9 @@ def _verdict_words(report: AuditReport) -> str:
 
 
 def cell(value: object) -> str:
-    """Text safe inside a Markdown table cell (pipes escaped, one line)."""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell: :func:`md_text` (one line, ``|`` as a reference);
+    the report's own :class:`Markup` as it is."""
+    return md_text(value if isinstance(value, Markup) else str(value), line_start=False)
 
 
 def table(head: list[str], rows: list[list[object]], numeric: set[int] | None = None) -> list[str]:
@@ -214,9 +215,10 @@ def _finding_lines(
     nested: str | None,
 ) -> list[str]:
     head, row, numeric = finding_columns(finding, label)
-    lines = [f"### {label}", "", finding.description, "", *table(head, [row], numeric), ""]
+    lines = [f"### {md_text(label)}", "", md_text(finding.description), ""]
+    lines += [*table(head, [row], numeric), ""]
     if nested is not None:
-        lines += [f"> {nested}", ""]
+        lines += [f"> {md_text(nested)}", ""]
     if hooks is not None and hooks.finding_markdown is not None:
         lines += hooks.finding_markdown(scan, finding)
     sentence = null_sentence(scan, finding)
@@ -236,7 +238,7 @@ def _further_lines(scan: ScanResult, labels: list[str]) -> list[str]:
     for i, finding in enumerate(shown, start=FULL_FINDINGS):
         label = labels[i] + (f" (inside #{nested[i] + 1})" if i in nested else "")
         rows.append(compact_row(i + 1, finding, label))
-        notes.append(f"{i + 1}. {finding.description}")
+        notes.append(f"{i + 1}. {md_text(finding.description)}")
     return [
         f"Further findings ({len(shown)}), one row each:",
         "",
@@ -252,10 +254,9 @@ def _scan_section(
     hooks: RenderHooks | None,
     attributes: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    lines = [f"## `{scan.id}` ({scan.type}): {status_text(scan.status)}", ""]
-    if scan.error:
-        fence = code_fence(scan.error)
-        return [*lines, fence, scan.error, fence, ""]
+    lines = [f"## {md_code(scan.id)} ({md_text(scan.type)}): {status_text(scan.status)}", ""]
+    if scan.error:  # line by line (hard breaks), no code block: see markdown_document
+        return [*lines, "  \n".join(md_text(line) for line in scan.error.splitlines()), ""]
     if scan.population is not None:
         pop = scan.population
         # a rate (binary outcomes); scans of means (continuous, counts) leave it None
@@ -264,7 +265,7 @@ def _scan_section(
             if pop.observed_rate is None
             else f"; {pop.observed_label}: {rate_with_count(pop.observed_rate, pop.size)}"
         )
-        lines += [f"Scanned population: {pop.description}, {pop.size} rows{rate}.", ""]
+        lines += [f"Scanned population: {md_text(pop.description)}, {pop.size} rows{rate}.", ""]
     if hooks is not None and hooks.lead_markdown is not None:
         lines += hooks.lead_markdown(scan)
     if scan.findings:
@@ -279,7 +280,7 @@ def _scan_section(
     if hooks is not None and hooks.markdown is not None:
         lines += hooks.markdown(scan)
     for warning in scan.warnings:
-        lines += [f"> Warning: {warning}", ""]
+        lines += [f"> Warning: {md_text(warning)}", ""]
     t = scan.timing
     lines += [
         f"<sub>search {t.search_seconds:.2f} s, significance {t.significance_seconds:.2f} s</sub>",
@@ -298,7 +299,7 @@ def overview_lines(report: AuditReport) -> list[str]:
             rate = is_rate(e.metric, e.inside, e.reference)
             rows.append(
                 [
-                    f"`{scan.id}`",
+                    md_code(scan.id),
                     labels[i],
                     e.metric,
                     effect_cell(e.metric, e.inside, e.inside_count, rate),
@@ -365,15 +366,15 @@ SUMMARY_HEAD = ["scan", "type", "status", "significant", "top finding", "statist
 
 def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     prov = report.provenance
-    lines = [f"# Fairness audit: {report.name}", "", verdict_line(report), ""]
+    lines = [f"# Fairness audit: {md_text(report.name)}", "", verdict_line(report), ""]
     if report.baseline is not None:
         lines += render_comparison(report.baseline)
     if report.description:
-        lines += [report.description, ""]
+        lines += [md_block(report.description), ""]
     model = model_text(report)
     if model is not None:
-        lines += [f"Model: {model}", ""]
-    rows = [[f"`{r[0]}`", *r[1:]] for r in summary_rows(report)]
+        lines += [f"Model: {md_block(model)}", ""]
+    rows = [[md_code(str(r[0])), *r[1:]] for r in summary_rows(report)]
     lines += [*table(SUMMARY_HEAD, rows, {3, 5, 6}), ""]
     lines += overview_lines(report)
     lines += audited_lines(report)
@@ -381,20 +382,21 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
         lines += _scan_section(scan, hooks.get(scan.type), report.attributes)
     if report.data_warnings:
         lines += ["## Data warnings", ""]
-        lines += [f"- {w}" for w in report.data_warnings]
+        lines += [f"- {md_text(w)}" for w in report.data_warnings]
         lines.append("")
     lines += [
         "## Provenance",
         "",
         f"- fairscan {prov.tool_version}; started {prov.utc_time}, {prov.total_seconds:.2f} s, "
         f"{prov.workers} worker(s)",
-        f"- spec `{prov.spec_path}` (sha256 `{prov.spec_sha256[:16]}…`)",
-        f"- data `{prov.data_path}` (sha256 `{prov.data_sha256[:16]}…`): {prov.data_rows} rows, "
-        f"{prov.rows_after_filter} after filter" + (f" `{prov.filter}`" if prov.filter else ""),
+        f"- spec {md_text(prov.spec_path)} (sha256 `{prov.spec_sha256[:16]}…`)",
+        f"- data {md_text(prov.data_path)} (sha256 `{prov.data_sha256[:16]}…`): {prov.data_rows} "
+        f"rows, {prov.rows_after_filter} after filter"
+        + (f" {md_text(prov.filter)}" if prov.filter else ""),
         f"- seed {prov.seed if prov.seed is not None else 'none (entropy ' + prov.seed_entropy + ')'}"
         + (f" ({prov.seed_origin})" if prov.seed_origin not in (None, "significance.seed") else ""),
         # settings not written in the spec ([tool.fairscan], FAIRSCAN_*, flags)
-        *(f"- setting `{o.text()}`" for o in prov.overrides),
+        *(f"- setting {md_text(o.text())}" for o in prov.overrides),
         "",
     ]
     # data values and names may hold HTML: disarmed for every renderer (report/sink_escape.py)
@@ -417,20 +419,21 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
         return cell(side.label or subgroup_label(side.subgroup))
 
     c = comparison
-    source = f"`{c.baseline_path}`" if c.baseline_path else f"`{c.baseline_name}`"
+    source = md_text(c.baseline_path or c.baseline_name)
     words = LABELS if any(k in c.counts for k in ("persisting", "changed")) else RETEST_LABELS
     summary = ", ".join(f"{c.counts.get(label, 0)} {label}" for label in words)
     lines = [
         "## What changed since the baseline",
         "",
-        f"Baseline {source} ({c.baseline_utc_time}): {summary}. Gate: fail on {c.fail_on}.",
+        f"Baseline {source} ({md_text(c.baseline_utc_time)}): {summary}. Gate: fail on "
+        f"{c.fail_on}.",
         "",
     ]
     if c.scans_added or c.scans_removed:
         if c.scans_added:
-            lines.append(f"Scans not in the baseline: {', '.join(c.scans_added)}.")
+            lines.append(f"Scans not in the baseline: {md_text(', '.join(c.scans_added))}.")
         if c.scans_removed:
-            lines.append(f"Scans no longer run: {', '.join(c.scans_removed)}.")
+            lines.append(f"Scans no longer run: {md_text(', '.join(c.scans_removed))}.")
         lines.append("")
     if not c.entries:
         lines += ["No significant finding in either run.", ""]
@@ -448,7 +451,7 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
             subgroup = f"{name_of(e.before)} → {subgroup}"
         b, a = e.before, e.after
         lines.append(
-            f"| **{e.label}** | `{e.scan_id}` | {subgroup} "
+            f"| **{e.label}** | {md_code(e.scan_id)} | {subgroup} "
             f"| {num(b.score if b else None)} → {num(a.score if a else None)} "
             f"| {p(b.p_value if b else None)} → {p(a.p_value if a else None)} "
             f"| {num(b.rate if b else None)} → {num(a.rate if a else None)} "
@@ -470,7 +473,7 @@ def render_comparison(comparison: BaselineComparison) -> list[str]:
 
 def render_diff(comparison: BaselineComparison, current: AuditReport) -> str:
     """Markdown of ``audit diff``: the comparison, then the current verdict per scan."""
-    lines = [f"# Fairness audit diff: {current.name}", ""]
+    lines = [f"# Fairness audit diff: {md_text(current.name)}", ""]
     text = diff_verdict(comparison, diff_verdict_of(current, comparison))
     head, sep, rest = text.partition(": ")
     if sep and head.split(" ")[0] in (FAIL, PASS, ERROR, UNTESTED):

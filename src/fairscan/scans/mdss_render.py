@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.models import Finding, ScanResult
+from fairscan.report.sink_escape import md_text
 from fairscan.report.text import is_rate, p_equals, percent, wilson_interval
 
 
@@ -55,7 +56,7 @@ def finding_markdown(scan: ScanResult, finding: Finding) -> list[str]:
         else f"outcome total {d['observed_count']:.6g} observed vs {d['expected_count']:.6g} "
         "expected inside"
     )
-    klass = f"class {d['class']}: " if "class" in d else ""
+    klass = f"class {md_text(str(d['class']))}: " if "class" in d else ""  # an outcome value
     return [
         f"Search figures: {klass}{_parameter_text(d)}; log-likelihood ratio {d['llr']:.2f}, "
         f"minus a complexity penalty of {d['penalty_cost']:.2f}, gives the score "

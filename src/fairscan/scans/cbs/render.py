@@ -5,6 +5,7 @@ from __future__ import annotations
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
+from fairscan.report.sink_escape import md_text
 from fairscan.report.text import fmt_number, fmt_p, percent
 from fairscan.scans.cbs.models import CbsCalibration, CbsFindingDetail, CbsScanDetail
 from fairscan.scans.mdss_render import finding_markdown
@@ -53,21 +54,22 @@ def render_markdown(scan: ScanResult) -> list[str]:
         )
     lines.append("")
     for run in info.runs:
+        protected = md_text(run.protected)  # an attribute name from the data
         if run.reason:
-            lines += [f"{run.protected}: not auditable: {run.reason}.", ""]
+            lines += [f"{protected}: not auditable: {md_text(run.reason)}.", ""]
         if run.sigma is not None:
             lines += [
-                f"{run.protected}: sigma = {run.sigma:.4g}, mean Delta = "
+                f"{protected}: sigma = {run.sigma:.4g}, mean Delta = "
                 f"{fmt_number(run.mean_delta, 4)} (a non-zero mean can be a Jensen gap, not "
                 "bias; the permutation test calibrates it).",
                 "",
             ]
         if run.propensity_calibration is not None:
             lines += _calibration_lines(
-                f"{run.protected}: propensity model", run.propensity_calibration
+                f"{protected}: propensity model", run.propensity_calibration
             )
         if run.outcome_calibration is not None:
-            lines += _calibration_lines(f"{run.protected}: outcome model", run.outcome_calibration)
+            lines += _calibration_lines(f"{protected}: outcome model", run.outcome_calibration)
     return lines
 
 

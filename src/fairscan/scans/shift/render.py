@@ -6,7 +6,9 @@ from __future__ import annotations
 from functools import partial
 
 from fairscan.report.hooks import RenderHooks
+from fairscan.report.markdown import cell
 from fairscan.report.models import ScanResult
+from fairscan.report.sink_escape import md_text
 from fairscan.report.text import fmt_number
 from fairscan.scans.shift.models import ShiftResult, TiltProfile
 
@@ -56,15 +58,15 @@ def shift_markdown(scan: ScanResult) -> list[str]:
     r = _detail(scan)
     if r is None:
         return []
-    lines = [_summary(r), ""]
+    lines = [md_text(_summary(r)), ""]  # names the data's columns
     if r.tilts:
         lines += ["| " + " | ".join(HEAD) + " |", "|---|---:|---:|---:|---:|---:|:---:|---|"]
-        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in _rows(r)]
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in _rows(r)]
         lines.append("")
     else:
         lines += ["No named tilt was given: only the worst case is reported.", ""]
     if r.worst_case is not None:
-        lines += [f"Worst case: {r.worst_case.description}", ""]
+        lines += [f"Worst case: {md_text(r.worst_case.description)}", ""]
     return lines
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.markdown import cell
 from fairscan.report.models import Finding, ScanResult
+from fairscan.report.sink_escape import md_text
 from fairscan.report.text import fmt_number, fmt_p, p_equals
 from fairscan.scans.subroc.models import (
     DETAIL_KEY,
@@ -49,14 +52,15 @@ def _tested(result: SubrocResult) -> int:
     return len(result.patterns)
 
 
-def best_candidate(result: SubrocResult) -> str:
+def best_candidate(result: SubrocResult, shown: Callable[[str], str] = str) -> str:
     """The closest call when nothing is reported: the tested pattern with the smallest
-    adjusted p (ties: the better search rank), named with its figures."""
+    adjusted p (ties: the better search rank), named with its figures; its label (data values)
+    as ``shown`` writes it (Markdown: :func:`md_text`)."""
     tested = [p for p in result.patterns if p.adjusted_p_value is not None]
     if not tested:
         if result.patterns:
             top = result.patterns[0]
-            return f"Best candidate: {top.label} (score {top.score:.4g}; not tested)."
+            return f"Best candidate: {shown(top.label)} (score {top.score:.4g}; not tested)."
         return "No candidate pattern had a positive score."
     best = min(tested, key=lambda p: (p.adjusted_p_value or 1.0, p.rank))
     name = MEASURE_TEXT.get(result.measure, result.measure)
@@ -66,7 +70,7 @@ def best_candidate(result: SubrocResult) -> str:
         else ""
     )
     return (
-        f"Best candidate: {best.label} ({name} {_f(best.search.measure)} on "
+        f"Best candidate: {shown(best.label)} ({name} {_f(best.search.measure)} on "
         f"{best.search.size} search rows, {p_equals(best.adjusted_p_value, name='adjusted p')}{above})."
     )
 
@@ -104,7 +108,8 @@ def subroc_markdown(scan: ScanResult) -> list[str]:
             )
         lines.append("")
     if not result.reported:
-        lines += [f"No pattern survives the significance filter. {best_candidate(result)}", ""]
+        best = best_candidate(result, md_text)
+        lines += [f"No pattern survives the significance filter. {best}", ""]
     return [*lines, _search_summary(result), ""]
 
 
