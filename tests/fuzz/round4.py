@@ -82,7 +82,7 @@ PRIORITY = (
 CANARIES = ("canary.txt", "canary.csv", "canary.parquet")
 MARK = "fzx"  # in every injected Actions/Markdown payload, and nowhere else
 EXIT_CODES = {0, 1, 2, 130, 143}
-TIMEOUT_S = 90.0
+TIMEOUT_S = 60.0
 NAME = "fuzz4"  # the spec's name: reports are out/fuzz4.*
 
 # --------------------------------------------------------------------------------------------
@@ -283,13 +283,18 @@ URL_SETTINGS = [
 
 
 def _sql_cases(rng: random.Random) -> Iterator[Case]:
+    for engine in ("duckdb", "sqlite", "postgres"):  # controls: the oracles see nothing
+        yield Case("", "sql", f"{engine}-control-sql",
+                   _spec(_db(engine, sql="select * from credit")), data=engine)
+        yield Case("", "sql", f"{engine}-control-table", _spec(_db(engine, table="credit")),
+                   data=engine)
     for engine, statements in (
         ("duckdb", DUCKDB_SQL),
         ("sqlite", SQLITE_SQL),
         ("postgres", POSTGRES_SQL),
     ):
         for n, sql in enumerate(statements):
-            for variant in range(2):
+            for variant in range(2 if rng.random() < 1 / 3 else 1):
                 text = sql if variant == 0 else _vary(rng, sql)
                 if variant and text == sql:
                     continue
@@ -305,7 +310,6 @@ def _sql_cases(rng: random.Random) -> Iterator[Case]:
                        _spec(_db(engine, table="credit", filter=text)), data=engine)
     for n, setting in enumerate(URL_SETTINGS):
         for sql in (
-            "select * from credit",
             "select * from credit; drop table victim; create table pwned as select 1 as x",
             f"select * exclude (region), {READ_REGION} from credit",
         ):
@@ -395,10 +399,10 @@ def _secret_cases(rng: random.Random) -> Iterator[Case]:
     # the secret through the other CLI inputs that take URLs or paths
     yield Case("", "secrets", "executor-flag", _spec(),
                args=("--executor", "dask://@SECRET@.invalid:1"))
-    yield Case("", "secrets", "mlflow-uri", _spec(output={
-        "dir": "out", "formats": ["json"],
-        "mlflow": {"tracking_uri": "http://user:@SECRET@@127.0.0.1:@CLOSED@/",
-                   "experiment": "e"}}))
+    yield Case("", "secrets", "mlflow-uri",
+               _spec(output={"dir": "out", "formats": ["json"], "mlflow": {"experiment": "e"}}),
+               env={"MLFLOW_TRACKING_URI": "http://user:@SECRET@@127.0.0.1:@CLOSED@/",
+                    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
 
 
 # --- console / Actions -----------------------------------------------------------------------
@@ -455,9 +459,11 @@ def _placements(payload: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _console_cases(rng: random.Random) -> Iterator[Case]:
+    """Each placement with a seeded half of the payloads (every payload in some placements)."""
     for n, payload in enumerate(ACTIONS_PAYLOADS):
         for family, fields in _placements(payload):
-            yield Case("", "console", f"{family}-{n}", **fields)
+            if rng.random() < 0.5:
+                yield Case("", "console", f"{family}-{n}", **fields)
 
 
 # --- Markdown sinks --------------------------------------------------------------------------
@@ -466,6 +472,13 @@ MARKDOWN_PAYLOADS = [
     f"<script>alert('{MARK}')</script>",
     f"```\n<script>alert('{MARK}')</script>\n```",
     f"~~~\n<script src=//{MARK}.example/x.js></script>\n~~~",
+    f"\n```\n<script>alert('{MARK}')</script>\n```",
+    f"\n\n```\n<script>alert('{MARK}')</script>\n```\n\n",
+    f"\n```js\n<script>alert('{MARK}')</script>\n```",
+    f"\n````\n<script>alert('{MARK}')</script>\n```\n<script>alert('{MARK}2')</script>",
+    f"\n~~~\n<script>alert('{MARK}')</script>\n```\n",
+    f"\n   ```\n<script>alert('{MARK}')</script>\n   ```",
+    f"x\n\n    <script>alert('{MARK}')</script>\n\ny",
     f"`` ` ``<script>/*{MARK}*/</script>",
     f"[x](javascript:alert('{MARK}'))",
     f"[x](JaVaScRiPt:alert('{MARK}'))",
@@ -493,15 +506,20 @@ def _markdown_cases(rng: random.Random) -> Iterator[Case]:
         flag = {"id": "f", "type": "flag", "metric": "positive_rate", "target": "overall",
                 "tolerance": 0.05, "bootstrap": 50,
                 "groups": [{"name": f"g{payload}", "filter": "region = 'S' and age_group = 'a'"}]}
+        others = [
+            Case("", "markdown", f"column-name-{n}",
+                 _spec(attributes=("sex", f"r{payload}", "age_group")),
+                 edit=("column", "region", f"r{payload}"), followups=(diff,)),
+            Case("", "markdown", f"model-description-{n}",
+                 _spec(model={"name": "m", "description": payload})),
+            Case("", "markdown", f"description-{n}", _spec(description=payload)),
+            Case("", "markdown", f"flag-group-{n}", _spec(scans=[flag])),
+        ]
+        # every payload in a data value (its report, diff and history page), a seeded
+        # third of them in each other placement
         yield Case("", "markdown", f"data-value-{n}", _spec(), edit=("value", "S", payload),
-                   followups=(diff, page))
-        yield Case("", "markdown", f"column-name-{n}",
-                   _spec(attributes=("sex", f"r{payload}", "age_group")),
-                   edit=("column", "region", f"r{payload}"), followups=(diff,))
-        yield Case("", "markdown", f"model-description-{n}",
-                   _spec(model={"name": "m", "description": payload}))
-        yield Case("", "markdown", f"description-{n}", _spec(description=payload))
-        yield Case("", "markdown", f"flag-group-{n}", _spec(scans=[flag]))
+                   followups=(diff, page) if rng.random() < 1 / 3 else (diff,))
+        yield from (c for c in others if rng.random() < 1 / 3)
 
 
 # --- pyproject tables and the gate -----------------------------------------------------------
@@ -1050,15 +1068,17 @@ class _Tags(HTMLParser):
 
 def markdown_problems(text: str) -> list[str]:
     """Raw HTML, dangerous links and remote images in ``text`` rendered by markdown-it-py
-    (CommonMark, HTML on) and python-markdown (tables and fenced code)."""
+    (CommonMark, HTML on) and python-markdown (its defaults, as the issue's Chromium check
+    rendered it; and with tables and fenced code)."""
     import markdown
     from markdown_it import MarkdownIt
 
     problems = []
     renderers = (
         ("markdown-it", lambda t: MarkdownIt("commonmark").enable("table").render(t)),
-        ("python-markdown", lambda t: markdown.markdown(t, extensions=["tables",
-                                                                      "fenced_code"])),
+        ("python-markdown", lambda t: markdown.markdown(t)),
+        ("python-markdown+fences", lambda t: markdown.markdown(t, extensions=["tables",
+                                                                             "fenced_code"])),
     )
     for name, render in renderers:
         parser = _Tags()
