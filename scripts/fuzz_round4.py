@@ -28,14 +28,23 @@ import round4  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=4, help="seed of the generator (default 4)")
-    parser.add_argument("--surface", action="append", choices=round4.SURFACES,
-                        help="only this surface (repeat for more; default: all)")
+    parser.add_argument(
+        "--surface",
+        action="append",
+        choices=round4.SURFACES,
+        help="only this surface (repeat for more; default: all)",
+    )
     parser.add_argument("--limit", type=int, help="a seeded sample of N cases per surface")
     parser.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
-    parser.add_argument("--timeout", type=float, default=round4.TIMEOUT_S,
-                        help="seconds per command before it counts as a hang")
-    parser.add_argument("--out", type=Path, default=Path("fuzz_round4.json"),
-                        help="JSON of every non-clean case")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=round4.TIMEOUT_S,
+        help="seconds per command before it counts as a hang",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("fuzz_round4.json"), help="JSON of every non-clean case"
+    )
     parser.add_argument("--keep", action="store_true", help="keep each case's folder")
     parser.add_argument("--match", help="only the cases whose id matches this regex")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -60,23 +69,35 @@ def main(argv: list[str] | None = None) -> int:
             done[0] += 1
             if result.outcome != "clean":
                 first = next(iter(result.evidence.values()), [""])[0]
-                print(f"[{done[0]}/{len(cases)}] {result.case.id}: {result.outcome}: "
-                      f"{first[:160]}", file=sys.stderr, flush=True)
+                print(
+                    f"[{done[0]}/{len(cases)}] {result.case.id}: {result.outcome}: {first[:160]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
-        results = round4.run_round(cases, rnd, jobs=args.jobs, timeout=args.timeout,
-                                   keep=args.keep, progress=progress)
+        results = round4.run_round(
+            cases, rnd, jobs=args.jobs, timeout=args.timeout, keep=args.keep, progress=progress
+        )
     seconds = time.monotonic() - started
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    header = {"seed": args.seed, "commit": commit, "seconds": round(seconds),
-              "cases": len(results), "surfaces": args.surface or list(round4.SURFACES),
-              "limit": args.limit}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    header = {
+        "seed": args.seed,
+        "commit": commit,
+        "seconds": round(seconds),
+        "cases": len(results),
+        "surfaces": args.surface or list(round4.SURFACES),
+        "limit": args.limit,
+    }
     round4.write_failures(results, args.out, header)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     print(round4.table(results))
-    print(f"\n{len(results)} cases in {seconds:.0f} s (seed {args.seed}, commit {commit}); "
-          f"non-clean cases: {args.out}")
+    print(
+        f"\n{len(results)} cases in {seconds:.0f} s (seed {args.seed}, commit {commit}); "
+        f"non-clean cases: {args.out}"
+    )
     return 0 if all(r.outcome in ("clean", "skipped") for r in results) else 1
 
 

@@ -160,8 +160,11 @@ def _vary(rng: random.Random, sql: str) -> str:
     """A seeded respelling of a statement: keyword case, spacing, a trailing separator."""
     choice = rng.randrange(4)
     if choice == 1:
-        sql = re.sub(r"\b(select|from|copy|attach|delete|drop|create|with|pragma|set)\b",
-                     lambda m: m.group(1).upper(), sql)
+        sql = re.sub(
+            r"\b(select|from|copy|attach|delete|drop|create|with|pragma|set)\b",
+            lambda m: m.group(1).upper(),
+            sql,
+        )
     elif choice == 2:
         sql = sql.replace("; ", ";\n  ")
     elif choice == 3:
@@ -284,10 +287,16 @@ URL_SETTINGS = [
 
 def _sql_cases(rng: random.Random) -> Iterator[Case]:
     for engine in ("duckdb", "sqlite", "postgres"):  # controls: the oracles see nothing
-        yield Case("", "sql", f"{engine}-control-sql",
-                   _spec(_db(engine, sql="select * from credit")), data=engine)
-        yield Case("", "sql", f"{engine}-control-table", _spec(_db(engine, table="credit")),
-                   data=engine)
+        yield Case(
+            "",
+            "sql",
+            f"{engine}-control-sql",
+            _spec(_db(engine, sql="select * from credit")),
+            data=engine,
+        )
+        yield Case(
+            "", "sql", f"{engine}-control-table", _spec(_db(engine, table="credit")), data=engine
+        )
     for engine, statements in (
         ("duckdb", DUCKDB_SQL),
         ("sqlite", SQLITE_SQL),
@@ -298,16 +307,23 @@ def _sql_cases(rng: random.Random) -> Iterator[Case]:
                 text = sql if variant == 0 else _vary(rng, sql)
                 if variant and text == sql:
                     continue
-                yield Case("", "sql", f"{engine}-sql-{n}", _spec(_db(engine, sql=text)),
-                           data=engine)
+                yield Case(
+                    "", "sql", f"{engine}-sql-{n}", _spec(_db(engine, sql=text)), data=engine
+                )
         for n, name in enumerate(TABLE_NAMES):
             name = name.replace("victim", "@VICTIM@") if engine == "postgres" else name
-            yield Case("", "sql", f"{engine}-table-{n}", _spec(_db(engine, table=name)),
-                       data=engine)
+            yield Case(
+                "", "sql", f"{engine}-table-{n}", _spec(_db(engine, table=name)), data=engine
+            )
         for n, text in enumerate(FILTERS):
             text = text.replace("victim", "@VICTIM@") if engine == "postgres" else text
-            yield Case("", "sql", f"{engine}-filter-{n}",
-                       _spec(_db(engine, table="credit", filter=text)), data=engine)
+            yield Case(
+                "",
+                "sql",
+                f"{engine}-filter-{n}",
+                _spec(_db(engine, table="credit", filter=text)),
+                data=engine,
+            )
     for n, setting in enumerate(URL_SETTINGS):
         for sql in (
             "select * from credit; drop table victim; create table pwned as select 1 as x",
@@ -338,15 +354,26 @@ PG_CLOSED = "postgresql://auditor:${FAIRSCAN_FUZZ_PGPASSWORD}@127.0.0.1:@CLOSED@
 
 
 def _casing(rng: random.Random, key: str) -> str:
-    return rng.choice([key, key.upper(), key.capitalize(),
-                       "".join(c.upper() if rng.random() < 0.5 else c for c in key)])
+    return rng.choice(
+        [
+            key,
+            key.upper(),
+            key.capitalize(),
+            "".join(c.upper() if rng.random() < 0.5 else c for c in key),
+        ]
+    )
 
 
 def _secret_cases(rng: random.Random) -> Iterator[Case]:
     def case(family: str, connection: str, data: str, **kw: Any) -> Case:
-        table = {"table": "credit"} if data != "none" else {"table": "credit"}
-        return Case("", "secrets", family, _spec({"connection": connection, **table}),
-                    data=data if data != "none" else "csv", **kw)
+        return Case(
+            "",
+            "secrets",
+            family,
+            _spec({"connection": connection, "table": "credit"}),
+            data=data if data != "none" else "csv",
+            **kw,
+        )
 
     for key in SECRET_KEYS:
         for base, data in ((PG_OK, "postgres"), (PG_CLOSED, "none")):
@@ -363,25 +390,51 @@ def _secret_cases(rng: random.Random) -> Iterator[Case]:
     ):
         yield case("libpq-options", url, data)
     # the secret in the userinfo: literal, from ${VAR}, with separators in the value
-    for value in ("@SECRET@", "@SECRET@@evil.invalid:1/x?y", "a:@SECRET@", "@SECRET@/x#y",
-                  "@SECRET@?sslmode=disable"):
+    for value in (
+        "@SECRET@",
+        "@SECRET@@evil.invalid:1/x?y",
+        "a:@SECRET@",
+        "@SECRET@/x#y",
+        "@SECRET@?sslmode=disable",
+    ):
         env = {"FAIRSCAN_FUZZ_VALUE": value}
         for port, data in (("@PGPORT@", "postgres"), ("@CLOSED@", "none")):
-            yield case("userinfo-env", f"postgresql://auditor:${{FAIRSCAN_FUZZ_VALUE}}"
-                       f"@127.0.0.1:{port}/postgres", data, env=env)
-            yield case("user-env", f"postgresql://${{FAIRSCAN_FUZZ_VALUE}}"
-                       f"@127.0.0.1:{port}/postgres", data, env=env)
-    yield case("userinfo-literal", "postgresql://auditor:@SECRET@@127.0.0.1:@CLOSED@/postgres",
-               "none")
-    yield case("userinfo-literal-ok", "postgresql://auditor:@SECRET@@127.0.0.1:@PGPORT@/postgres",
-               "postgres")
+            yield case(
+                "userinfo-env",
+                f"postgresql://auditor:${{FAIRSCAN_FUZZ_VALUE}}@127.0.0.1:{port}/postgres",
+                data,
+                env=env,
+            )
+            yield case(
+                "user-env",
+                f"postgresql://${{FAIRSCAN_FUZZ_VALUE}}@127.0.0.1:{port}/postgres",
+                data,
+                env=env,
+            )
+    yield case(
+        "userinfo-literal", "postgresql://auditor:@SECRET@@127.0.0.1:@CLOSED@/postgres", "none"
+    )
+    yield case(
+        "userinfo-literal-ok",
+        "postgresql://auditor:@SECRET@@127.0.0.1:@PGPORT@/postgres",
+        "postgres",
+    )
     # a ${VAR} host echoed by the driver lower-cased; a ${VAR} database name
     for value in ("@SECRET@.invalid", "@SECRET@"):
         env = {"FAIRSCAN_FUZZ_HOST": value.upper() if rng.random() < 0.5 else value}
-        yield case("host-env", "postgresql://auditor:${FAIRSCAN_FUZZ_PGPASSWORD}"
-                   "@${FAIRSCAN_FUZZ_HOST}:@CLOSED@/postgres", "none", env=env)
-    yield case("dbname-env", "postgresql://auditor:${FAIRSCAN_FUZZ_PGPASSWORD}@127.0.0.1:"
-               "@PGPORT@/${FAIRSCAN_FUZZ_SECRET}", "postgres")
+        yield case(
+            "host-env",
+            "postgresql://auditor:${FAIRSCAN_FUZZ_PGPASSWORD}"
+            "@${FAIRSCAN_FUZZ_HOST}:@CLOSED@/postgres",
+            "none",
+            env=env,
+        )
+    yield case(
+        "dbname-env",
+        "postgresql://auditor:${FAIRSCAN_FUZZ_PGPASSWORD}@127.0.0.1:"
+        "@PGPORT@/${FAIRSCAN_FUZZ_SECRET}",
+        "postgres",
+    )
     # other engines: drivers absent or servers closed, the message must mask the secret
     for url in (
         "snowflake://user:${FAIRSCAN_FUZZ_SECRET}@account/db/schema",
@@ -397,12 +450,19 @@ def _secret_cases(rng: random.Random) -> Iterator[Case]:
         data = "duckdb" if url.startswith("duckdb") else "none"
         yield case("engine-url", url, data)
     # the secret through the other CLI inputs that take URLs or paths
-    yield Case("", "secrets", "executor-flag", _spec(),
-               args=("--executor", "dask://@SECRET@.invalid:1"))
-    yield Case("", "secrets", "mlflow-uri",
-               _spec(output={"dir": "out", "formats": ["json"], "mlflow": {"experiment": "e"}}),
-               env={"MLFLOW_TRACKING_URI": "http://user:@SECRET@@127.0.0.1:@CLOSED@/",
-                    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
+    yield Case(
+        "", "secrets", "executor-flag", _spec(), args=("--executor", "dask://@SECRET@.invalid:1")
+    )
+    yield Case(
+        "",
+        "secrets",
+        "mlflow-uri",
+        _spec(output={"dir": "out", "formats": ["json"], "mlflow": {"experiment": "e"}}),
+        env={
+            "MLFLOW_TRACKING_URI": "http://user:@SECRET@@127.0.0.1:@CLOSED@/",
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        },
+    )
 
 
 # --- console / Actions -----------------------------------------------------------------------
@@ -424,38 +484,82 @@ ACTIONS_PAYLOADS = [
 
 def _placements(payload: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Where data- or spec-derived text reaches the console: family name and Case fields."""
-    flag = {"id": "f", "type": "flag", "metric": "positive_rate", "target": "overall",
-            "tolerance": 0.05, "bootstrap": 50,
-            "groups": [{"name": f"grp{payload}", "filter": "region = 'S' and age_group = 'a'"}]}
+    flag = {
+        "id": "f",
+        "type": "flag",
+        "metric": "positive_rate",
+        "target": "overall",
+        "tolerance": 0.05,
+        "bootstrap": 50,
+        "groups": [{"name": f"grp{payload}", "filter": "region = 'S' and age_group = 'a'"}],
+    }
     history = (("history", "hist.db"),)
-    yield "data-value", {"spec": _spec(), "edit": ("value", "S", f"S{payload}"),
-                         "followups": history}
-    yield "column-name", {"spec": _spec(attributes=("sex", f"region{payload}", "age_group")),
-                          "edit": ("column", "region", f"region{payload}"),
-                          "followups": history}
+    yield (
+        "data-value",
+        {"spec": _spec(), "edit": ("value", "S", f"S{payload}"), "followups": history},
+    )
+    yield (
+        "column-name",
+        {
+            "spec": _spec(attributes=("sex", f"region{payload}", "age_group")),
+            "edit": ("column", "region", f"region{payload}"),
+            "followups": history,
+        },
+    )
     yield "flag-group", {"spec": _spec(scans=[flag]), "followups": history}
-    yield "model-description", {"spec": _spec(model={"name": "m",
-                                                     "description": f"m{payload}"})}
+    yield "model-description", {"spec": _spec(model={"name": "m", "description": f"m{payload}"})}
     yield "description", {"spec": _spec(description=f"d{payload}")}
-    yield "out-flag", {"spec": _spec(), "args": ("--out", f"out{payload}"),
-                       "allow": (f"audit/out{payload}",)}
-    yield "output-dir", {"spec": _spec(output={"dir": f"out{payload}", "formats": ["json"]}),
-                         "allow": (f"audit/out{payload}",)}
-    yield "spec-file-name", {"spec": _spec(), "spec_name": f"s{payload}.audit.yaml",
-                             "followups": (("validate", f"s{payload}.audit.yaml"),)}
-    yield "scan-id", {"spec": _spec(scans=[{"id": f"s{payload}", "type": "fpr_scan"}]),
-                      "expect_finding": False, "followups": (("validate", "SPEC"),)}
-    yield "data-path", {"spec": _spec({"path": f"missing{payload}.csv"}),
-                        "expect_finding": False}
-    yield "filter-literal", {"spec": _spec({"path": "data.parquet",
-                                            "filter": f"region != '{payload}'"})}
-    yield "filter-column", {"spec": _spec({"path": "data.parquet",
-                                           "filter": f'"r{payload}" = 1'}),
-                            "expect_finding": False}
-    yield "table-name", {"spec": _spec(_db("duckdb", table=f"credit{payload}")),
-                         "data": "duckdb", "expect_finding": False}
-    yield "baseline-path", {"spec": _spec(), "args": ("--baseline", f"b{payload}.json"),
-                            "expect_finding": False}
+    yield (
+        "out-flag",
+        {"spec": _spec(), "args": ("--out", f"out{payload}"), "allow": (f"audit/out{payload}",)},
+    )
+    yield (
+        "output-dir",
+        {
+            "spec": _spec(output={"dir": f"out{payload}", "formats": ["json"]}),
+            "allow": (f"audit/out{payload}",),
+        },
+    )
+    yield (
+        "spec-file-name",
+        {
+            "spec": _spec(),
+            "spec_name": f"s{payload}.audit.yaml",
+            "followups": (("validate", f"s{payload}.audit.yaml"),),
+        },
+    )
+    yield (
+        "scan-id",
+        {
+            "spec": _spec(scans=[{"id": f"s{payload}", "type": "fpr_scan"}]),
+            "expect_finding": False,
+            "followups": (("validate", "SPEC"),),
+        },
+    )
+    yield "data-path", {"spec": _spec({"path": f"missing{payload}.csv"}), "expect_finding": False}
+    yield (
+        "filter-literal",
+        {"spec": _spec({"path": "data.parquet", "filter": f"region != '{payload}'"})},
+    )
+    yield (
+        "filter-column",
+        {
+            "spec": _spec({"path": "data.parquet", "filter": f'"r{payload}" = 1'}),
+            "expect_finding": False,
+        },
+    )
+    yield (
+        "table-name",
+        {
+            "spec": _spec(_db("duckdb", table=f"credit{payload}")),
+            "data": "duckdb",
+            "expect_finding": False,
+        },
+    )
+    yield (
+        "baseline-path",
+        {"spec": _spec(), "args": ("--baseline", f"b{payload}.json"), "expect_finding": False},
+    )
 
 
 def _console_cases(rng: random.Random) -> Iterator[Case]:
@@ -503,22 +607,43 @@ def _markdown_cases(rng: random.Random) -> Iterator[Case]:
     diff = ("diff", f"out/{NAME}.json", f"out/{NAME}.json")
     page = ("history", "hist.db", "--html", "out/history.html")
     for n, payload in enumerate(MARKDOWN_PAYLOADS):
-        flag = {"id": "f", "type": "flag", "metric": "positive_rate", "target": "overall",
-                "tolerance": 0.05, "bootstrap": 50,
-                "groups": [{"name": f"g{payload}", "filter": "region = 'S' and age_group = 'a'"}]}
+        flag = {
+            "id": "f",
+            "type": "flag",
+            "metric": "positive_rate",
+            "target": "overall",
+            "tolerance": 0.05,
+            "bootstrap": 50,
+            "groups": [{"name": f"g{payload}", "filter": "region = 'S' and age_group = 'a'"}],
+        }
         others = [
-            Case("", "markdown", f"column-name-{n}",
-                 _spec(attributes=("sex", f"r{payload}", "age_group")),
-                 edit=("column", "region", f"r{payload}"), followups=(diff,)),
-            Case("", "markdown", f"model-description-{n}",
-                 _spec(model={"name": "m", "description": payload})),
+            Case(
+                "",
+                "markdown",
+                f"column-name-{n}",
+                _spec(attributes=("sex", f"r{payload}", "age_group")),
+                edit=("column", "region", f"r{payload}"),
+                followups=(diff,),
+            ),
+            Case(
+                "",
+                "markdown",
+                f"model-description-{n}",
+                _spec(model={"name": "m", "description": payload}),
+            ),
             Case("", "markdown", f"description-{n}", _spec(description=payload)),
             Case("", "markdown", f"flag-group-{n}", _spec(scans=[flag])),
         ]
         # every payload in a data value (its report, diff and history page), a seeded
         # third of them in each other placement
-        yield Case("", "markdown", f"data-value-{n}", _spec(), edit=("value", "S", payload),
-                   followups=(diff, page) if rng.random() < 1 / 3 else (diff,))
+        yield Case(
+            "",
+            "markdown",
+            f"data-value-{n}",
+            _spec(),
+            edit=("value", "S", payload),
+            followups=(diff, page) if rng.random() < 1 / 3 else (diff,),
+        )
         yield from (c for c in others if rng.random() < 1 / 3)
 
 
@@ -553,40 +678,91 @@ def _pyproject_cases(rng: random.Random) -> Iterator[Case]:
             files = {"proj/pyproject.toml": f"[tool.fairscan]\n{line}\n"}
             if template is not None:
                 files["proj/audit/pyproject.toml"] = template.format(key=strict)
-            yield Case("", "pyproject", f"parent-{parent}-child-{child}", _spec(),
-                       files=files, cwd="proj/audit",
-                       untested=kind == "untested" and template is None,
-                       relaxed="pyproject.toml" if kind == "relaxed" else None,
-                       strict_child=template is not None)
+            yield Case(
+                "",
+                "pyproject",
+                f"parent-{parent}-child-{child}",
+                _spec(),
+                files=files,
+                cwd="proj/audit",
+                untested=kind == "untested" and template is None,
+                relaxed="pyproject.toml" if kind == "relaxed" else None,
+                strict_child=template is not None,
+            )
     for value in ("0", "1", "9"):
-        yield Case("", "pyproject", f"env-replicates-{value}", _spec(),
-                   env={"FAIRSCAN_REPLICATES": value}, untested=True)
-        yield Case("", "pyproject", f"flag-replicates-{value}", _spec(),
-                   args=("--replicates", value), untested=True)
-        yield Case("", "pyproject", f"spec-replicates-{value}",
-                   _spec(significance={"replicates": int(value)}), untested=True,
-                   followups=(("validate", "SPEC"),))
-    yield Case("", "pyproject", "spec-alpha-0.01-r19", _spec(significance={"alpha": 0.01}),
-               untested=True)
-    three = [{"id": f"s{i}", "type": t, "penalty": 0.5, "restarts": 2}
-             for i, t in enumerate(("fpr_scan", "tpr_scan", "fpr_scan"))]
-    yield Case("", "pyproject", "bonferroni-3-scans-r19",
-               _spec(scans=three, gate={"correction": "bonferroni"}), untested=True)
-    yield Case("", "pyproject", "flag-exit-zero", _spec(), args=("--exit-zero",),
-               relaxed="--exit-zero")
-    yield Case("", "pyproject", "env-replicates-0-sample-shape", _spec(),
-               env={"FAIRSCAN_REPLICATES": "0"}, args=("--workers", "1"), untested=True)
+        yield Case(
+            "",
+            "pyproject",
+            f"env-replicates-{value}",
+            _spec(),
+            env={"FAIRSCAN_REPLICATES": value},
+            untested=True,
+        )
+        yield Case(
+            "",
+            "pyproject",
+            f"flag-replicates-{value}",
+            _spec(),
+            args=("--replicates", value),
+            untested=True,
+        )
+        yield Case(
+            "",
+            "pyproject",
+            f"spec-replicates-{value}",
+            _spec(significance={"replicates": int(value)}),
+            untested=True,
+            followups=(("validate", "SPEC"),),
+        )
+    yield Case(
+        "", "pyproject", "spec-alpha-0.01-r19", _spec(significance={"alpha": 0.01}), untested=True
+    )
+    three = [
+        {"id": f"s{i}", "type": t, "penalty": 0.5, "restarts": 2}
+        for i, t in enumerate(("fpr_scan", "tpr_scan", "fpr_scan"))
+    ]
+    yield Case(
+        "",
+        "pyproject",
+        "bonferroni-3-scans-r19",
+        _spec(scans=three, gate={"correction": "bonferroni"}),
+        untested=True,
+    )
+    yield Case(
+        "", "pyproject", "flag-exit-zero", _spec(), args=("--exit-zero",), relaxed="--exit-zero"
+    )
+    yield Case(
+        "",
+        "pyproject",
+        "env-replicates-0-sample-shape",
+        _spec(),
+        env={"FAIRSCAN_REPLICATES": "0"},
+        args=("--workers", "1"),
+        untested=True,
+    )
     extends = {"version": 1, "name": "parent", "significance": {"replicates": 0}}
-    yield Case("", "pyproject", "extends-replicates-0", _spec(extends="parent.audit.yaml"),
-               files={"audit/parent.audit.yaml": yaml.safe_dump(extends)}, untested=True)
+    yield Case(
+        "",
+        "pyproject",
+        "extends-replicates-0",
+        _spec(extends="parent.audit.yaml"),
+        files={"audit/parent.audit.yaml": yaml.safe_dump(extends)},
+        untested=True,
+    )
     for where in ("parent", "env"):
         files = {"proj/pyproject.toml": '[tool.fairscan]\nexecutor = "dask://127.0.0.1:@LISTEN@"\n'}
-        yield Case("", "pyproject", f"executor-{where}", _spec(),
-                   files=files if where == "parent" else {},
-                   env={} if where == "parent" else {"FAIRSCAN_EXECUTOR": "dask://127.0.0.1:@LISTEN@"},
-                   cwd="proj/audit" if where == "parent" else "audit", listen=True,
-                   relaxed="pyproject.toml" if where == "parent" else "FAIRSCAN_EXECUTOR",
-                   expect_finding=False)
+        yield Case(
+            "",
+            "pyproject",
+            f"executor-{where}",
+            _spec(),
+            files=files if where == "parent" else {},
+            env={} if where == "parent" else {"FAIRSCAN_EXECUTOR": "dask://127.0.0.1:@LISTEN@"},
+            cwd="proj/audit" if where == "parent" else "audit",
+            listen=True,
+            relaxed="pyproject.toml" if where == "parent" else "FAIRSCAN_EXECUTOR",
+            expect_finding=False,
+        )
 
 
 GENERATORS: dict[str, Callable[[random.Random], Iterator[Case]]] = {
@@ -598,8 +774,9 @@ GENERATORS: dict[str, Callable[[random.Random], Iterator[Case]]] = {
 }
 
 
-def generate(seed: int = 4, surfaces: Sequence[str] = SURFACES,
-             limit: int | None = None) -> list[Case]:
+def generate(
+    seed: int = 4, surfaces: Sequence[str] = SURFACES, limit: int | None = None
+) -> list[Case]:
     """Every case of the round, numbered; with ``limit``, a seeded sample of that many per
     surface (the same sample for the same seed)."""
     cases: list[Case] = []
@@ -696,8 +873,10 @@ class Round:
             con.close()
         for name in ("db.sqlite", "other.sqlite"):
             con2 = sqlite3.connect(self.base / name)
-            con2.execute("create table credit (sex text, region text, age_group text, "
-                         "y integer, p real, rec integer)")
+            con2.execute(
+                "create table credit (sex text, region text, age_group text, "
+                "y integer, p real, rec integer)"
+            )
             con2.executemany("insert into credit values (?, ?, ?, ?, ?, ?)", frame.iter_rows())
             con2.execute("create table victim (id integer, v text)")
             con2.executemany("insert into victim values (?, ?)", victim.iter_rows())
@@ -710,8 +889,10 @@ class Round:
     def _pg_tables(self) -> None:
         with self.pg.connect() as con:
             con.execute("drop table if exists credit")
-            con.execute("create table credit (sex text, region text, age_group text, "
-                        "y int, p double precision, rec int)")
+            con.execute(
+                "create table credit (sex text, region text, age_group text, "
+                "y int, p double precision, rec int)"
+            )
             with con.cursor().copy("copy credit from stdin") as copy:
                 for row in self.frame().iter_rows():
                     copy.write_row(row)
@@ -760,8 +941,13 @@ class Result:
             "evidence": self.evidence,
             "input": self.case.describe(),
             "commands": [
-                {"argv": c.argv, "exit": c.code, "seconds": round(c.seconds, 2),
-                 "stdout": c.stdout[-3000:], "stderr": c.stderr[-3000:]}
+                {
+                    "argv": c.argv,
+                    "exit": c.code,
+                    "seconds": round(c.seconds, 2),
+                    "stdout": c.stdout[-3000:],
+                    "stderr": c.stderr[-3000:],
+                }
                 for c in self.commands
             ],
         }
@@ -838,8 +1024,7 @@ class Sandbox:
             (d / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o755)
         os.chmod(d / "outside", 0o777)  # the PostgreSQL server (another user) may write here
-        for name in ("canary.txt", "canary.csv", "canary.parquet", "other.duckdb",
-                     "other.sqlite"):
+        for name in ("canary.txt", "canary.csv", "canary.parquet", "other.duckdb", "other.sqlite"):
             shutil.copy(base / name, d / "outside" / name)
         (d / "outside" / f"{self.rnd.read}.name").write_text("x")
         if self.case.listen:
@@ -851,8 +1036,11 @@ class Sandbox:
         for rel, text in self.case.files.items():
             target = d / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(_fill(text, self.subs).encode("latin-1", "strict")
-                               if "\ufeff" not in text else _fill(text, self.subs).encode())
+            target.write_bytes(
+                _fill(text, self.subs).encode("latin-1", "strict")
+                if "\ufeff" not in text
+                else _fill(text, self.subs).encode()
+            )
         if self.case.spec is not None:
             spec = _fill(self.case.spec, self.subs)
             text = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=10**6)
@@ -862,8 +1050,10 @@ class Sandbox:
         if self.case.data == "postgres" and self.rnd.pg is not None:
             with self.rnd.pg.connect() as con:
                 con.execute(f"drop table if exists victim_{self.index}, pwned_{self.index}")
-                con.execute(f"create table victim_{self.index} as "
-                            "select g as id, 'v' || g as v from generate_series(0, 49) g")
+                con.execute(
+                    f"create table victim_{self.index} as "
+                    "select g as id, 'v' || g as v from generate_series(0, 49) g"
+                )
         self.before = _snapshot(d)  # reads every file: before the canaries' access times
         self.atimes = {}
         for name in CANARIES:  # atime before mtime: the next read moves it (relatime)
@@ -886,8 +1076,11 @@ class Sandbox:
         frame = self.rnd.frame()
         if kind == "value":
             frame = frame.with_columns(
-                pl.when(pl.col("region") == old).then(pl.lit(new)).otherwise(pl.col("region"))
-                .alias("region"))
+                pl.when(pl.col("region") == old)
+                .then(pl.lit(new))
+                .otherwise(pl.col("region"))
+                .alias("region")
+            )
         else:
             frame = frame.rename({old: new})
         frame.write_parquet(cwd / "data.parquet")
@@ -896,10 +1089,14 @@ class Sandbox:
         if self.case.data != "postgres" or self.rnd.pg is None:
             return None
         with self.rnd.pg.connect() as con:
-            rows = con.execute(
-                f"select count(*), md5(coalesce(string_agg(id::text || ':' || v, ',' "
-                f"order by id), '')) from victim_{self.index}").fetchone() \
-                if self._exists(con, f"victim_{self.index}") else ("gone",)
+            rows = (
+                con.execute(
+                    f"select count(*), md5(coalesce(string_agg(id::text || ':' || v, ',' "
+                    f"order by id), '')) from victim_{self.index}"
+                ).fetchone()
+                if self._exists(con, f"victim_{self.index}")
+                else ("gone",)
+            )
             pwned = self._exists(con, f"pwned_{self.index}")
         return f"{rows} pwned={pwned}"
 
@@ -922,7 +1119,8 @@ class Sandbox:
             "GITHUB_STEP_SUMMARY": str(d / "gh" / "summary.md"),
             "GITHUB_OUTPUT": str(d / "gh" / "output"),
             "FAIRSCAN_FUZZ_SECRET": self.rnd.secret,
-            "FAIRSCAN_FUZZ_PGPASSWORD": self.rnd.pg.password if self.rnd.pg is not None
+            "FAIRSCAN_FUZZ_PGPASSWORD": self.rnd.pg.password
+            if self.rnd.pg is not None
             else "unused-pg-password",
         }
         env.update(_fill(self.case.env, self.subs))
@@ -931,8 +1129,9 @@ class Sandbox:
     def argvs(self) -> list[list[str]]:
         spec = self.case.spec_name
         first = ["run", spec, *_fill(list(self.case.args), self.subs)]
-        more = [[spec if a == "SPEC" else _fill(a, self.subs) for a in f]
-                for f in self.case.followups]
+        more = [
+            [spec if a == "SPEC" else _fill(a, self.subs) for a in f] for f in self.case.followups
+        ]
         return [first, *more] if self.case.spec is not None else more
 
     def cleanup(self, keep: bool) -> None:
@@ -949,8 +1148,12 @@ def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float)
     """``python -m fairscan.cli ARGV`` in its own process group, killed whole on timeout."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fairscan.cli", *argv], cwd=cwd, env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "fairscan.cli", *argv],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     try:
@@ -960,12 +1163,18 @@ def run_command(argv: list[str], cwd: Path, env: dict[str, str], timeout: float)
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         code = None
-    return Command(argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                   time.monotonic() - start)
+    return Command(
+        argv,
+        code,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        time.monotonic() - start,
+    )
 
 
-def run_case(rnd: Round, case: Case, index: int, *, timeout: float = TIMEOUT_S,
-             keep: bool = False) -> Result:
+def run_case(
+    rnd: Round, case: Case, index: int, *, timeout: float = TIMEOUT_S, keep: bool = False
+) -> Result:
     if case.data == "postgres" and rnd.pg is None:
         return Result(case, "skipped", {"skipped": [rnd.pg_reason or "no PostgreSQL"]}, [])
     box = Sandbox(rnd, case, index)
@@ -996,8 +1205,24 @@ OWN_ANNOTATION = re.compile(
 )
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # how the runner splits a step's output into lines
 OUTPUT_KEYS = {"significant-findings", "verdict", "exit-code", "report-paths"}
-DANGEROUS_TAGS = {"script", "iframe", "object", "embed", "style", "form", "base", "meta",
-                  "link", "svg", "math", "frame", "frameset", "applet", "input", "textarea"}
+DANGEROUS_TAGS = {
+    "script",
+    "iframe",
+    "object",
+    "embed",
+    "style",
+    "form",
+    "base",
+    "meta",
+    "link",
+    "svg",
+    "math",
+    "frame",
+    "frameset",
+    "applet",
+    "input",
+    "textarea",
+}
 BAD_SCHEMES = ("javascript:", "vbscript:", "data:")
 
 
@@ -1017,7 +1242,7 @@ def live_commands(text: str) -> list[str]:
 
 def _payload_message(line: str) -> bool:
     """An annotation whose message is a payload's (``::error ::fzx``), not fairscan's."""
-    head, _, message = line.partition("::")[2].partition("::")
+    _head, _, message = line.partition("::")[2].partition("::")
     return message.lower().startswith(MARK)
 
 
@@ -1077,8 +1302,10 @@ def markdown_problems(text: str) -> list[str]:
     renderers = (
         ("markdown-it", lambda t: MarkdownIt("commonmark").enable("table").render(t)),
         ("python-markdown", lambda t: markdown.markdown(t)),
-        ("python-markdown+fences", lambda t: markdown.markdown(t, extensions=["tables",
-                                                                             "fenced_code"])),
+        (
+            "python-markdown+fences",
+            lambda t: markdown.markdown(t, extensions=["tables", "fenced_code"]),
+        ),
     )
     for name, render in renderers:
         parser = _Tags()
@@ -1121,8 +1348,14 @@ def judge(box: Sandbox, commands: list[Command]) -> dict[str, list[str]]:
         elif c.code not in EXIT_CODES:
             ev["internal error"].append(f"{c.argv[0]}: exit {c.code}")
         elif "internal error" in c.stdout + c.stderr or TRACEBACK in c.stdout + c.stderr:
-            line = next((ln for ln in (c.stderr + c.stdout).splitlines()
-                         if "internal error" in ln or "Error" in ln), "")
+            line = next(
+                (
+                    ln
+                    for ln in (c.stderr + c.stdout).splitlines()
+                    if "internal error" in ln or "Error" in ln
+                ),
+                "",
+            )
             ev["internal error"].append(f"{c.argv[0]}: exit {c.code}: {line[:200]}")
     # secrets and read tokens anywhere in the outputs
     secrets = [box.rnd.secret]
@@ -1144,12 +1377,14 @@ def judge(box: Sandbox, commands: list[Command]) -> dict[str, list[str]]:
     if victim != box.victim_before:
         ev["side effect"].append(f"PostgreSQL victim {box.victim_before} -> {victim}")
     if box.listener is not None and box.listener.connections:
-        named = case.relaxed and any(case.relaxed in ln for c in commands
-                                     for ln in c.stderr.splitlines())
+        named = case.relaxed and any(
+            case.relaxed in ln for c in commands for ln in c.stderr.splitlines()
+        )
         if not named:
             ev["side effect"].append(
                 f"{box.listener.connections} connection(s) to the inherited executor, "
-                "no stderr line names its source")
+                "no stderr line names its source"
+            )
     # workflow commands, step outputs, Markdown and HTML sinks
     for c in commands:
         for stream in ("stdout", "stderr"):
@@ -1160,9 +1395,15 @@ def judge(box: Sandbox, commands: list[Command]) -> dict[str, list[str]]:
         if key not in OUTPUT_KEYS:
             ev["injection"].append(f"GITHUB_OUTPUT sets {key!r}")
     first = commands[0] if commands and commands[0].argv[0] == "run" else None
-    if (first is not None and first.code == 1 and case.expect_finding
-            and not any(OWN_ANNOTATION.match(ln) and "significant finding" in ln
-                        for ln in LINE_BREAK.split(first.stderr + first.stdout))):
+    if (
+        first is not None
+        and first.code == 1
+        and case.expect_finding
+        and not any(
+            OWN_ANNOTATION.match(ln) and "significant finding" in ln
+            for ln in LINE_BREAK.split(first.stderr + first.stdout)
+        )
+    ):
         ev["injection"].append("fairscan's own annotation of the finding is missing")
     for where, text in texts.items():
         if where.endswith(".md") or where == "gh/summary.md" or where == "diff:stdout":
@@ -1173,7 +1414,8 @@ def judge(box: Sandbox, commands: list[Command]) -> dict[str, list[str]]:
     if first is not None and first.code == 0:
         said_pass = "PASS" in first.stdout + first.stderr
         named = case.relaxed is not None and any(
-            case.relaxed in ln for ln in first.stderr.splitlines())
+            case.relaxed in ln for ln in first.stderr.splitlines()
+        )
         if case.untested and said_pass:
             ev["silent pass"].append("exit 0, PASS, on a run that cannot reach alpha")
         elif case.relaxed is not None and not named and case.expect_finding:
@@ -1185,7 +1427,7 @@ def judge(box: Sandbox, commands: list[Command]) -> dict[str, list[str]]:
 
 def _around(text: str, token: str) -> str:
     at = text.lower().find(token.lower())
-    return repr(text[max(0, at - 80): at + len(token) + 40])
+    return repr(text[max(0, at - 80) : at + len(token) + 40])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1213,16 +1455,21 @@ def run_round(
             progress(result, index)
         return result
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         return list(pool.map(one, range(len(cases))))
+    finally:  # on Ctrl-C, drop the cases not started (the running ones end on their own)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def table(results: Sequence[Result]) -> str:
     """Counts by surface x outcome, as a Markdown table."""
     outcomes = [o for o in OUTCOMES if any(r.outcome == o for r in results)]
     outcomes += sorted({r.outcome for r in results} - set(outcomes))
-    rows = ["| surface | cases | " + " | ".join(outcomes) + " |",
-            "|---|---:|" + "---:|" * len(outcomes)]
+    rows = [
+        "| surface | cases | " + " | ".join(outcomes) + " |",
+        "|---|---:|" + "---:|" * len(outcomes),
+    ]
     surfaces = [s for s in SURFACES if any(r.case.surface == s for r in results)]
     for surface in [*surfaces, "all"]:
         picked = [r for r in results if surface in ("all", r.case.surface)]
@@ -1236,8 +1483,9 @@ def write_failures(results: Sequence[Result], path: Path, header: dict[str, Any]
     body = dict(header)
     body["counts"] = {o: sum(r.outcome == o for r in results) for o in OUTCOMES}
     body["failures"] = [r.record() for r in results if r.outcome not in ("clean", "skipped")]
-    body["skipped"] = [{"id": r.case.id, "why": r.evidence} for r in results
-                       if r.outcome == "skipped"]
+    body["skipped"] = [
+        {"id": r.case.id, "why": r.evidence} for r in results if r.outcome == "skipped"
+    ]
     path.write_text(json.dumps(body, indent=1, ensure_ascii=False), encoding="utf-8")
 
 

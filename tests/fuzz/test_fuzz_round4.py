@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import round4  # noqa: E402
+import round4
 
 pytest.importorskip("duckdb")
 pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
