@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -23,6 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 
 import round4  # noqa: E402
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             print(case.id)
         return 0
+    # Ctrl-C and SIGTERM (also in the background, where SIGINT starts ignored) end the round
+    # through its cleanup: the cases not started are dropped, the PostgreSQL cluster stopped
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     root = round4.round_root()
     started = time.monotonic()
     with round4.postgres_server() as (pg, why):
