@@ -2,7 +2,7 @@
 cases of each family that failed on ede6a24, each a real ``audit`` subprocess in its own
 folder, all of them clean: no write, no file read, no secret, no live workflow command, no raw
 HTML or dangerous link in a Markdown sink, no silent PASS, no internal error. The whole round
-(about 460 cases, some 15 minutes on 2 cores) is ``scripts/fuzz_round4.py``."""
+(459 cases; tests/fuzz/ROUND4.md) is ``scripts/fuzz_round4.py``."""
 
 from __future__ import annotations
 
@@ -20,26 +20,28 @@ pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
 pytest.importorskip("markdown_it")
 pytest.importorskip("markdown")
 
-# (surface, family, a word the case's input must hold or "") -> the first such generated case
+# (surface, family, a word the case's input must hold or "") -> the first such generated case;
+# every one but the control failed on ede6a24
 PICKS = [
     ("sql", "postgres-control-table", ""),
     ("sql", "duckdb-sql-0", ""),  # select; copy ... to a file outside
     ("sql", "duckdb-sql-13", ""),  # read_text of a canary into an attribute
     ("sql", "duckdb-url-0", ""),  # ?access_mode=read_write and a drop
-    ("sql", "sqlite-sql-4", ""),  # vacuum into a file outside
+    ("sql", "sqlite-sql-14", ""),  # an all-NULL attribute
     ("sql", "postgres-sql-0", ""),  # select; delete from victim
-    ("sql", "postgres-sql-3", ""),  # a CTE wrapping a DELETE
-    ("sql", "duckdb-table-3", ""),  # table: read_text(canary)
+    ("sql", "postgres-sql-16", ""),  # an INSERT after a line comment and a separator
+    ("sql", "duckdb-sql-24", ""),  # ";" alone
     ("secrets", "param-literal-ok", "sslpassword"),
-    ("secrets", "param-env-closed", "access_token"),
+    ("secrets", "param-literal-closed", "access_token"),
     ("secrets", "libpq-options", "password%3d"),
-    ("secrets", "userinfo-env", ""),
+    ("secrets", "userinfo-env", "/x#y"),  # a ${VAR} value with / and #
+    ("secrets", "host-env", ""),
     ("console", "data-value-", ""),
     ("console", "column-name-", ""),
     ("console", "flag-group-", ""),
     ("console", "spec-file-name-", ""),
-    ("markdown", "data-value-4", ""),  # [x](javascript:...)
-    ("markdown", "data-value-7", ""),  # ![x](http://host/a.png)
+    ("markdown", "data-value-11", ""),  # [x](javascript:...)
+    ("markdown", "data-value-14", ""),  # ![x](http://host/a.png)
     ("markdown", "model-description-", "```"),
     ("pyproject", "parent-exit-zero-child-none", ""),
     ("pyproject", "parent-exit-zero-child-dotted", ""),
