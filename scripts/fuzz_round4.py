@@ -30,6 +30,29 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _run(cases: list[round4.Case], root: Path, args: argparse.Namespace) -> list[round4.Result]:
+    with round4.postgres_server() as (pg, why):
+        if pg is None:
+            print(f"PostgreSQL cases skipped: {why}", file=sys.stderr)
+        rnd = round4.Round.create(root, args.seed, pg, why)
+        done = [0]
+
+        def progress(result: round4.Result, index: int) -> None:
+            done[0] += 1
+            if result.outcome != "clean":
+                first = next(iter(result.evidence.values()), [""])[0]
+                print(
+                    f"[{done[0]}/{len(cases)}] {result.case.id}: {result.outcome}: {first[:160]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        results = round4.run_round(
+            cases, rnd, jobs=args.jobs, timeout=args.timeout, keep=args.keep, progress=progress
+        )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=4, help="seed of the generator (default 4)")
@@ -68,25 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     root = round4.round_root()
     started = time.monotonic()
-    with round4.postgres_server() as (pg, why):
-        if pg is None:
-            print(f"PostgreSQL cases skipped: {why}", file=sys.stderr)
-        rnd = round4.Round.create(root, args.seed, pg, why)
-        done = [0]
-
-        def progress(result: round4.Result, index: int) -> None:
-            done[0] += 1
-            if result.outcome != "clean":
-                first = next(iter(result.evidence.values()), [""])[0]
-                print(
-                    f"[{done[0]}/{len(cases)}] {result.case.id}: {result.outcome}: {first[:160]}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-        results = round4.run_round(
-            cases, rnd, jobs=args.jobs, timeout=args.timeout, keep=args.keep, progress=progress
-        )
+    try:
+        results = _run(cases, root, args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     seconds = time.monotonic() - started
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -100,8 +109,6 @@ def main(argv: list[str] | None = None) -> int:
         "limit": args.limit,
     }
     round4.write_failures(results, args.out, header)
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
     print(round4.table(results))
     print(
         f"\n{len(results)} cases in {seconds:.0f} s (seed {args.seed}, commit {commit}); "
