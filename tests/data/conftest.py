@@ -59,8 +59,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
+def start_postgres() -> Iterator[Postgres]:
+    """The cluster's lifetime, as a generator (the ``postgres`` fixture; also entered with
+    ``contextlib.contextmanager`` by the fuzz round, tests/fuzz/round4.py: its skips raise
+    ``pytest.skip.Exception``)."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed")
@@ -115,3 +117,6 @@ def postgres() -> Iterator[Postgres]:
             timeout=60,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+postgres = pytest.fixture(scope="session", name="postgres")(start_postgres)
