@@ -262,12 +262,19 @@ def open_duckdb(source: DatabaseTable, con: Any) -> Any:
         if source.table is not None:
             return con.table(source.table)
         assert source.sql is not None
-        return con.sql(source.sql)
+        relation = con.sql(source.sql)
     except Exception as exc:
         if source.table is None:
             raise _sql_error(source, exc, []) from None
         tables = _list_tables(lambda: [row[0] for row in con.sql("show tables").fetchall()])
         raise _table_error(source, exc, [], tables) from None
+    if relation is None:  # a statement that returns no table (";", a SET ...)
+        raise DataError(
+            "data.sql returns no table",
+            field=SQL_FIELD,
+            hint="write one SELECT that returns the audited columns",
+        )
+    return relation
 
 
 def _list_tables(lister: Any) -> list[str] | None:

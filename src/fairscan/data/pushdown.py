@@ -164,6 +164,10 @@ class PushdownSource:
     # called once the table is read (:meth:`release`)
     cleanup: Callable[[], None] | None = None
 
+    def columns(self) -> list[str]:
+        """The table's own columns (its schema: nothing is read)."""
+        return list(self.relation.table().schema().names)
+
     def release(self) -> None:
         """Undo what reading the table left in its engine; never raises (the audit's result
         or error is what the caller needs)."""
@@ -575,6 +579,12 @@ def prepared_table(
     table = source.relation.table()
     schema = _polars_schema(source, table, columns)
     present = [c for c in dict.fromkeys(columns) if c in schema]
+    if not present:  # nothing to group by (the run checks the columns first: a direct caller)
+        raise DataError(
+            f"the table has none of the audited columns ({', '.join(map(repr, columns))})",
+            field=source.spec_field,
+            hint=f"the table's columns are: {', '.join(map(repr, schema.names[:20]))}",
+        )
     stripped = [
         a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
     ]
@@ -708,7 +718,8 @@ def _stripped(
 ) -> pl.DataFrame:
     """``columns`` stripped of surrounding whitespace (as :mod:`fairscan.data.load` strips
     them), the groups that become equal merged."""
-    frame = frame.with_columns(pl.col(c).str.strip_chars() for c in columns)
+    # an ENUM comes back as a categorical: its values stripped as text
+    frame = frame.with_columns(pl.col(c).cast(pl.String).str.strip_chars() for c in columns)
     return frame.group_by(list(keys)).agg(pl.col(c).sum() for c in sums)
 
 
