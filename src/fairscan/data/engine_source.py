@@ -117,5 +117,6 @@ def engine_source(source: Any, engine: Engine, columns: Sequence[str]) -> tuple[
         FIELD if dataset else IN_MEMORY_FIELD,
         provenance,
         failed="reading the data failed",
+        recount=_local_parquet(source),  # files read by DuckDB: counted from their metadata
     )
     return pushdown, schema

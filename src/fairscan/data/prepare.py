@@ -648,6 +648,17 @@ def _codes_against(series: pl.Series, uniques: pl.Series, missing: pl.Series) ->
 
 
 def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, numeric: bool) -> None:
+    ctx.issues.append(
+        too_many_categories(name, count, max_categories, ctx.attribute_field(name), numeric)
+    )
+
+
+def too_many_categories(
+    name: str, count: int | None, max_categories: int, spec_field: str, numeric: bool
+) -> Issue:
+    """Attribute ``name`` has ``count`` distinct values, more than ``max_categories`` (also
+    asked of a database before its table is read, where ``count`` is None: the database
+    stopped counting past the limit, :mod:`fairscan.data.pushdown`)."""
     if numeric:
         hint = (
             f"bin it with discretize: {{{name}: {{quantiles: 5}}}}, or raise max_categories "
@@ -658,10 +669,11 @@ def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, nume
             "group rare values into fewer categories before the audit, drop the attribute, "
             f"or raise max_categories (now {max_categories})"
         )
-    ctx.add(
-        f"attribute {name!r} has {count} distinct values, more than max_categories "
-        f"({max_categories})",
-        field=ctx.attribute_field(name),
+    how_many = f"{count} distinct values, more than" if count is not None else "more than"
+    return Issue(
+        f"attribute {name!r} has {how_many} max_categories ({max_categories})"
+        + (" distinct values" if count is None else ""),
+        field=spec_field,
         column=name,
         hint=hint,
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -102,6 +102,25 @@ class IbisRelation:
     def table(self) -> Any:
         return self._table
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every query of the block reads one snapshot where the engine gives one (PostgreSQL:
+        one REPEATABLE READ, READ ONLY transaction; Ibis' own transactions inside it are
+        savepoints), so that a concurrent write cannot change the audit's answer."""
+        con = getattr(self.backend, "con", None) if self.engine == "postgres" else None
+        if con is None or not hasattr(con, "transaction"):
+            yield
+            return
+        import psycopg
+
+        saved = (con.isolation_level, con.read_only)
+        con.isolation_level, con.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+        try:
+            with con.transaction():
+                yield
+        finally:
+            con.isolation_level, con.read_only = saved
+
     def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
         result = expr.to_polars()
         assert isinstance(result, pl.DataFrame)
@@ -130,6 +149,10 @@ class DuckDBRelation:
     def sample(self, expr: Any, fraction: float, seed: int) -> Any:
         """``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)``."""
         return expr.sample(fraction, seed=seed)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """No transaction of its own: the passes compare their row counts."""
+        return contextlib.nullcontext()
 
     def table(self) -> Any:
         return self._table
@@ -160,13 +183,16 @@ class PushdownSource:
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
     failed: str = "the database failed"  # how an engine error's message begins
+    # the rows are counted again after the last pass (a table written meanwhile is detected)
+    recount: bool = True
     # undoes what preparing the table left in the caller's engine (a PySpark temporary view),
     # called once the table is read (:meth:`release`)
     cleanup: Callable[[], None] | None = None
 
-    def columns(self) -> list[str]:
-        """The table's own columns (its schema: nothing is read)."""
-        return list(self.relation.table().schema().names)
+    def columns(self, audited: Sequence[str]) -> list[str]:
+        """The table's own columns (its schema: nothing is read); a DataError for an
+        ``audited`` column of a type the audit cannot use."""
+        return list(_polars_schema(self, self.relation.table(), audited))
 
     def release(self) -> None:
         """Undo what reading the table left in its engine; never raises (the audit's result
@@ -566,13 +592,18 @@ def prepared_table(
     sample: SampleSpec | None,
     max_rows: int | None,
     calibrations: Mapping[str, Calibration] | None = None,
+    max_categories: int | None = None,
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
     (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps.
 
     ``calibrations``: probability columns only calibration bias scans read; they come back
     in bins (each bin's mean) with their exact per-profile sums in the aggregation's
-    ``profile_sums``."""
+    ``profile_sums``. ``max_categories``: the attributes' distinct values are counted in
+    the first pass and checked against it before the aggregate is built.
+
+    Each pass counts the rows it reads: a table that changes between them (rows written
+    while it is read) is a DataError, not a report that mixes two versions of it."""
     from fairscan.data.filter_sql import filter_ibis
 
     plan = _Plan()
@@ -592,13 +623,20 @@ def prepared_table(
     if stripped and not deferred:
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
-    n_raw = _count(source, table, "counting the rows")
+    keep = filter_ibis(filter, table, schema) if filter is not None else None
+    checked = [] if sample is not None or max_categories is None else attributes
+    counts = _first_pass(source, table, keep)
+    n_raw = counts.raw
     filtered = table
-    if filter is not None:
-        filtered = table.filter(filter_ibis(filter, table, schema))
+    if keep is not None:
+        filtered = table.filter(keep)
         plan.steps.append("filter")
+    categorical = _categorical(filtered, schema, checked, discretize, stripped)
+    _check_categories(source, filtered, categorical, attributes, max_categories)
     if sample is not None:
-        frame, n_filtered = _sampled(source, filtered, present, sample)
+        frame = _sampled(source, filtered, present, sample, counts.kept)
+        n_filtered = counts.kept
+        _check_unchanged(source, table, counts.raw)
         plan.steps.append("sample")
         source.provenance.update(_provenance(plan, n_raw))
         note = (
@@ -650,6 +688,9 @@ def prepared_table(
     plan.steps.append("group by")
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
+    aggregated = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
+    if aggregated != counts.kept:
+        raise _changed(source, counts.kept, aggregated, "the aggregation")
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     if deferred:
         frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
@@ -690,8 +731,100 @@ def prepared_table(
             if filter is not None
             else "point the source at a table with rows",
         )
+    _check_unchanged(source, table, counts.raw)
     source.provenance.update(_provenance(plan, n_raw, frame))
     return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What the first pass over the table counts."""
+
+    raw: int  # the table's rows
+    kept: int  # the rows the filter keeps (all without a filter)
+
+
+def _categorical(
+    table: Any,
+    schema: pl.Schema,
+    attributes: Sequence[str],
+    discretize: Mapping[str, Any],
+    stripped: Sequence[str],
+) -> dict[str, tuple[Any, bool]]:
+    """The attributes the audit reads as categories (text, integers, dates), each as the
+    expression whose distinct values it counts (``stripped``: text attributes counted
+    stripped, as they are audited) and whether it is an integer."""
+    out: dict[str, tuple[Any, bool]] = {}
+    for name in attributes:
+        dtype = schema.get(name)
+        if name in discretize or dtype is None:
+            continue
+        if dtype == pl.String:
+            out[name] = (table[name].strip() if name in stripped else table[name], False)
+        elif dtype.is_integer() or (dtype.is_temporal() and dtype != pl.Duration):
+            out[name] = (table[name], dtype.is_integer())
+    return out
+
+
+def _first_pass(source: PushdownSource, table: Any, keep: Any) -> _Counts:
+    """The table's rows and those ``keep`` (the filter's predicate, None: all) keeps."""
+    import ibis
+
+    metrics: dict[str, Any] = {"n": ibis._.count()}
+    if keep is not None:
+        metrics["kept"] = table.count(where=keep)
+    frame = source.run(table.aggregate(**metrics), "counting the rows", scan=keep is not None)
+    row = frame.row(0, named=True)
+    raw = int(row["n"] or 0)
+    return _Counts(raw, int(row.get("kept", raw) or 0))
+
+
+def _check_categories(
+    source: PushdownSource,
+    filtered: Any,
+    categorical: Mapping[str, tuple[Any, bool]],
+    attributes: Sequence[str],
+    max_categories: int | None,
+) -> None:
+    """The in-memory check of ``max_categories`` (:mod:`fairscan.data.prepare`), asked of
+    the database before the aggregate is built: at most ``max_categories + 1`` distinct
+    values of each attribute are counted (a query the engine can stop early; an exact count
+    of millions of values would take as long as the aggregate)."""
+    from fairscan.data.prepare import too_many_categories
+
+    if max_categories is None:
+        return
+    issues = []
+    for name, (expr, integer) in categorical.items():
+        selected = filtered.select(v=expr)
+        values = selected.filter(selected.v.notnull()).distinct()
+        bounded = values.limit(max_categories + 1).count()
+        what = f"counting the distinct values of {name!r}"
+        if int(source.run(bounded.as_table(), what, scan=False).item() or 0) > max_categories:
+            field = f"attributes[{attributes.index(name)}]"
+            issues.append(too_many_categories(name, None, max_categories, field, integer))
+    if issues:
+        raise DataError(issues=issues)
+
+
+def _changed(source: PushdownSource, first: int, later: int, what: str) -> DataError:
+    return DataError(
+        f"the table changed while it was read: {first:,} rows in the first pass, {later:,} in "
+        f"{what}; the report would mix two versions of it",
+        field=source.spec_field,
+        hint="audit a snapshot of the table (a copy, or a view of a fixed version), or retry "
+        "once the writes are done",
+    )
+
+
+def _check_unchanged(source: PushdownSource, table: Any, raw: int) -> None:
+    """The table's rows counted again after the last pass: the same as in the first (not
+    for a stream fairscan decodes itself, where a count is a whole pass)."""
+    if not source.recount:
+        return
+    now = _count(source, table, "counting the rows again")
+    if now != raw:
+        raise _changed(source, raw, now, "the last")
 
 
 def _strip_after_grouping(
@@ -724,10 +857,14 @@ def _stripped(
 
 
 def _sampled(
-    source: PushdownSource, filtered: Any, present: Sequence[str], sample: SampleSpec
-) -> tuple[pl.DataFrame, int]:
-    """A Bernoulli sample drawn by the engine (seeded), cut to ``sample.rows`` rows."""
-    n_filtered = _count(source, filtered, "counting the filtered rows")
+    source: PushdownSource,
+    filtered: Any,
+    present: Sequence[str],
+    sample: SampleSpec,
+    n_filtered: int,
+) -> pl.DataFrame:
+    """A Bernoulli sample drawn by the engine (seeded) from the ``n_filtered`` rows the
+    filter keeps, cut to ``sample.rows`` rows."""
     if n_filtered == 0:
         raise DataError(
             "the filter keeps 0 rows",
@@ -739,8 +876,7 @@ def _sampled(
         # a little more than asked, so that the cut to `rows` rarely leaves fewer
         fraction = min(1.0, sample.rows / n_filtered * 1.1 + 100 / n_filtered)
         selected = source.relation.sample(selected, fraction, sample.seed).limit(sample.rows)
-    frame = source.run(selected, "drawing the sample")
-    return frame, n_filtered
+    return source.run(selected, "drawing the sample")
 
 
 def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> dict[str, Any]:
@@ -766,18 +902,20 @@ def pushed_down(
     available = available_memory()
     # the aggregate held in memory: about 3 copies of ~16 bytes a column
     max_rows = None if available is None else available // (3 * 16 * (len(columns) + 1))
-    return prepared_table(
-        source,
-        columns=columns,
-        attributes=list(spec.attributes),
-        filter=spec.data.filter,
-        strip_whitespace=spec.data.strip_whitespace,
-        discretize=spec.discretize,
-        cuts={name: Cut(*cut) for name, cut in cuts.items()},
-        sample=spec.data.sample,
-        max_rows=max_rows,
-        calibrations={
-            name: Calibration(tuple(sorted(set(directions))))
-            for name, directions in (calibrations or {}).items()
-        },
-    )
+    with source.relation.snapshot():  # one snapshot for every pass, where there is one
+        return prepared_table(
+            source,
+            columns=columns,
+            attributes=list(spec.attributes),
+            filter=spec.data.filter,
+            strip_whitespace=spec.data.strip_whitespace,
+            discretize=spec.discretize,
+            cuts={name: Cut(*cut) for name, cut in cuts.items()},
+            sample=spec.data.sample,
+            max_rows=max_rows,
+            max_categories=spec.max_categories,
+            calibrations={
+                name: Calibration(tuple(sorted(set(directions))))
+                for name, directions in (calibrations or {}).items()
+            },
+        )

@@ -280,7 +280,7 @@ def _read_streamed(
         cuts = threshold_only_columns(list(spec.scans), roles, other)
         calibrations = calibration_only_columns(spec, roles, other)
         if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
-            _check_names(spec, roles, extra_roles, source.columns())
+            _check_names(spec, roles, extra_roles, source.columns(columns))
             return pushed_down(source, spec, columns, cuts, calibrations)
         return _pushed_to_engine(spec, roles, extra_roles, source, engine, columns, cuts)
     progress = engine.progress or (lambda rows: None)
