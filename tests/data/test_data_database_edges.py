@@ -58,6 +58,18 @@ def credit() -> pl.DataFrame:
     return pl.read_csv(CREDIT)
 
 
+def _sqlite_credit(path: Path, credit: pl.DataFrame) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.execute(
+        "create table credit (applicant_id integer, sex text, ethnicity text, age_group text, "
+        'region text, employment text, income real, "default" integer, score real, '
+        "high_risk integer)"
+    )
+    db.executemany("insert into credit values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", credit.iter_rows())
+    db.commit()
+    return db
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory, credit: pl.DataFrame) -> Path:
     folder = tmp_path_factory.mktemp("edges")
@@ -73,13 +85,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, credit: pl.DataFrame) -> Pa
     )
     con.execute('create table star as select *, sex as "*" from credit')
     con.close()
-    db = sqlite3.connect(folder / "t.sqlite")
-    db.execute(
-        "create table credit (applicant_id integer, sex text, ethnicity text, age_group text, "
-        'region text, employment text, income real, "default" integer, score real, '
-        "high_risk integer)"
-    )
-    db.executemany("insert into credit values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", credit.iter_rows())
+    db = _sqlite_credit(folder / "t.sqlite", credit)
     # a column of no declared type holding only NULL (Ibis reads its type as null)
     db.execute(
         "create table nulls as select applicant_id, NULL as sex, ethnicity, age_group, region, "
@@ -179,3 +185,147 @@ def test_an_all_null_sqlite_attribute_audits_as_in_memory(
     assert _findings(database) == _findings(memory) == _findings(streamed)
     assert database.data_warnings == memory.data_warnings
     assert any("null values scanned as" in w for w in database.data_warnings)
+
+
+# --- a table written while it is read; the cardinality asked first ---------------------------
+
+API_SPEC: dict[str, Any] = {
+    "outcome": "default",
+    "prediction": "score",
+    "threshold": 0.5,
+    "attributes": ["sex", "ethnicity", "age_group"],
+    "scans": [{"id": "fpr", "type": "fpr_scan", "restarts": 5}],
+    "significance": {"replicates": 9, "seed": 3, "workers": 1},
+}
+
+
+class _Logged:
+    """An engine's relation whose queries are logged, with a write into the table (from
+    another connection) once the query whose SQL holds ``at`` has run."""
+
+    def __init__(self, relation: Any, write: Any = None, at: str = "") -> None:
+        self.inner, self.write, self.at, self.sql = relation, write, at, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
+        import ibis
+
+        result = self.inner.execute(expr, scan)
+        self.sql.append(str(ibis.to_sql(expr)))
+        if self.write is not None and self.at in self.sql[-1]:
+            self.write()
+            self.write = None
+        return result
+
+
+def _source(relation: Any) -> Any:
+    from fairscan.data.pushdown import PushdownSource
+
+    return PushdownSource(relation, "<test table>", "data", {})
+
+
+INSERT = "insert into credit select * from credit where applicant_id <= 6"
+
+
+@pytest.mark.parametrize("at", ["COUNT(*)", "GROUP BY"], ids=["after-count", "after-group-by"])
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_a_table_written_between_passes_is_a_data_error(
+    tmp_path: Path, credit: pl.DataFrame, engine: str, at: str
+) -> None:
+    """Rows written between the first pass and the aggregate (or after it) would give a
+    report whose data rows and rows after the filter disagree: a data error instead."""
+    import ibis
+
+    import fairscan
+    from fairscan.data.pushdown import IbisRelation
+
+    if engine == "duckdb":
+        backend = ibis.duckdb.connect()
+        backend.create_table("credit", credit.to_arrow())
+
+        def write() -> None:
+            backend.raw_sql(INSERT)
+    else:
+        path = tmp_path / "w.sqlite"
+        db = _sqlite_credit(path, credit)
+        backend = ibis.sqlite.connect(path)
+
+        def write() -> None:
+            db.execute(INSERT)
+            db.commit()
+
+    relation = _Logged(IbisRelation(backend.table("credit")), write, at)
+    with pytest.raises(DataError) as info:
+        fairscan.audit(_source(relation), **API_SPEC)
+    issue = info.value.issues[0]
+    assert "the table changed while it was read" in issue.message
+    assert "12,000 rows in the first pass" in issue.message and "12,006" in issue.message
+
+
+def test_postgres_reads_every_pass_from_one_snapshot(
+    postgres: Any, credit: pl.DataFrame
+) -> None:
+    """Rows committed by another session between the passes change nothing: the passes run
+    in one REPEATABLE READ transaction."""
+    import ibis
+
+    import fairscan
+    from fairscan.data.pushdown import IbisRelation
+
+    with postgres.connect() as con:
+        con.execute("drop table if exists credit_w")
+        con.execute(
+            "create table credit_w (applicant_id int, sex text, ethnicity text, age_group text, "
+            'region text, employment text, income double precision, "default" int, '
+            "score double precision, high_risk int)"
+        )
+        with con.cursor().copy("copy credit_w from stdin") as copy:
+            for row in credit.iter_rows():
+                copy.write_row(row)
+    backend = ibis.postgres.connect(
+        host="127.0.0.1",
+        port=postgres.port,
+        user=postgres.user,
+        password=postgres.password,
+        database=postgres.database,
+    )
+    before = fairscan.audit(_source(IbisRelation(backend.table("credit_w"))), **API_SPEC)
+
+    def write() -> None:
+        with postgres.connect() as other:
+            other.execute(INSERT.replace("credit", "credit_w"))
+
+    relation = _Logged(IbisRelation(backend.table("credit_w")), write, "COUNT(*)")
+    during = fairscan.audit(_source(relation), **API_SPEC)
+    assert relation.write is None, "the write ran between the passes"
+    assert during.provenance.data_rows == before.provenance.data_rows == credit.height
+    assert during.provenance.rows_after_filter == credit.height
+    assert _findings(during) == _findings(before)
+    again = fairscan.audit(_source(IbisRelation(backend.table("credit_w"))), **API_SPEC)
+    assert again.provenance.data_rows == credit.height + 6  # the write is there afterwards
+
+
+def test_max_categories_is_asked_of_the_database_before_the_aggregate(
+    folder: Path, credit: pl.DataFrame
+) -> None:
+    """An attribute with more distinct values than max_categories fails on a bounded count
+    (DISTINCT ... LIMIT max_categories + 1), before any GROUP BY of the audited columns."""
+    import fairscan
+    from fairscan.data.pushdown import DuckDBRelation
+
+    con = duckdb.connect()
+    con.execute("create table t as select * replace ('id' || applicant_id as sex) from credit")
+    relation = _Logged(DuckDBRelation(con.table("t")))
+    with pytest.raises(DataError) as info:
+        fairscan.audit(_source(relation), **API_SPEC, max_categories=40)
+    issue = info.value.issues[0]
+    assert issue.field == "attributes[0]" and issue.column == "sex"
+    assert "more than max_categories (40)" in issue.message
+    assert not any("GROUP BY" in sql for sql in relation.sql), relation.sql
+    assert any("LIMIT 41" in sql for sql in relation.sql)
+    # the same table with few values: audited, and the report is the in-memory one
+    few = _Logged(DuckDBRelation(con.table("t").filter("applicant_id % 300 = 0")))
+    report = fairscan.audit(_source(few), **API_SPEC, max_categories=40)
+    assert report.provenance.data_rows == 40
