@@ -327,7 +327,7 @@ def database_source(connection: str, table: str | None, sql: str | None, base: P
     backend = connect(source)
     relation: IbisRelation | DuckDBRelation
     if source.engine == "duckdb":  # DuckDB's own relations: its native SQL, no copy
-        relation = DuckDBRelation(open_duckdb(source, backend.con))
+        relation = DuckDBRelation(open_duckdb(source, backend.con), con=backend.con)
     else:
         relation = IbisRelation(open_table(source, backend), secret_values(source.connection))
     provenance = source.describe()

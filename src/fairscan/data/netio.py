@@ -34,6 +34,8 @@ from fairscan.errors import DataError, truncate
 FIELD = "data.path"
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
+# longest a database statement may run (PostgreSQL's statement_timeout on fairscan's sessions)
+QUERY_TIMEOUT = 1800.0
 # fewer bytes than this read in a whole read timeout: the read is stalled (or trickles)
 MIN_PROGRESS_BYTES = 4096
 # how often the main thread wakes to handle signals and check progress
@@ -57,6 +59,10 @@ def connect_timeout() -> float:
 
 def read_timeout() -> float:
     return _seconds("FAIRSCAN_READ_TIMEOUT", READ_TIMEOUT)
+
+
+def query_timeout() -> float:
+    return _seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
 
 
 class _ReadCounter:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +71,79 @@ class Cut:
     thresholds: tuple[float, ...]
     rule: Literal["ge", "gt"]
     probability: bool  # values outside [0, 1] are kept as they are (the checks report them)
+
+
+class QueryTimeout(Exception):
+    """A query ran past :func:`~fairscan.data.netio.query_timeout` and was stopped."""
+
+
+@contextlib.contextmanager
+def _bounded(interrupt: Callable[[], None]) -> Iterator[None]:
+    """The block's query stopped by ``interrupt()`` (from a timer thread) once it has run
+    :func:`~fairscan.data.netio.query_timeout` seconds: a :class:`QueryTimeout` then."""
+    from fairscan.data.netio import query_timeout
+
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        with contextlib.suppress(Exception):
+            interrupt()
+
+    timer = threading.Timer(query_timeout(), expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:
+        if fired.is_set():
+            raise QueryTimeout() from None
+        raise
+    finally:
+        timer.cancel()
+
+
+# SQLite virtual-machine steps between two calls of the progress handler (~1 ms of work)
+_SQLITE_STEPS = 100_000
+
+
+@contextlib.contextmanager
+def _sqlite_bounded(con: Any) -> Iterator[None]:
+    """SQLite runs the query on this (the main) thread, where no signal handler runs until it
+    returns: its progress handler runs Python code every :data:`_SQLITE_STEPS` steps, so that
+    Ctrl-C's and SIGTERM's handler runs then (its KeyboardInterrupt stops the query: SQLite's
+    "interrupted"), and stops the query past :func:`~fairscan.data.netio.query_timeout`."""
+    from fairscan.data.netio import query_timeout
+
+    deadline = time.monotonic() + query_timeout()
+    expired: list[bool] = []
+
+    def progress() -> int:
+        if time.monotonic() > deadline:
+            expired.append(True)
+            return 1
+        return 0
+
+    con.set_progress_handler(progress, _SQLITE_STEPS)
+    try:
+        yield
+    except Exception:
+        if expired:
+            raise QueryTimeout() from None
+        raise
+    finally:
+        con.set_progress_handler(None, 0)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """``exc`` is an engine's own report of a query stopped by an interrupt: DuckDB's
+    ``interrupt()`` (called when the waiting thread is interrupted, or by DuckDB itself on
+    Ctrl-C), SQLite's progress handler stopped by a signal's KeyboardInterrupt."""
+    from fairscan.interrupts import interrupt_of
+
+    if interrupt_of(exc) is not None or type(exc).__name__ == "InterruptException":
+        return True
+    return str(exc).strip() in ("Query interrupted", "interrupted")
 
 
 class IbisRelation:
@@ -121,8 +196,27 @@ class IbisRelation:
         finally:
             con.isolation_level, con.read_only = saved
 
+    @property
+    def movable(self) -> bool:
+        """The queries may run in another thread (which :meth:`interrupt` stops): DuckDB."""
+        return self.engine == "duckdb"
+
+    def interrupt(self) -> None:
+        if self.engine == "duckdb":
+            self.backend.con.interrupt()
+
+    def _limits(self) -> contextlib.AbstractContextManager[None]:
+        """Time limit and interruption of a query (PostgreSQL: the session's own
+        ``statement_timeout``; other engines: their drivers')."""
+        if self.engine == "sqlite":
+            return _sqlite_bounded(self.backend.con)
+        if self.engine == "duckdb":
+            return _bounded(self.backend.con.interrupt)
+        return contextlib.nullcontext()
+
     def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
-        result = expr.to_polars()
+        with self._limits():
+            result = expr.to_polars()
         assert isinstance(result, pl.DataFrame)
         return result
 
@@ -131,12 +225,13 @@ class DuckDBRelation:
     """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
     and run by the relation's own connection (``relation.query``)."""
 
-    def __init__(self, relation: Any, engine: Engine | None = None) -> None:
+    def __init__(self, relation: Any, engine: Engine | None = None, con: Any = None) -> None:
         import ibis
         from ibis.backends.sql.datatypes import DuckDBType
 
         self.relation = relation
         self.engine = engine  # a streamed table's connection: progress and interruption
+        self.con = con  # a database file's connection: the queries' time limit, interruption
         self.secrets: tuple[str, ...] = ()
         self.has_nan = True
 
@@ -169,7 +264,19 @@ class DuckDBRelation:
             assert isinstance(result, pl.DataFrame)
             return result
 
+        if self.con is not None:
+            with _bounded(self.con.interrupt):
+                return query()
         return query() if self.engine is None or not scan else self.engine.run(query)
+
+    @property
+    def movable(self) -> bool:
+        """The queries may run in another thread (which :meth:`interrupt` stops)."""
+        return self.con is not None
+
+    def interrupt(self) -> None:
+        if self.con is not None:
+            self.con.interrupt()
 
 
 @dataclass(frozen=True)
@@ -216,10 +323,18 @@ class PushdownSource:
 
             if is_resource_failure(exc):  # the run's out-of-memory message, with the way out
                 raise
-            interrupted = interrupt_of(exc)
-            if interrupted is not None or type(exc).__name__ == "InterruptException":
-                # DuckDB's interrupt(), called when the waiting thread was interrupted
-                raise interrupted or KeyboardInterrupt() from None
+            if isinstance(exc, QueryTimeout):
+                from fairscan.data.netio import query_timeout
+
+                raise DataError(
+                    f"{self.failed} while {what}: the query ran past the {query_timeout():g} s "
+                    "limit and was stopped",
+                    field=self.spec_field,
+                    hint="audit fewer rows (data.filter, data.sample), or allow longer queries "
+                    "with FAIRSCAN_QUERY_TIMEOUT (seconds)",
+                ) from None
+            if _interrupted(exc):  # an interrupt, never a data error
+                raise interrupt_of(exc) or KeyboardInterrupt() from None
             raise DataError(
                 f"{self.failed} while {what}: {mask(first_line(exc), self.relation.secrets)}",
                 field=self.spec_field,

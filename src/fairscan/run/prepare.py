@@ -201,9 +201,9 @@ def _prepare_streamed(
             return _read_streamed(spec, roles, source, extra_roles, engine)
 
         # files, URLs and LazyFrames in a watched thread: interruptible (DuckDB's query is
-        # interrupted too), and a stalled remote read times out; a database table stays on the
-        # thread that holds its connection (SQLite allows no other; the drivers have their own
-        # timeouts and return to Python between steps)
+        # interrupted too), and a stalled remote read times out; so are DuckDB tables; another
+        # database table stays on the thread that holds its connection (SQLite allows no other,
+        # and stops its query on a signal itself; the drivers return to Python between steps)
         if isinstance(source, DatasetSource) or _in_engine(source):
             remote = isinstance(source, DatasetSource) and source.remote
             if remote:  # a server that does not answer is named by the probe, not the stall watch
@@ -211,6 +211,9 @@ def _prepare_streamed(
 
                 watched(lambda: probe_url(source.location), remote=False)
             frame, aggregation, sample_note = watched(read, remote=remote, cancel=engine.interrupt)
+        elif isinstance(source, PushdownSource) and source.relation.movable:
+            cancel = source.relation.interrupt
+            frame, aggregation, sample_note = watched(read, remote=False, cancel=cancel)
         else:
             frame, aggregation, sample_note = read()
         sha = (
