@@ -20,8 +20,7 @@ duckdb = pytest.importorskip("duckdb")
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"
 COLUMNS = (
-    "applicant_id, sex, ethnicity, age_group, region, employment, income, default, score, "
-    "high_risk"
+    "applicant_id, sex, ethnicity, age_group, region, employment, income, default, score, high_risk"
 )
 
 SPEC = """\
@@ -264,9 +263,7 @@ def test_a_table_written_between_passes_is_a_data_error(
     assert "12,000 rows in the first pass" in issue.message and "12,006" in issue.message
 
 
-def test_postgres_reads_every_pass_from_one_snapshot(
-    postgres: Any, credit: pl.DataFrame
-) -> None:
+def test_postgres_reads_every_pass_from_one_snapshot(postgres: Any, credit: pl.DataFrame) -> None:
     """Rows committed by another session between the passes change nothing: the passes run
     in one REPEATABLE READ transaction."""
     import ibis
