@@ -18,7 +18,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
 pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
 duckdb = pytest.importorskip("duckdb")
