@@ -41,13 +41,13 @@ output: {{dir: reports, formats: [json]}}
 
 @pytest.fixture(scope="module")
 def specs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A DuckDB and an SQLite file whose view ``big`` is the sample data 3,000 times over
-    (36 M rows computed by each query: a GROUP BY of a minute or more)."""
+    """A DuckDB and an SQLite file whose view ``big`` is the sample data 30,000 times over
+    (360 M rows computed by each query: a count of half a minute, a GROUP BY of minutes)."""
     folder = tmp_path_factory.mktemp("db-interrupts")
     credit = pl.read_csv(ROOT / "sample_data" / "credit.csv")
     con = duckdb.connect(str(folder / "big.duckdb"))
     con.execute("create table credit as select * from credit")
-    con.execute("create view big as select credit.* from credit, range(3000)")
+    con.execute("create view big as select credit.* from credit, range(30000)")
     con.close()
     db = sqlite3.connect(folder / "big.sqlite")
     db.execute(
@@ -58,7 +58,7 @@ def specs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     db.executemany("insert into credit values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", credit.iter_rows())
     db.execute(
         "create view big as select c.* from credit c, (with recursive r(i) as (select 1 "
-        "union all select i + 1 from r where i < 3000) select i from r)"
+        "union all select i + 1 from r where i < 30000) select i from r)"
     )
     db.commit()
     db.close()
