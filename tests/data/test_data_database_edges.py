@@ -326,3 +326,29 @@ def test_max_categories_is_asked_of_the_database_before_the_aggregate(
     few = _Logged(DuckDBRelation(con.table("t").filter("applicant_id % 300 = 0")))
     report = fairscan.audit(_source(few), **API_SPEC, max_categories=40)
     assert report.provenance.data_rows == 40
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_a_query_past_the_time_limit_is_stopped(
+    folder: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FAIRSCAN_QUERY_TIMEOUT bounds each query: a view of 360 M rows is stopped at the limit
+    with a data error naming the field and the way out (its count alone takes half a minute)."""
+    if engine == "duckdb":
+        con = duckdb.connect(str(folder / "t.duckdb"))
+        con.execute("create or replace view big as select credit.* from credit, range(30000)")
+        con.close()
+    else:
+        db = sqlite3.connect(folder / "t.sqlite")
+        db.execute(
+            "create view if not exists big as select c.* from credit c, (with recursive r(i) "
+            "as (select 1 union all select i + 1 from r where i < 30000) select i from r)"
+        )
+        db.commit()
+        db.close()
+    monkeypatch.setenv("FAIRSCAN_QUERY_TIMEOUT", "0.5")
+    error = _error(folder, f"  connection: t.{engine}\n  table: big")
+    issue = error.issues[0]
+    assert issue.field == "data.table"
+    assert "ran past the 0.5 s limit" in issue.message
+    assert "FAIRSCAN_QUERY_TIMEOUT" in (issue.hint or "")
