@@ -729,7 +729,7 @@ def prepared_table(
         raise DataError(
             f"the table has none of the audited columns ({', '.join(map(repr, columns))})",
             field=source.spec_field,
-            hint=f"the table's columns are: {', '.join(map(repr, schema.names[:20]))}",
+            hint=f"the table's columns are: {', '.join(map(repr, list(schema)[:20]))}",
         )
     stripped = [
         a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
