@@ -969,7 +969,7 @@ def _pattern_column(column: str, spec_field: str) -> Issue:
         "pattern of column names, not as one column",
         field=spec_field,
         column=column,
-        hint=f"rename the column (e.g. in data.sql: select \"{column}\" as another_name, ...) "
+        hint=f'rename the column (e.g. in data.sql: select "{column}" as another_name, ...) '
         "and name the new one in the spec",
     )
 
