@@ -352,3 +352,65 @@ def test_a_query_past_the_time_limit_is_stopped(
     assert issue.field == "data.table"
     assert "ran past the 0.5 s limit" in issue.message
     assert "FAIRSCAN_QUERY_TIMEOUT" in (issue.hint or "")
+
+
+def test_a_signal_during_a_postgres_query_cancels_it(
+    postgres: Any, credit: pl.DataFrame, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) to ``audit run`` while PostgreSQL runs the audit's query: the run
+    prints only ``interrupted``, exits 130, and the server's query is cancelled (it does not go
+    on after the run). The signal goes to a subprocess once the server shows its query active."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with postgres.connect() as con:
+        con.execute("drop view if exists big_i")
+        con.execute("drop table if exists credit_i")
+        con.execute(
+            "create table credit_i (applicant_id int, sex text, ethnicity text, age_group text, "
+            'region text, employment text, income double precision, "default" int, '
+            "score double precision, high_risk int)"
+        )
+        with con.cursor().copy("copy credit_i from stdin") as copy:
+            for row in credit.iter_rows():
+                copy.write_row(row)
+        con.execute("create view big_i as select c.* from credit_i c, generate_series(1, 30000)")
+    spec = _spec(tmp_path, f"  connection: '{postgres.url()}'\n  table: big_i")
+
+    def active() -> int:
+        with postgres.connect() as con:
+            rows = con.execute(
+                "select count(*) from pg_stat_activity where state = 'active' "
+                "and query like '%big_i%' and pid <> pg_backend_pid()"
+            ).fetchone()
+        return int(rows[0]) if rows else 0
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fairscan.cli", "run", str(spec), "--no-progress"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FAIRSCAN_TEST_PGPASSWORD": postgres.password, "NO_COLOR": "1"},
+        start_new_session=True,
+    )
+    try:
+        started = time.monotonic()
+        while not active() and process.poll() is None and time.monotonic() - started < 120:
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        sent = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    elapsed = time.monotonic() - sent
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "interrupted", stderr
+    assert elapsed < 10, f"took {elapsed:.2f} s"  # generous: measured ~0.1 s
+    time.sleep(0.5)
+    assert active() == 0  # cancelled on the server, not left running
