@@ -262,19 +262,12 @@ def open_duckdb(source: DatabaseTable, con: Any) -> Any:
         if source.table is not None:
             return con.table(source.table)
         assert source.sql is not None
-        relation = con.sql(source.sql)
+        return con.sql(source.sql)
     except Exception as exc:
         if source.table is None:
             raise _sql_error(source, exc, []) from None
         tables = _list_tables(lambda: [row[0] for row in con.sql("show tables").fetchall()])
         raise _table_error(source, exc, [], tables) from None
-    if relation is None:  # a statement that returns no table (";", a SET ...)
-        raise DataError(
-            "data.sql returns no table",
-            field=SQL_FIELD,
-            hint="write one SELECT that returns the audited columns",
-        )
-    return relation
 
 
 def _list_tables(lister: Any) -> list[str] | None:
@@ -311,6 +304,18 @@ def _sql_error(source: DatabaseTable, exc: BaseException, secrets: list[str]) ->
     )
 
 
+def _a_table(relation: Any) -> Any:
+    """DuckDB's relation of ``data.sql``; a DataError when the statement returns no table
+    (``;``, a ``SET``: DuckDB runs it and hands back None)."""
+    if relation is None:
+        raise DataError(
+            "data.sql returns no table",
+            field=SQL_FIELD,
+            hint="write one SELECT that returns the audited columns",
+        )
+    return relation
+
+
 def engine_version(backend: Any) -> str | None:
     try:
         return str(backend.version)
@@ -327,7 +332,7 @@ def database_source(connection: str, table: str | None, sql: str | None, base: P
     backend = connect(source)
     relation: IbisRelation | DuckDBRelation
     if source.engine == "duckdb":  # DuckDB's own relations: its native SQL, no copy
-        relation = DuckDBRelation(open_duckdb(source, backend.con), con=backend.con)
+        relation = DuckDBRelation(_a_table(open_duckdb(source, backend.con)), con=backend.con)
     else:
         relation = IbisRelation(open_table(source, backend), secret_values(source.connection))
     provenance = source.describe()
