@@ -290,8 +290,10 @@ class PushdownSource:
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
     failed: str = "the database failed"  # how an engine error's message begins
-    # the rows are counted again after the last pass (a table written meanwhile is detected)
-    recount: bool = True
+    # a pass reads the table where it lives (not a stream fairscan decodes afresh for each
+    # pass): its rows are counted again after the last pass (a table written meanwhile is
+    # detected) and max_categories is asked before the aggregate
+    extra_passes: bool = True
     # undoes what preparing the table left in the caller's engine (a PySpark temporary view),
     # called once the table is read (:meth:`release`)
     cleanup: Callable[[], None] | None = None
@@ -739,7 +741,7 @@ def prepared_table(
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
     keep = filter_ibis(filter, table, schema) if filter is not None else None
-    checked = [] if sample is not None or max_categories is None else attributes
+    checked = [] if sample is not None or not source.extra_passes else attributes
     counts = _first_pass(source, table, keep)
     n_raw = counts.raw
     filtered = table
@@ -935,7 +937,7 @@ def _changed(source: PushdownSource, first: int, later: int, what: str) -> DataE
 def _check_unchanged(source: PushdownSource, table: Any, raw: int) -> None:
     """The table's rows counted again after the last pass: the same as in the first (not
     for a stream fairscan decodes itself, where a count is a whole pass)."""
-    if not source.recount:
+    if not source.extra_passes:
         return
     now = _count(source, table, "counting the rows again")
     if now != raw:
