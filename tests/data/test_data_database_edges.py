@@ -350,7 +350,7 @@ def test_a_query_past_the_time_limit_is_stopped(
     error = _error(folder, f"  connection: t.{engine}\n  table: big")
     issue = error.issues[0]
     assert issue.field == "data.table"
-    assert "ran past the 0.5 s limit" in issue.message
+    assert "ran past the 0.5 s limit and was stopped" in issue.message
     assert "FAIRSCAN_QUERY_TIMEOUT" in (issue.hint or "")
 
 
@@ -414,3 +414,32 @@ def test_a_signal_during_a_postgres_query_cancels_it(
     assert elapsed < 10, f"took {elapsed:.2f} s"  # generous: measured ~0.1 s
     time.sleep(0.5)
     assert active() == 0  # cancelled on the server, not left running
+
+
+def test_postgres_statement_timeout_is_a_located_error(postgres: Any, credit: pl.DataFrame) -> None:
+    """A query PostgreSQL cancels at the session's statement_timeout is a data error naming the
+    source and the way out (not the driver's message alone)."""
+    import ibis
+
+    import fairscan
+    from fairscan.data.pushdown import IbisRelation
+
+    backend = ibis.postgres.connect(
+        host="127.0.0.1",
+        port=postgres.port,
+        user=postgres.user,
+        password=postgres.password,
+        database=postgres.database,
+    )
+    backend.raw_sql("SET statement_timeout = 200").close()
+    with postgres.connect() as con:
+        con.execute(
+            'create or replace view slow_t as select 1 as "default", 0.7 as score, '
+            "'a' as sex, 'b' as ethnicity, 'c' as age_group from generate_series(1, 50000000)"
+        )
+    with pytest.raises(DataError) as info:
+        fairscan.audit(_source(IbisRelation(backend.table("slow_t"))), **API_SPEC)
+    issue = info.value.issues[0]
+    assert issue.field == "data"
+    assert "ran past the session's statement_timeout" in issue.message
+    assert "FAIRSCAN_QUERY_TIMEOUT" in (issue.hint or "")

@@ -135,6 +135,23 @@ def _sqlite_bounded(con: Any) -> Iterator[None]:
         con.set_progress_handler(None, 0)
 
 
+def _time_limit(exc: BaseException) -> str | None:
+    """The time limit ``exc`` reports a query stopped at, in words; None for another error.
+    PostgreSQL's ``statement_timeout`` (set on fairscan's sessions) cancels it on the server."""
+    from fairscan.data.netio import query_timeout
+
+    if isinstance(exc, QueryTimeout):
+        return f"the {query_timeout():g} s limit"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:  # (closing the cursor fails next)
+        if type(current).__name__ == "QueryCanceled" and "statement timeout" in str(current):
+            return "the session's statement_timeout"
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _interrupted(exc: BaseException) -> bool:
     """``exc`` is an engine's own report of a query stopped by an interrupt: DuckDB's
     ``interrupt()`` (called when the waiting thread is interrupted, or by DuckDB itself on
@@ -325,12 +342,10 @@ class PushdownSource:
 
             if is_resource_failure(exc):  # the run's out-of-memory message, with the way out
                 raise
-            if isinstance(exc, QueryTimeout):
-                from fairscan.data.netio import query_timeout
-
+            limit = _time_limit(exc)
+            if limit is not None:
                 raise DataError(
-                    f"{self.failed} while {what}: the query ran past the {query_timeout():g} s "
-                    "limit and was stopped",
+                    f"{self.failed} while {what}: the query ran past {limit} and was stopped",
                     field=self.spec_field,
                     hint="audit fewer rows (data.filter, data.sample), or allow longer queries "
                     "with FAIRSCAN_QUERY_TIMEOUT (seconds)",
