@@ -731,11 +731,12 @@ def prepared_table(
 
     ``calibrations``: probability columns only calibration bias scans read; they come back
     in bins (each bin's mean) with their exact per-profile sums in the aggregation's
-    ``profile_sums``. ``max_categories``: the attributes' distinct values are counted in
-    the first pass and checked against it before the aggregate is built.
+    ``profile_sums``. ``max_categories``: checked by the database (a bounded count of each
+    categorical attribute's values) before the aggregate is built.
 
-    Each pass counts the rows it reads: a table that changes between them (rows written
-    while it is read) is a DataError, not a report that mixes two versions of it."""
+    The passes' row counts must agree (the first pass's rows are those the aggregate adds up,
+    and the table is counted again after the last pass): a table written while it is read is
+    a DataError, not a report that mixes two versions of it."""
     from fairscan.data.filter_sql import filter_ibis
 
     plan = _Plan()
@@ -756,13 +757,13 @@ def prepared_table(
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
     keep = filter_ibis(filter, table, schema) if filter is not None else None
-    checked = [] if sample is not None or not source.extra_passes else attributes
     counts = _first_pass(source, table, keep)
     n_raw = counts.raw
     filtered = table
     if keep is not None:
         filtered = table.filter(keep)
         plan.steps.append("filter")
+    checked = [] if sample is not None or not source.extra_passes else attributes
     categorical = _categorical(filtered, schema, checked, discretize, stripped)
     _check_categories(source, filtered, categorical, attributes, max_categories)
     if sample is not None:
