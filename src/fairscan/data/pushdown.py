@@ -15,6 +15,11 @@ is compiled to that engine's SQL:
 
 Only that aggregate comes back (or, for ``data.sample``, the rows of a sample drawn by the
 engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
+
+Before the aggregate, the database counts at most ``max_categories + 1`` values of each
+categorical attribute. The passes' row counts must agree (PostgreSQL runs them all in one
+REPEATABLE READ transaction): a table written while it is read is a data error. Each query is
+interruptible (Ctrl-C, SIGTERM) and bounded by ``FAIRSCAN_QUERY_TIMEOUT``.
 """
 
 from __future__ import annotations
