@@ -330,16 +330,18 @@ def test_max_categories_is_asked_of_the_database_before_the_aggregate(
 
 @pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
 def test_a_query_past_the_time_limit_is_stopped(
-    folder: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, credit: pl.DataFrame, engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """FAIRSCAN_QUERY_TIMEOUT bounds each query: a view of 360 M rows is stopped at the limit
-    with a data error naming the field and the way out (its count alone takes half a minute)."""
+    with a data error naming the field and the way out (its count alone takes half a minute).
+    A file of its own (an audit's read-only connection to another may still be open)."""
     if engine == "duckdb":
-        con = duckdb.connect(str(folder / "t.duckdb"))
-        con.execute("create or replace view big as select credit.* from credit, range(30000)")
+        con = duckdb.connect(str(tmp_path / "t.duckdb"))
+        con.execute("create table credit as select * from credit")
+        con.execute("create view big as select credit.* from credit, range(30000)")
         con.close()
     else:
-        db = sqlite3.connect(folder / "t.sqlite")
+        db = _sqlite_credit(tmp_path / "t.sqlite", credit)
         db.execute(
             "create view if not exists big as select c.* from credit c, (with recursive r(i) "
             "as (select 1 union all select i + 1 from r where i < 30000) select i from r)"
@@ -347,7 +349,7 @@ def test_a_query_past_the_time_limit_is_stopped(
         db.commit()
         db.close()
     monkeypatch.setenv("FAIRSCAN_QUERY_TIMEOUT", "0.5")
-    error = _error(folder, f"  connection: t.{engine}\n  table: big")
+    error = _error(tmp_path, f"  connection: t.{engine}\n  table: big")
     issue = error.issues[0]
     assert issue.field == "data.table"
     assert "ran past the 0.5 s limit and was stopped" in issue.message
