@@ -203,7 +203,8 @@ class _Logged:
     another connection) once the query whose SQL holds ``at`` has run."""
 
     def __init__(self, relation: Any, write: Any = None, at: str = "") -> None:
-        self.inner, self.write, self.at, self.sql = relation, write, at, []
+        self.inner, self.write, self.at = relation, write, at
+        self.sql: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
