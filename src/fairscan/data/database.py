@@ -419,6 +419,18 @@ def _sql_error(source: DatabaseTable, exc: BaseException, secrets: list[str]) ->
     )
 
 
+def _a_table(relation: Any) -> Any:
+    """DuckDB's relation of ``data.sql``; a DataError when the statement returns no table
+    (``;``, a ``SET``: DuckDB runs it and hands back None)."""
+    if relation is None:
+        raise DataError(
+            "data.sql returns no table",
+            field=SQL_FIELD,
+            hint="write one SELECT that returns the audited columns",
+        )
+    return relation
+
+
 def engine_version(backend: Any) -> str | None:
     try:
         return str(backend.version)
@@ -444,7 +456,7 @@ def database_source(
     backend = connect(source)
     relation: IbisRelation | DuckDBRelation
     if source.engine == "duckdb":  # DuckDB's own relations: its native SQL, no copy
-        relation = DuckDBRelation(open_duckdb(source, backend.con))
+        relation = DuckDBRelation(_a_table(open_duckdb(source, backend.con)), con=backend.con)
     else:
         relation = IbisRelation(open_table(source, backend), secret_values(source.connection))
     provenance = source.describe()

@@ -55,6 +55,10 @@ def query_timeout() -> float:
     return env_seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
 
 
+def query_timeout() -> float:
+    return _seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
+
+
 class _ReadCounter:
     """Bytes this process has read (files and sockets: ``rchar``), less the bytes of its own
     reads of ``/proc/self/io``, which count too; None off Linux."""

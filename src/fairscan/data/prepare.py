@@ -648,6 +648,17 @@ def _codes_against(series: pl.Series, uniques: pl.Series, missing: pl.Series) ->
 
 
 def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, numeric: bool) -> None:
+    ctx.issues.append(
+        too_many_categories(name, count, max_categories, ctx.attribute_field(name), numeric)
+    )
+
+
+def too_many_categories(
+    name: str, count: int | None, max_categories: int, spec_field: str, numeric: bool
+) -> Issue:
+    """Attribute ``name`` has ``count`` distinct values, more than ``max_categories`` (also
+    asked of a database before its table is read, where ``count`` is None: the database
+    stopped counting past the limit, :mod:`fairscan.data.pushdown`)."""
     if numeric:
         hint = (
             f"bin it with discretize: {{{name}: {{quantiles: 5}}}}, or raise max_categories "
@@ -658,10 +669,11 @@ def _too_many(ctx: _Context, name: str, count: int, max_categories: int, *, nume
             "group rare values into fewer categories before the audit, drop the attribute, "
             f"or raise max_categories (now {max_categories})"
         )
-    ctx.add(
-        f"attribute {name!r} has {count} distinct values, more than max_categories "
-        f"({max_categories})",
-        field=ctx.attribute_field(name),
+    how_many = f"{count} distinct values, more than" if count is not None else "more than"
+    return Issue(
+        f"attribute {name!r} has {how_many} max_categories ({max_categories})"
+        + (" distinct values" if count is None else ""),
+        field=spec_field,
         column=name,
         hint=hint,
     )
@@ -820,8 +832,8 @@ def _encode_attribute(
         return _encode_prebinned(ctx, name, disc, max_categories)
     if disc is not None:
         return _encode_binned(ctx, name, disc, max_categories)
-    if dtype == pl.Null:
-        return _Encoded(np.zeros(ctx.n, dtype=np.int32), [])
+    if dtype == pl.Null:  # one code a row of the table (its rows are distinct rows when aggregated)
+        return _Encoded(np.zeros(ctx.frame.height, dtype=np.int32), [])
     if dtype == pl.Boolean:
         s = ctx.frame[name]
         uniques = s.drop_nulls().unique().sort()
@@ -945,15 +957,37 @@ def _missing_column(column: str, spec_field: str, names: Sequence[str]) -> Issue
     )
 
 
+def _is_pattern(column: str) -> bool:
+    """polars reads this name as a pattern of column names (``*``: every column, ``^...$``: a
+    regular expression), never as the column itself."""
+    return column == "*" or (column.startswith("^") and column.endswith("$"))
+
+
+def _pattern_column(column: str, spec_field: str) -> Issue:
+    return Issue(
+        f"column name {column!r} cannot be audited: the data engine (polars) reads it as a "
+        "pattern of column names, not as one column",
+        field=spec_field,
+        column=column,
+        hint=f'rename the column (e.g. in data.sql: select "{column}" as another_name, ...) '
+        "and name the new one in the spec",
+    )
+
+
 def _check_columns(
     wanted: Sequence[tuple[str, str]], names: Sequence[str]
 ) -> tuple[list[str], list[Issue]]:
-    """(the wanted columns that are there, in order; an issue per (field, column) missing)."""
+    """(the wanted columns that are there, in order; an issue per (field, column) missing or
+    named as a pattern)."""
     present: list[str] = []
     issues: list[Issue] = []
     reported: set[tuple[str, str]] = set()
     for spec_field, column in wanted:
-        if column in names:
+        if _is_pattern(column):
+            if (spec_field, column) not in reported:
+                reported.add((spec_field, column))
+                issues.append(_pattern_column(column, spec_field))
+        elif column in names:
             if column not in present:
                 present.append(column)
         elif (spec_field, column) not in reported:
@@ -1053,7 +1087,7 @@ def _encode_attributes(
     if code_columns:
         codes = np.ascontiguousarray(np.stack(code_columns, axis=1), dtype=np.int32)
     else:
-        codes = np.empty((ctx.n, 0), dtype=np.int32)
+        codes = np.empty((ctx.frame.height, 0), dtype=np.int32)
     return tuple(encoded), codes
 
 
@@ -1104,6 +1138,30 @@ def _read_extra(ctx: _Context, extra_columns: Mapping[str, str]) -> dict[str, np
     return extra
 
 
+def _wanted(
+    requests: Sequence[RoleColumn], attributes: Sequence[str], extra_columns: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """(spec field, column) of every column the audit reads."""
+    wanted = [(r.field, r.column) for r in requests]
+    wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
+    wanted += [(f, c) for c, f in extra_columns.items()]
+    return wanted
+
+
+def column_issues(
+    roles: Sequence[RoleColumn],
+    attributes: Sequence[str],
+    extra_columns: Mapping[str, str],
+    names: Sequence[str],
+) -> list[Issue]:
+    """The issues :func:`prepare_data` raises for the columns the spec names that a table of
+    columns ``names`` lacks (or names as a pattern): asked of a database or streamed table
+    before it is read, so that a wrong name costs no pass over it and its message lists the
+    table's own columns (not those of the aggregate that comes back)."""
+    wanted = _wanted(_unique_requests(roles), attributes, extra_columns)
+    return _check_columns(wanted, names)[1]
+
+
 def prepare_data(
     frame: pl.DataFrame,
     *,
@@ -1136,9 +1194,7 @@ def prepare_data(
         )
     requests = _unique_requests(roles)
     extra_columns = dict(extra_columns or {})
-    wanted = [(r.field, r.column) for r in requests]
-    wanted += [(f"attributes[{i}]", a) for i, a in enumerate(attributes)]
-    wanted += [(f, c) for c, f in extra_columns.items()]
+    wanted = _wanted(requests, attributes, extra_columns)
     present, issues = _check_columns(wanted, frame.columns)
     present = _drop_nested(frame, wanted, present, issues)
     frame, strip_warnings = _strip_attributes(frame, attributes, strip_whitespace)

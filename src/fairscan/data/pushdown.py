@@ -15,13 +15,20 @@ is compiled to that engine's SQL:
 
 Only that aggregate comes back (or, for ``data.sample``, the rows of a sample drawn by the
 engine: ``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)`` where it has one).
+
+Before the aggregate, the database counts at most ``max_categories + 1`` values of each
+categorical attribute. The passes' row counts must agree (PostgreSQL runs them all in one
+REPEATABLE READ transaction): a table written while it is read is a data error. Each query is
+interruptible (Ctrl-C, SIGTERM) and bounded by ``FAIRSCAN_QUERY_TIMEOUT``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,6 +79,96 @@ class Cut:
     probability: bool  # values outside [0, 1] are kept as they are (the checks report them)
 
 
+class QueryTimeout(Exception):
+    """A query ran past :func:`~fairscan.data.netio.query_timeout` and was stopped."""
+
+
+@contextlib.contextmanager
+def _bounded(interrupt: Callable[[], None]) -> Iterator[None]:
+    """The block's query stopped by ``interrupt()`` (from a timer thread) once it has run
+    :func:`~fairscan.data.netio.query_timeout` seconds: a :class:`QueryTimeout` then."""
+    from fairscan.data.netio import query_timeout
+
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        with contextlib.suppress(Exception):
+            interrupt()
+
+    timer = threading.Timer(query_timeout(), expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:
+        if fired.is_set():
+            raise QueryTimeout() from None
+        raise
+    finally:
+        timer.cancel()
+
+
+# SQLite virtual-machine steps between two calls of the progress handler (~1 ms of work)
+_SQLITE_STEPS = 100_000
+
+
+@contextlib.contextmanager
+def _sqlite_bounded(con: Any) -> Iterator[None]:
+    """SQLite runs the query on this (the main) thread, where no signal handler runs until it
+    returns: its progress handler runs Python code every :data:`_SQLITE_STEPS` steps, so that
+    Ctrl-C's and SIGTERM's handler runs then (its KeyboardInterrupt stops the query: SQLite's
+    "interrupted"), and stops the query past :func:`~fairscan.data.netio.query_timeout`."""
+    from fairscan.data.netio import query_timeout
+
+    deadline = time.monotonic() + query_timeout()
+    expired: list[bool] = []
+
+    def progress() -> int:
+        if time.monotonic() > deadline:
+            expired.append(True)
+            return 1
+        return 0
+
+    con.set_progress_handler(progress, _SQLITE_STEPS)
+    try:
+        yield
+    except Exception:
+        if expired:
+            raise QueryTimeout() from None
+        raise
+    finally:
+        con.set_progress_handler(None, 0)
+
+
+def _time_limit(exc: BaseException) -> str | None:
+    """The time limit ``exc`` reports a query stopped at, in words; None for another error.
+    PostgreSQL's ``statement_timeout`` (set on fairscan's sessions) cancels it on the server."""
+    from fairscan.data.netio import query_timeout
+
+    if isinstance(exc, QueryTimeout):
+        return f"the {query_timeout():g} s limit"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:  # (closing the cursor fails next)
+        if type(current).__name__ == "QueryCanceled" and "statement timeout" in str(current):
+            return "the session's statement_timeout"
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """``exc`` is an engine's own report of a query stopped by an interrupt: DuckDB's
+    ``interrupt()`` (called when the waiting thread is interrupted, or by DuckDB itself on
+    Ctrl-C), SQLite's progress handler stopped by a signal's KeyboardInterrupt."""
+    from fairscan.interrupts import interrupt_of
+
+    if interrupt_of(exc) is not None or type(exc).__name__ == "InterruptException":
+        return True
+    return str(exc).strip() in ("Query interrupted", "interrupted")
+
+
 class IbisRelation:
     """A table of an Ibis backend: expressions run where it lives."""
 
@@ -103,8 +200,46 @@ class IbisRelation:
     def table(self) -> Any:
         return self._table
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every query of the block reads one snapshot where the engine gives one (PostgreSQL:
+        one REPEATABLE READ, READ ONLY transaction; Ibis' own transactions inside it are
+        savepoints), so that a concurrent write cannot change the audit's answer."""
+        con = getattr(self.backend, "con", None) if self.engine == "postgres" else None
+        if con is None or not hasattr(con, "transaction"):
+            yield
+            return
+        import psycopg
+
+        saved = (con.isolation_level, con.read_only)
+        con.isolation_level, con.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+        try:
+            with con.transaction():
+                yield
+        finally:
+            con.isolation_level, con.read_only = saved
+
+    @property
+    def movable(self) -> bool:
+        """The queries may run in another thread (which :meth:`interrupt` stops): DuckDB."""
+        return self.engine == "duckdb"
+
+    def interrupt(self) -> None:
+        if self.engine == "duckdb":
+            self.backend.con.interrupt()
+
+    def _limits(self) -> contextlib.AbstractContextManager[None]:
+        """Time limit and interruption of a query (PostgreSQL: the session's own
+        ``statement_timeout``; other engines: their drivers')."""
+        if self.engine == "sqlite":
+            return _sqlite_bounded(self.backend.con)
+        if self.engine == "duckdb":
+            return _bounded(self.backend.con.interrupt)
+        return contextlib.nullcontext()
+
     def execute(self, expr: Any, scan: bool = True) -> pl.DataFrame:
-        result = expr.to_polars()
+        with self._limits():
+            result = expr.to_polars()
         assert isinstance(result, pl.DataFrame)
         return result
 
@@ -113,12 +248,13 @@ class DuckDBRelation:
     """A DuckDB relation (``duckdb.sql(...)``): the expressions are compiled to DuckDB's SQL
     and run by the relation's own connection (``relation.query``)."""
 
-    def __init__(self, relation: Any, engine: Engine | None = None) -> None:
+    def __init__(self, relation: Any, engine: Engine | None = None, con: Any = None) -> None:
         import ibis
         from ibis.backends.sql.datatypes import DuckDBType
 
         self.relation = relation
         self.engine = engine  # a streamed table's connection: progress and interruption
+        self.con = con  # a database file's connection: the queries' time limit, interruption
         self.secrets: tuple[str, ...] = ()
         self.has_nan = True
 
@@ -131,6 +267,10 @@ class DuckDBRelation:
     def sample(self, expr: Any, fraction: float, seed: int) -> Any:
         """``TABLESAMPLE BERNOULLI ... REPEATABLE (seed)``."""
         return expr.sample(fraction, seed=seed)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """No transaction of its own: the passes compare their row counts."""
+        return contextlib.nullcontext()
 
     def table(self) -> Any:
         return self._table
@@ -147,7 +287,19 @@ class DuckDBRelation:
             assert isinstance(result, pl.DataFrame)
             return result
 
+        if self.con is not None:
+            with _bounded(self.con.interrupt):
+                return query()
         return query() if self.engine is None or not scan else self.engine.run(query)
+
+    @property
+    def movable(self) -> bool:
+        """The queries may run in another thread (which :meth:`interrupt` stops)."""
+        return self.con is not None
+
+    def interrupt(self) -> None:
+        if self.con is not None:
+            self.con.interrupt()
 
 
 @dataclass(frozen=True)
@@ -161,9 +313,18 @@ class PushdownSource:
     sliceable: bool = False
     weight: str | None = WEIGHT_COLUMN
     failed: str = "the database failed"  # how an engine error's message begins
+    # a pass reads the table where it lives (not a stream fairscan decodes afresh for each
+    # pass): its rows are counted again after the last pass (a table written meanwhile is
+    # detected) and max_categories is asked before the aggregate
+    extra_passes: bool = True
     # undoes what preparing the table left in the caller's engine (a PySpark temporary view),
     # called once the table is read (:meth:`release`)
     cleanup: Callable[[], None] | None = None
+
+    def columns(self, audited: Sequence[str]) -> list[str]:
+        """The table's own columns (its schema: nothing is read); a DataError for an
+        ``audited`` column of a type the audit cannot use."""
+        return list(_polars_schema(self, self.relation.table(), audited))
 
     def release(self) -> None:
         """Undo what reading the table left in its engine; never raises (the audit's result
@@ -187,10 +348,16 @@ class PushdownSource:
 
             if is_resource_failure(exc):  # the run's out-of-memory message, with the way out
                 raise
-            interrupted = interrupt_of(exc)
-            if interrupted is not None or type(exc).__name__ == "InterruptException":
-                # DuckDB's interrupt(), called when the waiting thread was interrupted
-                raise interrupted or KeyboardInterrupt() from None
+            limit = _time_limit(exc)
+            if limit is not None:
+                raise DataError(
+                    f"{self.failed} while {what}: the query ran past {limit} and was stopped",
+                    field=self.spec_field,
+                    hint="audit fewer rows (data.filter, data.sample), or allow longer queries "
+                    "with FAIRSCAN_QUERY_TIMEOUT (seconds)",
+                ) from None
+            if _interrupted(exc):  # an interrupt, never a data error
+                raise interrupt_of(exc) or KeyboardInterrupt() from None
             raise DataError(
                 f"{self.failed} while {what}: {mask(first_line(exc), self.relation.secrets)}",
                 field=self.spec_field,
@@ -563,19 +730,31 @@ def prepared_table(
     sample: SampleSpec | None,
     max_rows: int | None,
     calibrations: Mapping[str, Calibration] | None = None,
+    max_categories: int | None = None,
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
     (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps.
 
     ``calibrations``: probability columns only calibration bias scans read; they come back
     in bins (each bin's mean) with their exact per-profile sums in the aggregation's
-    ``profile_sums``."""
+    ``profile_sums``. ``max_categories``: checked by the database (a bounded count of each
+    categorical attribute's values) before the aggregate is built.
+
+    The passes' row counts must agree (the first pass's rows are those the aggregate adds up,
+    and the table is counted again after the last pass): a table written while it is read is
+    a DataError, not a report that mixes two versions of it."""
     from fairscan.data.filter_sql import filter_ibis
 
     plan = _Plan()
     table = source.relation.table()
     schema = _polars_schema(source, table, columns)
     present = [c for c in dict.fromkeys(columns) if c in schema]
+    if not present:  # nothing to group by (the run checks the columns first: a direct caller)
+        raise DataError(
+            f"the table has none of the audited columns ({', '.join(map(repr, columns))})",
+            field=source.spec_field,
+            hint=f"the table's columns are: {', '.join(map(repr, list(schema)[:20]))}",
+        )
     stripped = [
         a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
     ]
@@ -583,13 +762,20 @@ def prepared_table(
     if stripped and not deferred:
         table = table.mutate(**{a: table[a].strip() for a in stripped})
         plan.steps.append("strip_whitespace")
-    n_raw = _count(source, table, "counting the rows")
+    keep = filter_ibis(filter, table, schema) if filter is not None else None
+    counts = _first_pass(source, table, keep)
+    n_raw = counts.raw
     filtered = table
-    if filter is not None:
-        filtered = table.filter(filter_ibis(filter, table, schema))
+    if keep is not None:
+        filtered = table.filter(keep)
         plan.steps.append("filter")
+    checked = [] if sample is not None or not source.extra_passes else attributes
+    categorical = _categorical(filtered, schema, checked, discretize, stripped)
+    _check_categories(source, filtered, categorical, attributes, max_categories)
     if sample is not None:
-        frame, n_filtered = _sampled(source, filtered, present, sample)
+        frame = _sampled(source, filtered, present, sample, counts.kept)
+        n_filtered = counts.kept
+        _check_unchanged(source, table, counts.raw)
         plan.steps.append("sample")
         source.provenance.update(_provenance(plan, n_raw))
         note = (
@@ -641,6 +827,9 @@ def prepared_table(
     plan.steps.append("group by")
     if max_rows is not None and frame.height > max_rows:
         raise _too_many_distinct(frame, max_rows)
+    aggregated = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
+    if aggregated != counts.kept:
+        raise _changed(source, counts.kept, aggregated, "the aggregation")
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     if deferred:
         frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
@@ -681,8 +870,100 @@ def prepared_table(
             if filter is not None
             else "point the source at a table with rows",
         )
+    _check_unchanged(source, table, counts.raw)
     source.provenance.update(_provenance(plan, n_raw, frame))
     return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What the first pass over the table counts."""
+
+    raw: int  # the table's rows
+    kept: int  # the rows the filter keeps (all without a filter)
+
+
+def _categorical(
+    table: Any,
+    schema: pl.Schema,
+    attributes: Sequence[str],
+    discretize: Mapping[str, Any],
+    stripped: Sequence[str],
+) -> dict[str, tuple[Any, bool]]:
+    """The attributes the audit reads as categories (text, integers, dates), each as the
+    expression whose distinct values it counts (``stripped``: text attributes counted
+    stripped, as they are audited) and whether it is an integer."""
+    out: dict[str, tuple[Any, bool]] = {}
+    for name in attributes:
+        dtype = schema.get(name)
+        if name in discretize or dtype is None:
+            continue
+        if dtype == pl.String:
+            out[name] = (table[name].strip() if name in stripped else table[name], False)
+        elif dtype.is_integer() or (dtype.is_temporal() and dtype != pl.Duration):
+            out[name] = (table[name], dtype.is_integer())
+    return out
+
+
+def _first_pass(source: PushdownSource, table: Any, keep: Any) -> _Counts:
+    """The table's rows and those ``keep`` (the filter's predicate, None: all) keeps."""
+    import ibis
+
+    metrics: dict[str, Any] = {"n": ibis._.count()}
+    if keep is not None:
+        metrics["kept"] = table.count(where=keep)
+    frame = source.run(table.aggregate(**metrics), "counting the rows", scan=keep is not None)
+    row = frame.row(0, named=True)
+    raw = int(row["n"] or 0)
+    return _Counts(raw, int(row.get("kept", raw) or 0))
+
+
+def _check_categories(
+    source: PushdownSource,
+    filtered: Any,
+    categorical: Mapping[str, tuple[Any, bool]],
+    attributes: Sequence[str],
+    max_categories: int | None,
+) -> None:
+    """The in-memory check of ``max_categories`` (:mod:`fairscan.data.prepare`), asked of
+    the database before the aggregate is built: at most ``max_categories + 1`` distinct
+    values of each attribute are counted (a query the engine can stop early; an exact count
+    of millions of values would take as long as the aggregate)."""
+    from fairscan.data.prepare import too_many_categories
+
+    if max_categories is None:
+        return
+    issues = []
+    for name, (expr, integer) in categorical.items():
+        selected = filtered.select(v=expr)
+        values = selected.filter(selected.v.notnull()).distinct()
+        bounded = values.limit(max_categories + 1).count()
+        what = f"counting the distinct values of {name!r}"
+        if int(source.run(bounded.as_table(), what, scan=False).item() or 0) > max_categories:
+            field = f"attributes[{attributes.index(name)}]"
+            issues.append(too_many_categories(name, None, max_categories, field, integer))
+    if issues:
+        raise DataError(issues=issues)
+
+
+def _changed(source: PushdownSource, first: int, later: int, what: str) -> DataError:
+    return DataError(
+        f"the table changed while it was read: {first:,} rows in the first pass, {later:,} in "
+        f"{what}; the report would mix two versions of it",
+        field=source.spec_field,
+        hint="audit a snapshot of the table (a copy, or a view of a fixed version), or retry "
+        "once the writes are done",
+    )
+
+
+def _check_unchanged(source: PushdownSource, table: Any, raw: int) -> None:
+    """The table's rows counted again after the last pass: the same as in the first (not
+    for a stream fairscan decodes itself, where a count is a whole pass)."""
+    if not source.extra_passes:
+        return
+    now = _count(source, table, "counting the rows again")
+    if now != raw:
+        raise _changed(source, raw, now, "the last")
 
 
 def _strip_after_grouping(
@@ -709,15 +990,20 @@ def _stripped(
 ) -> pl.DataFrame:
     """``columns`` stripped of surrounding whitespace (as :mod:`fairscan.data.load` strips
     them), the groups that become equal merged."""
-    frame = frame.with_columns(pl.col(c).str.strip_chars() for c in columns)
+    # an ENUM comes back as a categorical: its values stripped as text
+    frame = frame.with_columns(pl.col(c).cast(pl.String).str.strip_chars() for c in columns)
     return frame.group_by(list(keys)).agg(pl.col(c).sum() for c in sums)
 
 
 def _sampled(
-    source: PushdownSource, filtered: Any, present: Sequence[str], sample: SampleSpec
-) -> tuple[pl.DataFrame, int]:
-    """A Bernoulli sample drawn by the engine (seeded), cut to ``sample.rows`` rows."""
-    n_filtered = _count(source, filtered, "counting the filtered rows")
+    source: PushdownSource,
+    filtered: Any,
+    present: Sequence[str],
+    sample: SampleSpec,
+    n_filtered: int,
+) -> pl.DataFrame:
+    """A Bernoulli sample drawn by the engine (seeded) from the ``n_filtered`` rows the
+    filter keeps, cut to ``sample.rows`` rows."""
     if n_filtered == 0:
         raise DataError(
             "the filter keeps 0 rows",
@@ -729,8 +1015,7 @@ def _sampled(
         # a little more than asked, so that the cut to `rows` rarely leaves fewer
         fraction = min(1.0, sample.rows / n_filtered * 1.1 + 100 / n_filtered)
         selected = source.relation.sample(selected, fraction, sample.seed).limit(sample.rows)
-    frame = source.run(selected, "drawing the sample")
-    return frame, n_filtered
+    return source.run(selected, "drawing the sample")
 
 
 def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> dict[str, Any]:
@@ -756,18 +1041,20 @@ def pushed_down(
     available = available_memory()
     # the aggregate held in memory: about 3 copies of ~16 bytes a column
     max_rows = None if available is None else available // (3 * 16 * (len(columns) + 1))
-    return prepared_table(
-        source,
-        columns=columns,
-        attributes=list(spec.attributes),
-        filter=spec.data.filter,
-        strip_whitespace=spec.data.strip_whitespace,
-        discretize=spec.discretize,
-        cuts={name: Cut(*cut) for name, cut in cuts.items()},
-        sample=spec.data.sample,
-        max_rows=max_rows,
-        calibrations={
-            name: Calibration(tuple(sorted(set(directions))))
-            for name, directions in (calibrations or {}).items()
-        },
-    )
+    with source.relation.snapshot():  # one snapshot for every pass, where there is one
+        return prepared_table(
+            source,
+            columns=columns,
+            attributes=list(spec.attributes),
+            filter=spec.data.filter,
+            strip_whitespace=spec.data.strip_whitespace,
+            discretize=spec.discretize,
+            cuts={name: Cut(*cut) for name, cut in cuts.items()},
+            sample=spec.data.sample,
+            max_rows=max_rows,
+            max_categories=spec.max_categories,
+            calibrations={
+                name: Calibration(tuple(sorted(set(directions))))
+                for name, directions in (calibrations or {}).items()
+            },
+        )

@@ -207,9 +207,9 @@ def _prepare_streamed(
             return _read_streamed(spec, roles, source, extra_roles, engine)
 
         # files, URLs and LazyFrames in a watched thread: interruptible (DuckDB's query is
-        # interrupted too), and a stalled remote read times out; a database table stays on the
-        # thread that holds its connection (SQLite allows no other; the drivers have their own
-        # timeouts and return to Python between steps)
+        # interrupted too), and a stalled remote read times out; so are DuckDB tables; another
+        # database table stays on the thread that holds its connection (SQLite allows no other,
+        # and stops its query on a signal itself; the drivers return to Python between steps)
         if isinstance(source, DatasetSource) or _in_engine(source):
             remote = isinstance(source, DatasetSource) and source.remote
             if remote:  # a server that does not answer is named by the probe, not the stall watch
@@ -217,6 +217,9 @@ def _prepare_streamed(
 
                 watched(lambda: probe_url(source.location), remote=False)
             frame, aggregation, sample_note = watched(read, remote=remote, cancel=engine.interrupt)
+        elif isinstance(source, PushdownSource) and source.relation.movable:
+            cancel = source.relation.interrupt
+            frame, aggregation, sample_note = watched(read, remote=False, cancel=cancel)
         else:
             frame, aggregation, sample_note = read()
         sha = (
@@ -286,8 +289,9 @@ def _read_streamed(
         cuts = threshold_only_columns(list(spec.scans), roles, other)
         calibrations = calibration_only_columns(spec, roles, other)
         if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
+            _check_names(spec, roles, extra_roles, source.columns(columns))
             return pushed_down(source, spec, columns, cuts, calibrations)
-        return _pushed_to_engine(spec, source, engine, columns, cuts)
+        return _pushed_to_engine(spec, roles, extra_roles, source, engine, columns, cuts)
     progress = engine.progress or (lambda rows: None)
     query, schema = stream_query(
         source.scan(),
@@ -299,6 +303,7 @@ def _read_streamed(
         progress=progress,
         weight=source.weight,
     )
+    _check_names(spec, roles, extra_roles, list(schema))
     sample = spec.data.sample
     if sample is not None:
         frame, n_raw, n_filtered = sampled_table(query, sample.rows, sample.seed)
@@ -320,8 +325,26 @@ def _read_streamed(
     return frame, aggregation, None
 
 
+def _check_names(
+    spec: AuditSpec,
+    roles: list[ScanRoles],
+    extra_roles: Sequence[RoleColumn],
+    names: Sequence[str],
+) -> None:
+    """A DataError for the columns the spec names that the streamed or database table (its
+    columns ``names``) lacks, before any pass over it."""
+    from fairscan.data.prepare import column_issues
+
+    requests = [*(request for r in roles for request in r.requests()), *extra_roles]
+    issues = column_issues(requests, list(spec.attributes), extra_columns(spec, roles), names)
+    if issues:
+        raise DataError(issues=issues)
+
+
 def _pushed_to_engine(
     spec: AuditSpec,
+    roles: list[ScanRoles],
+    extra_roles: Sequence[RoleColumn],
     source: DatasetSource | LazyTable,
     engine: Engine,
     columns: Sequence[str],
@@ -335,6 +358,7 @@ def _pushed_to_engine(
 
     keys = sorted(filter_columns(parse_filter(spec.data.filter))) if spec.data.filter else []
     pushdown, schema = engine_source(source, engine, [*columns, *keys])
+    _check_names(spec, roles, extra_roles, list(schema))
     # probabilities stay per row (not binned as for a database table): the seeded null
     # replicates of a calibration scan are those of the rows, as in memory
     frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, {})
