@@ -35,7 +35,8 @@ from fairscan.redact import shown_url
 FIELD = "data.path"
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
-# longest a database statement may run (PostgreSQL's statement_timeout on fairscan's sessions)
+# longest a database statement may run (PostgreSQL's statement_timeout; DuckDB and SQLite
+# queries are interrupted past it)
 QUERY_TIMEOUT = 1800.0
 # fewer bytes than this read in a whole read timeout: the read is stalled (or trickles)
 MIN_PROGRESS_BYTES = 4096
@@ -53,10 +54,6 @@ def read_timeout() -> float:
 
 def query_timeout() -> float:
     return env_seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
-
-
-def query_timeout() -> float:
-    return _seconds("FAIRSCAN_QUERY_TIMEOUT", QUERY_TIMEOUT)
 
 
 class _ReadCounter:
