@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from cli_support import Invoke, Project, strict_json
 
+from fairscan.report.sink_escape import md_text
+
 SPEC = """\
 version: 1
 name: inherited
@@ -68,7 +70,7 @@ def test_a_parent_exit_zero_is_shown_and_recorded(
         {"key": "exit-zero", "value": True, "source": source}
     ]
     written = (work / "audits" / "reports" / "inherited.md").read_text("utf-8")
-    assert f"exit-zero = true from {source}" in written
+    assert md_text(f"exit-zero = true from {source}") in written  # escaped as Markdown text
     assert f"exit-zero = true from {source}" in (
         work / "audits" / "reports" / "inherited.html"
     ).read_text("utf-8")

@@ -199,6 +199,7 @@ def test_clean_data_exits_0(cli: Invoke, clean_spec: Path, tmp_path: Path) -> No
         "scans": 2,
         "scans_with_errors": 0,
         "untested_scans": [],
+        "not_certified": 0,
     }
     for scan in report["scans"]:
         assert scan["status"] in ("not_significant", "no_finding")

@@ -591,7 +591,10 @@ def test_compas_audit_reports_render_in_headless_chromium(
     result = CliRunner().invoke(
         app, ["run", str(spec), "--replicates", "9", "--workers", "1", "--out", str(tmp_path), "-q"]
     )
-    assert result.exit_code in (0, 1), result.output
+    # 9 replicates keep it fast: a randomization scan cannot reach alpha 0.05 and is UNTESTED
+    # (exit 2, issue 34); the report is written all the same
+    assert result.exit_code in (0, 1, 2), result.output
+    assert result.exit_code != 2 or "UNTESTED" in result.output, result.output
     html = next(tmp_path.glob("*.html"))
     png = tmp_path / "page.png"
     console = load_in_chromium(chromium, html, png, tmp_path / "profile", "1000,1400")

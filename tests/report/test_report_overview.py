@@ -164,7 +164,7 @@ def test_rates_are_percentages_with_counts_and_p_values_explain_their_floor():
     assert rate_with_count(0.6027, 353) == "60.3% (n = 353)"
     assert rate_with_count(None, 3) == "n/a"
     assert p_floor_note(0.001, 999) == "the smallest possible with 999 replicates"
-    assert fmt_p_floor(1 / 200, 199) == "0.0050, the smallest possible with 199 replicates"
+    assert fmt_p_floor(1 / 200, 199) == "p = 0.0050, the smallest possible with 199 replicates"
     assert p_floor_note(0.002, 999) is None and p_floor_note(0.001, None) is None
     text = render_markdown(_education_report(finding({"education": ["college"]}, p_value=0.001)))
     assert "p = 0.0010, the smallest possible with 999 replicates" in text

@@ -142,7 +142,7 @@ def test_an_underflowing_exact_p_value_is_never_zero_nor_printed_as_zero():
     assert finding.significant is True
     texts = {
         "sentence": finding.description,
-        "markdown": render_markdown(report).replace("&lt;", "<"),
+        "markdown": render_markdown(report).replace("&lt;", "<").replace("&#60;", "<"),
         "summary": summary_text(report),
         "junit": render_junit(report).replace("&lt;", "<"),
         "sarif": render_sarif(report),
