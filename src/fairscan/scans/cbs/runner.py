@@ -30,6 +30,7 @@ from fairscan.report.models import (
     scan_status,
 )
 from fairscan.report.text import percent
+from fairscan.report.verdict import UNTESTED_HINT, exceeds, replicates_needed
 from fairscan.scans.base import ScanContext, ScanTimer
 from fairscan.scans.cbs.models import (
     CbsCalibration,
@@ -427,6 +428,21 @@ def _run_class(
 # --- result ----------------------------------------------------------------------------------
 
 
+def _unreachable(replicates: int, alpha: float, classes: int) -> str | None:
+    """Why no class can be significant when each run is tested at alpha / classes (Bonferroni
+    over the protected classes) and its smallest p-value 1 / (replicates + 1) exceeds that, or
+    None. One class is the gate's own check (the declared ``replicate_floor``)."""
+    floor = 1.0 / (replicates + 1)
+    if classes < 2 or replicates < 1 or not exceeds(floor, alpha / classes):
+        return None
+    need = replicates_needed(alpha, "bonferroni", classes)
+    return (
+        f"{replicates} replicates: its smallest possible p-value 1/{replicates + 1} = "
+        f"{floor:.4g} exceeds alpha {alpha:g} / {classes} protected classes (Bonferroni over "
+        f"the classes); raise significance.replicates to at least {need}, {UNTESTED_HINT}"
+    )
+
+
 def _status(runs: list[CbsRun], findings: list[Finding], tested: bool) -> ScanStatus:
     if all(run.status == "not_auditable" for run in runs):
         return "not_auditable"
@@ -492,10 +508,12 @@ def _result(
     runs = [o.run for o in outputs]
     findings = sorted((o.finding for o in outputs if o.finding is not None), key=_order)
     detail = _scan_detail(spec, inputs, runs)
+    unreachable = _unreachable(ctx.replicates, ctx.alpha, len(inputs.classes))
     return ScanResult(
         id=spec.id,
         type=spec.type,
-        status=_status(runs, findings, tested=ctx.replicates > 0),
+        status=_status(runs, findings, tested=ctx.replicates > 0 and unreachable is None),
+        untested_reason=unreachable,
         parameters={
             **spec.model_dump(mode="json"),
             "direction_effective": detail.direction,
