@@ -259,3 +259,15 @@ def test_alpha_outside_0_1_is_a_usage_error(
               "default", "--recommendation", "high_risk", "--attributes", "sex,ethnicity",
               "--alpha", alpha, "--replicates", "19", code=ExitCode.ERROR)  # fmt: skip
     assert "--alpha" in out.stderr
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, float("nan")])
+def test_power_analysis_from_python_checks_alpha(alpha: float, tmp_path: Path) -> None:
+    """The library call takes the same bounds as --alpha: a usage error naming alpha, never an
+    internal error (alpha = 1 was one)."""
+    from fairscan.api import power_analysis
+    from fairscan.errors import UsageError
+
+    spec = _sample_spec(tmp_path, "{fail_on: never}", replicates=19)
+    with pytest.raises(UsageError, match="must be above 0 and below 1"):
+        power_analysis(Path(spec), {"ethnicity": ["C"]}, alpha=alpha)

@@ -14,6 +14,7 @@ from fairscan.data.table import RoleColumn
 from fairscan.errors import SpecError, UsageError
 from fairscan.run.prepare import prepare_audit
 from fairscan.run.specs import load_spec, locate
+from fairscan.spec.constraints import ALPHA
 
 if TYPE_CHECKING:
     from fairscan.engine.critical import Detectability
@@ -41,6 +42,8 @@ def power_analysis(
     # scipy, through the critical values: only for audit power (start-up cost of other commands)
     from fairscan.engine.critical import detectability_threshold
 
+    if alpha is not None and (why := ALPHA.violation(alpha)):  # the spec's bounds of alpha
+        raise UsageError(why, field="alpha", hint="give a level such as 0.05")
     columns = load_spec(spec_path).spec.columns
     if columns.prediction is None or columns.outcome is None:
         loaded = load_spec(spec_path)
