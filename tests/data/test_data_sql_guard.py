@@ -197,7 +197,7 @@ def test_postgres_statement_timeout(
         '  sql: "select c.* from scoring.credit c cross join lateral '
         '(select pg_sleep(30)) as s"',
     )
-    assert "statement timeout" in str(error)
+    assert "statement_timeout" in str(error) and "FAIRSCAN_QUERY_TIMEOUT" in str(error)
 
 
 def test_postgres_names_and_filters_are_quoted(folder: Path, pg: Postgres) -> None:

@@ -118,9 +118,11 @@ def test_gaussian_scan_report_and_permutation_test(tmp_path):
     for finding in each.findings:
         assert finding.adjusted_p_value == min(1.0, 2 * finding.p_value)
         assert finding.significant is (finding.p_value <= 0.05 / 2)
-    # p = 1/20 is significant at alpha 0.05 but not at alpha / 2
+    # p = 1/20 is significant at alpha 0.05 but not at alpha / 2: 19 replicates cannot reach
+    # alpha / 2, so the scan is untested (issue 34), never a pass
     assert each.findings[0].p_value == pytest.approx(1 / 20)
-    assert each.findings[0].significant is False and each.status == "not_significant"
+    assert each.findings[0].significant is False and each.status == "untested"
+    assert each.untested_reason is not None and "2 protected classes" in each.untested_reason
     assert report.verdict.significant_findings == 1
     hooks = render_hooks()
     text = render_markdown(report, hooks)

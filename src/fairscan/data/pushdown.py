@@ -148,14 +148,28 @@ def _time_limit(exc: BaseException) -> str | None:
 
     if isinstance(exc, QueryTimeout):
         return f"the {query_timeout():g} s limit"
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:  # (closing the cursor fails next)
+    for current in _chain(exc):  # (closing the cursor fails next)
         if type(current).__name__ == "QueryCanceled" and "statement timeout" in str(current):
             return "the session's statement_timeout"
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
     return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, newest first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _first_driver_error(exc: BaseException) -> BaseException:
+    """The error the database driver (psycopg) raised first, else ``exc``: a failed statement
+    inside a transaction is followed by others (closing the cursor, a savepoint's rollback)
+    whose messages would hide its cause (e.g. a write refused by the read-only session)."""
+    driver = [e for e in _chain(exc) if type(e).__module__.startswith("psycopg")]
+    return driver[-1] if driver else exc
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -358,8 +372,9 @@ class PushdownSource:
                 ) from None
             if _interrupted(exc):  # an interrupt, never a data error
                 raise interrupt_of(exc) or KeyboardInterrupt() from None
+            cause = mask(first_line(_first_driver_error(exc)), self.relation.secrets)
             raise DataError(
-                f"{self.failed} while {what}: {mask(first_line(exc), self.relation.secrets)}",
+                f"{self.failed} while {what}: {cause}",
                 field=self.spec_field,
                 hint=hint
                 or "check the table's columns and types (and the query in the database's "
