@@ -207,29 +207,23 @@ def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None])
                     title=f"fairscan {report.name}: {what} of scan {scan.id}{p}",
                 )
             )
-    for index, scan in enumerate(report.scans):
-        if scan.status == "error":
-            place = places[index] if index < len(places) else None
-            lines.append(
-                annotation(
-                    "error",
-                    f"scan {scan.id} failed: {scan.error}",
-                    file=place.file if place is not None else None,
-                    line=place.line if place is not None else None,
-                    title=f"fairscan {report.name}: scan error",
-                )
-            )
     untested_level = "error" if report.verdict.exit_code == ExitCode.ERROR else "warning"
-    for index, scan in enumerate(report.scans):
-        if scan.status == "untested":  # never a silent pass (issue 34)
+    for status, level, words, title in (
+        ("error", "error", "failed", "scan error"),
+        ("untested", untested_level, "is untested", "UNTESTED"),  # never a silent pass
+    ):
+        for index, scan in enumerate(report.scans):
+            if scan.status != status:
+                continue
+            why = scan.error if status == "error" else scan.untested_reason or "no test ran"
             place = places[index] if index < len(places) else None
             lines.append(
                 annotation(
-                    untested_level,
-                    f"scan {scan.id} is untested: {scan.untested_reason or 'no test ran'}",
+                    level,
+                    f"scan {scan.id} {words}: {why}",
                     file=place.file if place is not None else None,
                     line=place.line if place is not None else None,
-                    title=f"fairscan {report.name}: UNTESTED",
+                    title=f"fairscan {report.name}: {title}",
                 )
             )
     return lines
