@@ -364,6 +364,65 @@ class AuditReport(ReportModel):
         default=None,
         description="Comparison with a baseline report (audit run --baseline); omitted without one.",
     )
+    monitor: MonitorSummary | None = Field(
+        default=None,
+        description="Evidence over the series of audits of this spec `name` (the spec's "
+        "`monitor:` block, anytime-valid); omitted without one.",
+    )
+
+
+# --- Monitoring over a series of audits (spec `monitor:`, anytime-valid evidence) -------------
+
+MonitorLabel = Literal["new", "persists", "resolved", "inconclusive"]
+# subgroup: one subgroup's own evidence over the runs since it was first monitored; scan: the
+# scan's open process (each run bets on the subgroup the scan chose on earlier runs only)
+MonitorProcessKind = Literal["subgroup", "scan"]
+MonitorAlarmKind = Literal["evidence", "onset"]
+
+
+class MonitorSubgroup(ReportModel):
+    """One monitored process: a subgroup's (or a scan's open) evidence after this run."""
+
+    scan: str = Field(description="The scan's id.")
+    scan_type: str
+    kind: MonitorProcessKind = "subgroup"
+    subgroup: dict[str, list[str]] = Field(
+        description="The subgroup as in the findings' mapping (for a scan process: the "
+        "subgroup bet on in this run; empty when nothing was bet on yet)."
+    )
+    label: MonitorLabel
+    e_value: float = Field(description="The evidence (e-process) after this run; 1 at the start.")
+    p_value_anytime: float = Field(
+        description="min(1, 1 / running maximum of e_value): valid at any run, any stopping rule."
+    )
+    first_alarm_run: int | None = Field(
+        default=None, description="The run_index of the first alarm; null if none."
+    )
+
+
+class MonitorAlarm(ReportModel):
+    """A monitored process whose evidence crossed its threshold (exit 1 under the default gate)."""
+
+    scan: str
+    scan_type: str
+    kind: MonitorProcessKind = "subgroup"
+    subgroup: dict[str, list[str]]
+    alarm: MonitorAlarmKind = Field(
+        description="evidence: the e-process crossed its threshold; onset: the onset detector "
+        "(evidence restarted at every run) did."
+    )
+    e_value: float
+    threshold: float
+    run_index: int
+
+
+class MonitorSummary(ReportModel):
+    """The report's ``monitor`` object."""
+
+    alpha: float = Field(description="The family-wise error rate over every run and subgroup.")
+    run_index: int = Field(description="1 = the first monitored run of this spec name.")
+    alarms: list[MonitorAlarm] = Field(default_factory=list)
+    subgroups: list[MonitorSubgroup] = Field(default_factory=list)
 
 
 # --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------
