@@ -88,7 +88,7 @@ schemas: $(DEV)
 	$(BIN)/python -m fairscan.schemas schemas
 
 # The documentation site: generate the reference pages (scan types from `audit explain`, the spec
-# from its JSON Schema, the API, the README's report contract and CI recipes; tests/test_docs.py
+# from its JSON Schema, the API, the own-data page's real outputs; tests/test_docs.py
 # checks they are current), then build site/ with every warning an error. CI passes
 # DOCS_FLAGS=--check: a stale generated page fails instead of being rewritten.
 DOCS_FLAGS ?=

@@ -6,8 +6,6 @@ Every generated page comes from one source, so the site cannot drift from the co
   registered scan type (:func:`fairscan.explain.explanation`);
 * ``docs/reference/spec.md``: the spec's JSON Schema, ``schemas/audit-spec.schema.json``;
 * ``docs/reference/api.md``: the public API, ``fairscan.__all__`` (rendered by mkdocstrings);
-* ``docs/reports.md`` and ``docs/ci.md``: the README's "Reports" and "Baselines and the CI gate"
-  / "CI" sections (the README is their single source);
 * ``docs/own-data.md``: ``scripts/docs_templates/own-data.md`` with the real outputs of
   ``audit init`` and ``audit validate`` on the sample data (so the page shows what users see).
 
@@ -487,49 +485,6 @@ def api_reference() -> str:
     return "\n".join(lines)
 
 
-# --- pages from the README ---------------------------------------------------------------------
-
-
-def readme_sections(readme: str, titles: list[str]) -> str:
-    """The README's ``## title`` sections (with their subsections), as a docs page body."""
-    parts = re.split(r"(?m)^(?=## )", readme)
-    # (the README's notes to its editors, HTML comment lines, stay there)
-    found = {
-        part.splitlines()[0][3:].strip(): re.sub(r"(?m)^<!--.*-->\n", "", part)
-        for part in parts
-        if part.startswith("## ")
-    }
-    missing = [title for title in titles if title not in found]
-    if missing:
-        raise SystemExit(f"README.md has no section {missing}")
-    if len(titles) == 1:
-        # the page title replaces the section's heading; its subsections move up a level
-        body = found[titles[0]].split("\n", 1)[1].lstrip("\n")
-        body = re.sub(r"(?m)^###", "##", body)
-    else:
-        body = "\n".join(found[title].rstrip() + "\n" for title in titles)
-    # links into docs/ become site links; other repository paths become plain code
-    body = re.sub(r"\]\(docs/", "](", body)
-    return re.sub(r"(?<!!)\[([^\]]+)\]\((?!https?://|#)([^)]+)\)", r"\1", body)
-
-
-def readme_page(readme: str, title: str, intro: str, sections: list[str]) -> str:
-    return (
-        "\n".join(
-            [
-                _banner(f"README.md ({', '.join(repr(s) for s in sections)})"),
-                "",
-                f"# {title}",
-                "",
-                intro,
-                "",
-            ]
-        )
-        + "\n"
-        + readme_sections(readme, sections)
-    )
-
-
 # --- "Audit your own data": the real `audit init` and `audit validate` outputs ---------------
 
 TEMPLATES = Path("scripts/docs_templates")
@@ -608,30 +563,12 @@ def pages(root: Path = ROOT) -> dict[Path, str]:
     from fairscan.scans import SCAN_TYPES
 
     schema = json.loads((root / "schemas" / "audit-spec.schema.json").read_text(encoding="utf-8"))
-    readme = (root / "README.md").read_text(encoding="utf-8")
     out = {Path("docs/scans/index.md"): scans_index()}
     for type_ in SCAN_TYPES:
         out[Path(f"docs/scans/{type_}.md")] = scan_page(type_)
     out[Path("docs/reference/spec.md")] = spec_reference(schema)
     out[Path("docs/reference/api.md")] = api_reference()
     out[Path("docs/own-data.md")] = own_data_page(root)
-    out[Path("docs/reports.md")] = readme_page(
-        readme,
-        "Reports: the result contract",
-        "What `audit run` writes and what every scan type reports. From Python, "
-        "`fairscan.load_report(path)` reads a JSON report back into the same object "
-        "(see the [Python API](reference/api.md)).",
-        ["Reports"],
-    )
-    out[Path("docs/ci.md")] = readme_page(
-        readme,
-        "CI recipes",
-        "`audit run` exits 0 (no significant finding), 1 (a significant finding: the gate) or 2 "
-        "(a spec, data or internal error, or an UNTESTED run), so any CI system can gate on it. "
-        "Below: baselines "
-        "and the gate, then ready-to-use CI configurations.",
-        ["Baselines and the CI gate", "CI"],
-    )
     return {path: text.rstrip() + "\n" for path, text in out.items()}
 
 

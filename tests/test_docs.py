@@ -313,3 +313,27 @@ def test_whole_specs_on_hand_written_pages_validate(tmp_path: Path) -> None:
     assert len(specs) >= 2, specs  # the migration guides' specs at least
     result = CliRunner().invoke(app, ["validate", *map(str, specs)])
     assert result.exit_code == 0, result.output
+
+
+# --- the README: an entry page whose links resolve -------------------------------------------------
+
+
+def test_readme_is_an_entry_page_that_starts_with_the_two_commands() -> None:
+    """The README opens with `make demo` and `make test` (.ci/run runs the test command written
+    there) and stays an entry page: what fairscan does, a first audit, links; the reference
+    lives in docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert first_block[0].startswith("make demo ") and first_block[1].startswith("make test ")
+    assert len(readme.splitlines()) <= 150, "move reference material into docs/"
+    sections = re.findall(r"(?m)^## (.+)$", readme)
+    assert sections == ["A first audit", "Install", "Documentation"], sections
+
+
+def test_every_relative_link_of_the_readmes_resolves() -> None:
+    for name in ("README.md", "README.pypi.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            path = target.split("#", 1)[0]
+            if path and not re.match(r"[a-z]+:", path):
+                assert (ROOT / path).is_file(), f"{name}: broken link {target}"
