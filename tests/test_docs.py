@@ -337,3 +337,15 @@ def test_every_relative_link_of_the_readmes_resolves() -> None:
             path = target.split("#", 1)[0]
             if path and not re.match(r"[a-z]+:", path):
                 assert (ROOT / path).is_file(), f"{name}: broken link {target}"
+
+
+def test_no_command_installs_fairscan_from_a_package_index() -> None:
+    """No index serves fairscan yet: a command block never says a bare `pip install fairscan`,
+    which finds nothing (docs/install.md gives the wheel and Git URL commands instead)."""
+    bare = re.compile(r"pip install\s+(['\"]?)fairscan\1\s*(#.*)?$")
+    for path in [*_site_markdown(), ROOT / "README.md", ROOT / "README.pypi.md"]:
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"(?ms)^\s*```[^\n]*\n(.*?)^\s*```", text):
+            for line in block.splitlines():
+                command = line.strip().removeprefix("$ ")
+                assert not bare.match(command), (path.relative_to(ROOT), line)
