@@ -415,22 +415,13 @@ def write_stdout(report: Any, fmt: str) -> None:
 def scan_places(spec_path: Path, report: Any) -> list[Any]:
     """Where each scan is written in its spec (file, line, col), for GitHub annotations; only
     looked up when running in GitHub Actions."""
-    from fairscan.cli.github import ScanPlace, in_github_actions
+    from fairscan.cli.github import in_github_actions
 
     if not in_github_actions():
         return []
-    from fairscan.api import load_spec
+    from fairscan.spec.places import scan_places as places_in_spec
 
-    try:
-        loaded = load_spec(spec_path)
-    except FairscanError:
-        return []
-    places: list[Any] = []
-    for index, _ in enumerate(report.scans):
-        field = f"scans[{index}]"
-        line, col = loaded.locate_field(field)
-        places.append(ScanPlace(file=loaded.file_of(field), line=line, col=col))
-    return places
+    return places_in_spec(spec_path)[: len(report.scans)]
 
 
 class GithubOutputs:
