@@ -122,3 +122,20 @@ def test_an_empty_history_says_so_on_stderr(cli: Invoke, project: Project) -> No
     listed = cli("history", project.root / "h.db", code=0)
     assert "synthetic / fpr" in listed.stdout
     assert "no finding" not in listed.stdout + listed.stderr  # the trend: stdout, as before
+
+
+def test_verbose_names_a_database_table_and_its_engine(cli: Invoke, project: Project) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    csv = project.data(bias=True)
+    con = duckdb.connect(str(project.root / "rows.duckdb"))
+    con.execute(f"create table predictions as select * from read_csv('{csv.as_posix()}')")
+    con.close()
+    text = spec_text().replace(
+        "  path: data.csv", "  connection: rows.duckdb\n  table: predictions"
+    )
+    outcome = cli("run", project.spec(text), "-o", "-", "-v", *FAST, code=1)
+    assert strict_json(outcome.stdout)
+    where = project.root / "rows.duckdb"
+    assert f"verbose: data: table predictions, duckdb at {where}: 3000 rows after the filter" in (
+        outcome.stderr
+    )
