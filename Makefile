@@ -79,6 +79,7 @@ lint: $(DEV)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
 
 format: $(DEV)
 	$(BIN)/ruff format src tests scripts benchmarks setup.py

@@ -24,7 +24,6 @@ import os
 import secrets
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fairscan.report.sink_escape import workflow_command_free
@@ -32,6 +31,7 @@ from fairscan.report.sink_escape import workflow_command_free
 if TYPE_CHECKING:
     from fairscan.errors import FairscanError
     from fairscan.report.models import AuditReport
+    from fairscan.spec.places import ScanPlace
 
 # workflow commands longer than this are cut (GitHub shows at most a few KB of an annotation)
 MESSAGE_CHARS = 4000
@@ -166,15 +166,6 @@ def annotate_error(error: FairscanError) -> None:
     """Print :func:`error_annotations` when running in GitHub Actions."""
     if in_github_actions():
         _write(error_annotations(error))
-
-
-@dataclass(frozen=True)
-class ScanPlace:
-    """Where a scan is written in its spec file (for the annotation's file and line)."""
-
-    file: str
-    line: int | None
-    col: int | None
 
 
 def finding_annotations(report: AuditReport, places: Sequence[ScanPlace | None]) -> list[str]:

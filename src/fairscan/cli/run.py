@@ -258,9 +258,26 @@ def run(
             "(gate.fail_on: new_significant fails only on new ones).",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Also say where the data came from and how long each phase took (stderr).",
+        ),
+    ] = False,
+    job_summary: Annotated[
+        bool,
+        typer.Option(
+            "--job-summary",
+            help="Append the Markdown report to $GITHUB_STEP_SUMMARY when it is set, as the "
+            "github format does, whatever the formats (the GitHub Action's summary input).",
+        ),
+    ] = False,
 ) -> None:
     """Run the audits in SPECS, write their reports and exit 0/1/2."""
-    from fairscan.api import RunOptions, run_audit
+    from fairscan.api import RunOptions
+    from fairscan.cli.verbose import run_audit_verbosely
 
     worst = int(ExitCode.OK)
     to_stdout = out_dir == STDOUT
@@ -302,7 +319,7 @@ def run(
     try:
         for spec_path in spec_paths:
             try:
-                outcome = run_audit(spec_path, options)
+                outcome = run_audit_verbosely(spec_path, options, verbose)
             except FairscanError as error:
                 print_error(error)
                 worst = max(worst, int(ExitCode.ERROR))
@@ -321,7 +338,10 @@ def run(
                 write_stdout(report, chosen[0])
                 written = ["stdout"]
             # sinks (github: the job summary) are delivered unless the report went to stdout
-            print_summary(report, written, () if to_stdout else outcome.formats, quiet)
+            sinks = () if to_stdout else outcome.formats
+            if job_summary and "github" not in sinks:
+                sinks = (*sinks, "github")
+            print_summary(report, written, sinks, quiet)
             _print_delivery(outcome, quiet)
             annotate_report(report, scan_places(spec_path, report))
             github.add(report, written if not to_stdout else [])
@@ -415,22 +435,13 @@ def write_stdout(report: Any, fmt: str) -> None:
 def scan_places(spec_path: Path, report: Any) -> list[Any]:
     """Where each scan is written in its spec (file, line, col), for GitHub annotations; only
     looked up when running in GitHub Actions."""
-    from fairscan.cli.github import ScanPlace, in_github_actions
+    from fairscan.cli.github import in_github_actions
 
     if not in_github_actions():
         return []
-    from fairscan.api import load_spec
+    from fairscan.spec.places import scan_places as places_in_spec
 
-    try:
-        loaded = load_spec(spec_path)
-    except FairscanError:
-        return []
-    places: list[Any] = []
-    for index, _ in enumerate(report.scans):
-        field = f"scans[{index}]"
-        line, col = loaded.locate_field(field)
-        places.append(ScanPlace(file=loaded.file_of(field), line=line, col=col))
-    return places
+    return places_in_spec(spec_path)[: len(report.scans)]
 
 
 class GithubOutputs:

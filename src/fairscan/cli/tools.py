@@ -113,7 +113,7 @@ def history(
         raise typer.Exit(internal_error(exc, debug)) from None
     if not trends:
         where = f" for {console_text(spec)}" if spec else ""
-        sys.stdout.write(f"no finding in the history{where}\n")
+        sys.stderr.write(f"no finding in the history{where}\n")  # a message, not output
     for t in trends:
         sys.stdout.write(console_text(f"{t.name} / {t.scan_id}: {t.label}") + "\n")
         for p in t.points:

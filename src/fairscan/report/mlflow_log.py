@@ -80,6 +80,8 @@ MARK_FAILED_SECONDS: Final = 10.0  # that try's whole time, however the server t
 # The whole delivery's time limit (every request of it together), in seconds
 DEADLINE_VARIABLE: Final = "FAIRSCAN_MLFLOW_TIMEOUT"
 DEADLINE_SECONDS: Final = 120.0
+# MLflow 3 refuses a local file store (a path, file://) unless this variable is "true"
+FILE_STORE_VARIABLE: Final = "MLFLOW_ALLOW_FILE_STORE"
 # MLflow's variables whose values are secrets: masked should one ever show in a message
 SECRET_VARIABLES: Final = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN")
 
@@ -136,7 +138,7 @@ def log_report(
     chosen = tracking_uri is not None or uri_is_set()
     uri = tracking_uri or mlflow.get_tracking_uri()
     shown = redact_uri(uri)
-    hint = _failure_hint(chosen)
+    hint = _failure_hint(chosen, uri)
     # MLflow's active run is per thread: read here, before the work moves to another thread
     if run_id is None:
         active = mlflow.active_run()
@@ -268,7 +270,24 @@ def _scan_metrics(scan: ScanResult) -> dict[str, float | None]:
     return metrics
 
 
-def _failure_hint(uri_chosen: bool) -> str:
+def _failure_hint(uri_chosen: bool, uri: str) -> str:
+    local = _local_store(uri)
+    if local == "file" and os.environ.get(FILE_STORE_VARIABLE, "").lower() != "true":
+        # MLflow 3 refuses its file store unless opted in: no server is involved at all
+        return (
+            f"{uri} is a local file store, which MLflow uses only with "
+            f"{FILE_STORE_VARIABLE}=true: set that variable, or set MLFLOW_TRACKING_URI "
+            "(or mlflow.set_tracking_uri) to a tracking server, e.g. http://localhost:5000"
+        )
+    if local == "database":
+        return (
+            f"{uri} is a local database store, which needs the full mlflow package "
+            "(pip install mlflow), not only the mlflow-skinny client: install it, or set "
+            "MLFLOW_TRACKING_URI to a tracking server, e.g. http://localhost:5000"
+            + ("" if uri_chosen else " (MLFLOW_TRACKING_URI is not set: this is MLflow's default)")
+        )
+    if local == "file":
+        return f"{uri} is a local file store: check that the folder exists and is writable"
     if not uri_chosen:
         return (
             "MLFLOW_TRACKING_URI is not set, so MLflow used its default local store: set it "
@@ -280,6 +299,17 @@ def _failure_hint(uri_chosen: bool) -> str:
         f"(fairscan's defaults where unset: 30 s, 2 retries), {DEADLINE_VARIABLE} the whole "
         f"delivery (default {DEADLINE_SECONDS:g} s)"
     )
+
+
+def _local_store(uri: str) -> str | None:
+    """``"file"`` for a folder store (a path or ``file:`` URI), ``"database"`` for a
+    SQLAlchemy store (``sqlite:``, ``postgresql:``, ...), None for a server."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("", "file") or len(scheme) == 1:  # one letter: a Windows drive (C:)
+        return "file"
+    if scheme.split("+")[0] in ("sqlite", "postgresql", "mysql", "mssql"):
+        return "database"
+    return None
 
 
 def deadline_seconds() -> float:

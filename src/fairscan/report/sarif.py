@@ -1,9 +1,11 @@
 """The report as SARIF 2.1.0 (Static Analysis Results Interchange Format), for code-scanning
 dashboards (GitHub code scanning, Azure DevOps, IDE viewers).
 
-One run of the tool ``fairscan``; one rule per scan of the audit (its ``id``; the scan type in
-the rule's properties); one result per significant finding, located at the spec file (the
-audit's code) and, logically, at the scan. A finding the gate fails on is an ``error``, one it
+One run of the tool ``fairscan``; one rule per scan of the audit (its ``id``, a name for people
+and ``help`` in text and Markdown, as GitHub code scanning requires; the scan type in the
+rule's properties); one result per significant finding, located at the scan's line and column
+in the spec file (where the GitHub annotations put it: ``fairscan.spec.places``) and,
+logically, at the scan. A finding the gate fails on is an ``error``, one it
 lets pass (``gate.fail_on: never`` or ``new_significant`` on a persisting finding) a
 ``warning``. Findings that are not significant are not alerts and are left out (the JSON report
 has them). A scan that failed is a tool execution notification of level ``error``. Each result
@@ -15,12 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from pathlib import PurePosixPath
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from fairscan import __version__
 from fairscan.report.models import AuditReport, Finding, ScanResult
 from fairscan.report.verdict import ExitCode, verdict_word
+
+if TYPE_CHECKING:
+    from fairscan.spec.places import ScanPlace
 
 SARIF_VERSION: Final = "2.1.0"
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -38,8 +44,9 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
     """The SARIF log as a mapping: one run with its rules, results and invocation."""
     rules = [_rule(scan) for scan in report.scans]
     gated = report.verdict.exit_code == ExitCode.FINDINGS
+    places = _scan_places(report)
     results = [
-        _result(report, index, scan, finding, gated)
+        _result(report, index, scan, finding, gated, places[index] if index < len(places) else None)
         for index, scan in enumerate(report.scans)
         for finding in scan.findings
         if finding.significant or finding.certified is False  # certify: not certified
@@ -85,9 +92,10 @@ def _rule(scan: ScanResult) -> dict[str, Any]:
         )
     return {
         "id": scan.id,
-        "name": _rule_name(scan.id),
+        "name": _rule_name(scan),
         "shortDescription": {"text": text},
         "fullDescription": {"text": f"{text} (fairscan scan type {scan.type})."},
+        "help": _rule_help(scan, text),
         "defaultConfiguration": {"level": "error"},
         "properties": {"scanType": scan.type, "tags": ["fairness", "bias", scan.type]},
     }
@@ -99,14 +107,42 @@ def _metric(scan: ScanResult) -> str:
     return "outcome"
 
 
-def _rule_name(scan_id: str) -> str:
-    """A rule name in PascalCase, as SARIF suggests (``fpr_scan`` -> ``FprScan``)."""
-    words = [w for w in scan_id.replace("-", "_").replace(".", "_").split("_") if w]
+def _rule_name(scan: ScanResult) -> str:
+    """A rule name for people, in PascalCase as SARIF suggests: the scan type's words, then the
+    id's (``fpr_scan`` scan ``fpr`` -> ``FprScanFpr``), so never the id itself (SARIF1001)."""
+    return _pascal(scan.type) + _pascal(scan.id)
+
+
+def _pascal(text: str) -> str:
+    words = [w for w in text.replace("-", "_").replace(".", "_").split("_") if w]
     return "".join(w[:1].upper() + w[1:] for w in words) or "Scan"
 
 
+def _rule_help(scan: ScanResult, text: str) -> dict[str, str]:
+    """What a result of the rule means and what to do about it (GitHub shows it beside each
+    alert; GH2012 requires it): plain text and Markdown."""
+    what = (
+        "Each result is one group, with its size and rates in the message and its p-value "
+        "and effect in the result's properties."
+    )
+    act = (
+        "Open the audit's Markdown or HTML report for the group's rows and rates, check the "
+        "data and the model for that group, and run the audit again after a change."
+    )
+    explain = f"audit explain {scan.type}"
+    return {
+        "text": f"{text.replace('`', '')}. {what} {act} {explain} says how to read this scan.",
+        "markdown": (f"**{text}.**\n\n{what}\n\n{act}\n\n`{explain}` says how to read this scan."),
+    }
+
+
 def _result(
-    report: AuditReport, index: int, scan: ScanResult, finding: Finding, gated: bool
+    report: AuditReport,
+    index: int,
+    scan: ScanResult,
+    finding: Finding,
+    gated: bool,
+    place: ScanPlace | None,
 ) -> dict[str, Any]:
     location: dict[str, Any] = {
         "logicalLocations": [
@@ -117,12 +153,9 @@ def _result(
             }
         ]
     }
-    artifact = _artifact_uri(report.provenance.spec_path)
-    if artifact is not None:
-        location["physicalLocation"] = {
-            "artifactLocation": artifact,
-            "region": {"startLine": 1},
-        }
+    physical = _physical_location(report.provenance.spec_path, place)
+    if physical is not None:
+        location["physicalLocation"] = physical
     properties: dict[str, Any] = {
         "subgroup": finding.subgroup,
         "group": finding.group,
@@ -181,6 +214,33 @@ def _invocation(report: AuditReport) -> dict[str, Any]:
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     return invocation
+
+
+def _scan_places(report: AuditReport) -> list[ScanPlace]:
+    """Where each scan is written in the spec, as the GitHub annotations place it; none for a
+    spec that is not a file here, or that changed since the run (another hash)."""
+    spec_path = report.provenance.spec_path
+    if _artifact_uri(spec_path) is None:
+        return []
+    from fairscan.spec.places import scan_places
+
+    return scan_places(spec_path, report.provenance.spec_sha256)
+
+
+def _physical_location(spec_path: str, place: ScanPlace | None) -> dict[str, Any] | None:
+    """The scan's line and column in its spec file (a parent's, for a scan that `extends`
+    brings); the spec's first line when the scan cannot be located."""
+    if place is None or place.line is None:
+        artifact = _artifact_uri(spec_path)
+        region: dict[str, int] = {"startLine": 1}
+    else:
+        artifact = _artifact_uri(posixpath.normpath(place.file.replace("\\", "/")))
+        region = {"startLine": place.line}
+        if place.col is not None:
+            region["startColumn"] = place.col
+    if artifact is None:
+        return None
+    return {"artifactLocation": artifact, "region": region}
 
 
 def _artifact_uri(spec_path: str) -> dict[str, Any] | None:

@@ -419,7 +419,9 @@ class OutputSpec(StrictModel):
         "and hash, data hash, settings), metrics per scan (`<scan>.p_value`, "
         "`<scan>.statistic`, `<scan>.significant`, counts by baseline label), tags (fairscan "
         "version, verdict) and the JSON, Markdown and HTML reports as artifacts. A tracking "
-        "server that fails exits 2 with the reason; the reports are kept.",
+        "server that fails exits 2 with the reason; the reports are kept. Without a server, "
+        "MLflow 3 logs to a local folder (a path or file:// URI) only with "
+        "MLFLOW_ALLOW_FILE_STORE=true, and to sqlite:// only with the full mlflow package.",
     )
 
     @model_serializer(mode="wrap")
@@ -508,7 +510,10 @@ class AuditSpec(StrictModel):
         default=None,
         description=(
             "A parent spec, relative to this file: it is loaded first and this spec is "
-            "deep-merged over it (mappings merge, lists and scalars replace)."
+            "deep-merged over it (mappings merge, lists and scalars replace). The data source "
+            "is replaced, not merged: a child's data.connection drops the parent's data.path, "
+            "its data.path drops the parent's connection, table and sql, and its data.table or "
+            "data.sql drops the other (a key set to null removes the parent's)."
         ),
         examples=["../base.audit.yaml"],
     )

@@ -3,7 +3,10 @@
 * ``extends: ../base.audit.yaml`` (one parent, relative to the spec that names it, chains
   allowed): the parent is loaded first and the child is deep-merged over it. Mappings merge
   key by key; lists and scalars of the child replace the parent's. A cycle is an error that
-  shows the chain.
+  shows the chain. The data source is the exception: a child that names one
+  (``data.path``, ``data.connection``, ``data.table``, ``data.sql``) replaces the parent's
+  source of another kind instead of merging with it (:data:`REPLACED_SOURCE`), so a child may
+  move a parent's file audit to a database table and back.
 * ``defaults: {penalty: 0.5, restarts: 50}``: each key is given to every scan whose spec model
   has that field and that does not set it.
 
@@ -17,6 +20,7 @@ The merged :class:`Positions` tree keeps the nodes of the file each value was wr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,45 @@ def _mark(node: Positions, name: str, origins: Origins) -> None:
         origins[id(current)] = name
         stack.extend(current.values.values())
         stack.extend(current.items)
+
+
+# data key the child gives -> the parent's data keys it replaces (the other kinds of source and
+# their settings); a key given as null counts as given (``path: null`` removes the parent's)
+REPLACED_SOURCE: dict[str, tuple[str, ...]] = {
+    "path": ("connection", "table", "sql", "allow_file_access"),
+    "connection": ("path", "streaming"),
+    "table": ("path", "streaming", "sql"),
+    "sql": ("path", "streaming", "table"),
+}
+
+
+def _without_replaced_source(
+    base: dict[str, Any], base_pos: Positions, over: dict[str, Any], origins: Origins
+) -> tuple[dict[str, Any], Positions]:
+    """The parent (``base``) less the data-source keys that the child's ``data`` replaces."""
+    parent_data, child_data = base.get("data"), over.get("data")
+    if not (isinstance(parent_data, dict) and isinstance(child_data, dict)):
+        return base, base_pos
+    dropped = {
+        key
+        for given in child_data
+        for key in REPLACED_SOURCE.get(given, ())
+        if key not in child_data and key in parent_data
+    }
+    if not dropped:
+        return base, base_pos
+    kept = {key: value for key, value in parent_data.items() if key not in dropped}
+    data_pos = base_pos.values.get("data")
+    if data_pos is not None:
+        trimmed = replace(
+            data_pos,
+            keys={k: v for k, v in data_pos.keys.items() if k not in dropped},
+            values={k: v for k, v in data_pos.values.items() if k not in dropped},
+        )
+        origins[id(trimmed)] = origins.get(id(data_pos), "")
+        base_pos = replace(base_pos, values={**base_pos.values, "data": trimmed})
+        origins[id(base_pos)] = origins.get(id(data_pos), "")
+    return {**base, "data": kept}, base_pos
 
 
 def _merge(
@@ -130,6 +173,10 @@ def resolve_extends(
         parent_ref = parent_raw.get("extends")
     merged_raw, merged_pos = layers[-1][0], layers[-1][1]
     for layer_raw, layer_pos, _, _ in reversed(layers[:-1]):
+        if isinstance(merged_raw, dict) and isinstance(layer_raw, dict):
+            merged_raw, merged_pos = _without_replaced_source(
+                merged_raw, merged_pos, layer_raw, origins
+            )
         merged_raw, merged_pos = _merge(merged_raw, merged_pos, layer_raw, layer_pos, origins)
     return merged_raw, merged_pos, origins, chain
 
