@@ -40,7 +40,9 @@ def project() -> dict[str, object]:
 
 
 def site_packages(venv: Path) -> Path:
-    found = sorted(venv.glob("lib/python3*/site-packages")) or sorted(venv.glob("Lib/site-packages"))
+    found = sorted(venv.glob("lib/python3*/site-packages")) or sorted(
+        venv.glob("Lib/site-packages")
+    )
     return found[0]
 
 
@@ -61,10 +63,14 @@ def build_venv(uv: str, venv: Path, requirements: list[str], wheel: Path | None)
     if requirements:
         subprocess.run([uv, "pip", "install", "--quiet", *requirements], check=True, env=env)
     if wheel is not None:
-        subprocess.run([uv, "pip", "install", "--quiet", "--no-deps", str(wheel)], check=True, env=env)
+        subprocess.run(
+            [uv, "pip", "install", "--quiet", "--no-deps", str(wheel)], check=True, env=env
+        )
 
 
-def measure(uv: str, work: Path, name: str, requirements: list[str], wheel: Path | None) -> tuple[float, list[str]]:
+def measure(
+    uv: str, work: Path, name: str, requirements: list[str], wheel: Path | None
+) -> tuple[float, list[str]]:
     venv = work / name
     build_venv(uv, venv, requirements, wheel)
     site = site_packages(venv)

@@ -58,7 +58,9 @@ def _comparable(node: Any, drop: set[str]) -> Any:
     return node
 
 
-def _report(folder: Path, path: Path, streaming: bool, extra: str = "", attributes: str = "") -> Any:
+def _report(
+    folder: Path, path: Path, streaming: bool, extra: str = "", attributes: str = ""
+) -> Any:
     spec = folder / f"parity-{streaming}.audit.yaml"
     text = SPEC.format(
         path=path, streaming=str(streaming).lower(), extra=extra, attributes=attributes
