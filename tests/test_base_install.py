@@ -34,7 +34,7 @@ discretize:
 scans:
   - {id: fpr, type: fpr_scan, restarts: 20}
   - {id: calibration, type: bias_scan, direction: negative, restarts: 10}
-significance: {replicates: 9, seed: 7, workers: 1}
+significance: {replicates: 19, seed: 7, workers: 1}
 output: {formats: [json, markdown]}
 """
 
@@ -62,8 +62,8 @@ def _same_reports(full: Path, base: Path, *ignored: str) -> None:
 def test_the_demo_runs_without_the_extras(tmp_path: Path) -> None:
     pytest.importorskip("ibis")  # the reference run: every extra installed
     spec = ROOT / "audits" / "sample.audit.yaml"
-    full = _audit(False, spec, tmp_path / "full", "--replicates", "9")
-    base = _audit(True, spec, tmp_path / "base", "--replicates", "9")
+    full = _audit(False, spec, tmp_path / "full", "--replicates", "19")
+    base = _audit(True, spec, tmp_path / "base", "--replicates", "19")
     assert full.returncode == 1, full.stderr  # the demo's injected bias is found
     assert base.returncode == full.returncode, base.stderr
     _same_reports(tmp_path / "full", tmp_path / "base")
