@@ -23,10 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: pip's vendored copy of the same parser
-    from pip._vendor import tomli as tomllib
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 # the heavy modules a base install must not bring (issue 38)
@@ -36,7 +33,7 @@ MB = 10**6
 
 def project() -> dict[str, object]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return data["project"]  # type: ignore[no-any-return]
+    return data["project"]
 
 
 def site_packages(venv: Path) -> Path:
