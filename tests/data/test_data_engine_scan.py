@@ -18,6 +18,9 @@ from fairscan.data.engine_scan import Engine, memory_limit
 from fairscan.data.netio import watched
 from fairscan.errors import DataError, SpecError
 
+# without fairscan[sql] datasets are streamed by polars (tests/data/test_data_engine_parity.py)
+pytest.importorskip("ibis", reason="DuckDB prepares datasets with fairscan[sql] installed")
+
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"
 

@@ -1,7 +1,8 @@
 """Streaming a table slice by slice in polars: the uniform sample of a dataset
 (``data.sample``) and tables aggregated in another engine (Dask, PySpark through narwhals).
-Datasets and polars LazyFrames are otherwise aggregated in DuckDB, through the push-down path
-of database tables (:mod:`fairscan.data.engine_scan`, :mod:`fairscan.data.pushdown`), which
+Datasets and polars LazyFrames are streamed here too when DuckDB and Ibis (``fairscan[sql]``)
+are not installed; otherwise they are aggregated in DuckDB, through the push-down path of
+database tables (:mod:`fairscan.data.engine_scan`, :mod:`fairscan.data.pushdown`), which
 reuses the order statistics and bin codes defined here.
 
 The data is read in slices of :data:`SLICE_ROWS` rows (slice pushdown for Parquet and Arrow

@@ -260,10 +260,14 @@ def _prepare_streamed(
 
 
 def _in_engine(source: DatasetSource | LazyTable | PushdownSource) -> bool:
-    """A dataset or a polars LazyFrame (not a table aggregated elsewhere) prepared in DuckDB."""
+    """A dataset or a polars LazyFrame (not a table aggregated elsewhere) prepared in DuckDB,
+    when DuckDB and Ibis are installed (``fairscan[sql]``); else streamed by polars."""
+    from fairscan.data import engine_scan
     from fairscan.data.pushdown import PushdownSource
 
-    return not isinstance(source, PushdownSource) and source.weight is None
+    if isinstance(source, PushdownSource) or source.weight is not None:
+        return False
+    return engine_scan.available()
 
 
 def _read_streamed(
@@ -312,6 +316,7 @@ def _read_streamed(
             f"filter keeps (data.sample, seed {sample.seed})"
         )
         return frame, None, (n_raw, note)
+    engine.provenance = _polars_provenance(source)
     available = available_memory()
     # distinct rows held while merging: about 3 copies of ~16 bytes a column
     max_rows = None if available is None else available // (3 * 16 * (len(query.columns) + 1))
@@ -323,6 +328,28 @@ def _read_streamed(
         max_rows=max_rows,
     )
     return frame, aggregation, None
+
+
+def _polars_provenance(source: DatasetSource | LazyTable) -> dict[str, Any] | None:
+    """The report's data_source for a dataset streamed by polars (without ``fairscan[sql]``),
+    as :func:`~fairscan.data.engine_source.engine_source` gives it for DuckDB; None for a table
+    aggregated elsewhere (it carries its own)."""
+    import polars as pl
+
+    from fairscan.data.sources import DatasetSource
+
+    if not isinstance(source, DatasetSource) or source.weight is not None:
+        return None
+    provenance: dict[str, Any] = {
+        "kind": "url" if source.remote else "files",
+        "engine": "polars",
+        "engine_version": pl.__version__,
+        "reader": "polars streaming engine",
+        "format": source.format,
+    }
+    if source.files:
+        provenance["files"] = len(source.files)
+    return provenance
 
 
 def _check_names(
