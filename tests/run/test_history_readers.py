@@ -24,7 +24,7 @@ from fairscan.run.history import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_builders import finding, report, scan  # noqa: E402
+from report_builders import finding, report, scan
 
 # DESIGN35.md's monitor tables, as written there
 MONITOR_SCHEMA = """

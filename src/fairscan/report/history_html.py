@@ -28,8 +28,10 @@ from fairscan.report.monitor_view import fmt_evidence, mapping_text
 from fairscan.report.text import P_TEXT_FLOOR, fmt_p
 
 P_FLOOR = P_TEXT_FLOOR  # the plot floors -log10 p where the text does
-HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 170, 58, 16, 16, 40
-STEP, MIN_WIDTH = 46, 320  # pixels per run on the x axis; narrowest chart
+HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 180, 58, 16, 26, 40
+# pixels per run on the x axis: wide enough for a date and a label under each run, narrower
+# for long series (a year of weekly runs fits PLOT_WIDTH; labels then only in tooltips)
+STEP, MIN_STEP, PLOT_WIDTH, MIN_WIDTH = 72, 12, 900, 320
 MAX_DATE_LABELS = 12  # dates under the x axis at most (every k-th run beyond)
 LINE, SIGNIFICANT, THRESHOLD, GAP = "#1f5fa8", "#c0392b", "#c0392b", "#9aa0a6"
 
@@ -42,12 +44,16 @@ class _RunAxis:
     dates: tuple[str, ...]
 
     @property
+    def step(self) -> int:
+        return max(MIN_STEP, min(STEP, PLOT_WIDTH // max(1, len(self.run_ids))))
+
+    @property
     def width(self) -> int:
-        return max(MIN_WIDTH, LEFT + RIGHT + STEP * len(self.run_ids))
+        return max(MIN_WIDTH, LEFT + RIGHT + self.step * len(self.run_ids))
 
     def x(self, run_id: int) -> float:
         i = self.run_ids.index(run_id)
-        return LEFT + STEP / 2 + STEP * i
+        return LEFT + self.step / 2 + self.step * i
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ def _axes(axis: _RunAxis, scale: _Scale) -> list[str]:
     parts = [
         f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{bottom}" stroke="#555"/>',
         f'<line class="axis" x1="{LEFT}" x2="{right}" y1="{bottom}" y2="{bottom}" stroke="#555"/>',
-        f'<text x="4" y="{TOP - 4}" font-size="10" fill="#333">{escape(scale.title)}</text>',
+        f'<text x="4" y="12" font-size="10" fill="#333">{escape(scale.title)}</text>',
     ]
     for value, text in scale.ticks:
         y = _n(scale.y(value))
@@ -197,7 +203,7 @@ def _markers(axis: _RunAxis, marks: Sequence[_Mark], scale: _Scale, labels: bool
                 f'<circle class="{m.css}" cx="{_n(x)}" cy="{_n(y)}" r="4" fill="{fill}" '
                 f'stroke="{SIGNIFICANT}">{title}</circle>'
             )
-        if labels and m.label:
+        if labels and m.label and axis.step == STEP:
             parts.append(
                 f'<text class="point-label" x="{_n(x)}" y="{HEIGHT - 4}" font-size="9" '
                 f'text-anchor="middle" fill="#555">{escape(m.label)}</text>'
