@@ -104,7 +104,7 @@ def test_page_series_gaps_threshold_and_runs_table(tmp_path: Path) -> None:
     # the finding: runs 1-3 joined, run 4 a gap, runs 5-6 joined (in the p and effect charts)
     assert html.count('class="gap"') == 2 and html.count('class="segment"') >= 2 * 2
     assert html.count(">resolved</text>") == 1 and html.count('class="alarm"') == 1
-    assert "alarm threshold 2100" in html and html.count('class="threshold"') == 2 + 1
+    assert "alarm threshold 2,100" in html and html.count('class="threshold"') == 2 + 1
     assert ">2026-04-01</text>" in html  # dates under the x axis
     assert "10,400" in html and "2026-02-01 06:00:00" in html  # rows and dates in the table
 

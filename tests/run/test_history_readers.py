@@ -192,3 +192,17 @@ def test_bad_run_rows_are_an_error_naming_the_row(tmp_path: Path) -> None:
         db.commit()
     with pytest.raises(DataError, match="runs row 1: data_sha256 is None, not a text"):
         read_runs(path)
+
+
+def test_history_command_prints_each_monitored_subgroup_s_evidence(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fairscan.cli import app
+
+    path = _monitor_history(tmp_path / "h.db", [ROW1, ROW2, SCAN])
+    result = CliRunner().invoke(app, ["history", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "compas-fpr / fpr: evidence for sex = male" in result.stdout
+    assert "evidence 30,000 (alarm threshold 2,100)" in result.stdout
+    assert "anytime p-value 3.3e-05  [persists]  ALARM (evidence)" in result.stdout
+    assert "compas-fpr / fpr: evidence for any subgroup the scan finds" in result.stdout

@@ -39,10 +39,11 @@ def process_text(entry: MonitorSubgroup | MonitorAlarm) -> str:
 
 
 def fmt_evidence(e: float) -> str:
-    """An e-value as text: four significant digits, scientific beyond 1e6 or below 1e-3."""
+    """An e-value as text: whole numbers from 1,000 (``3,100``), four significant digits
+    below, scientific from 1e6 and below 1e-3."""
     if e != 0 and (e >= 1e6 or e < 1e-3):
         return f"{e:.3e}"
-    return f"{e:.4g}"
+    return f"{e:,.0f}" if e >= 1000 else f"{e:.4g}"
 
 
 def alarm_text(alarm: MonitorAlarm) -> str:
