@@ -185,3 +185,17 @@ def test_mlflow_metrics_and_tags() -> None:
 def test_mapping_text() -> None:
     assert mapping_text({}) == "everyone"
     assert mapping_text({"a": ["x"], "b": ["y", "z"]}) == "a = x and b in {y, z}"
+
+
+def test_the_run_summary_prints_alarms_even_when_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    from fairscan.cli.common import print_summary
+
+    print_summary(_report(_monitor()), [], (), quiet=True)
+    quiet = " ".join(capsys.readouterr().err.split())
+    assert "ALARM fpr: sex = male: evidence crossed the alarm threshold" in quiet
+    assert "any subgroup the scan finds" not in quiet
+    print_summary(_report(_monitor()), [], (), quiet=False)
+    full = " ".join(capsys.readouterr().err.split())
+    assert "fpr: any subgroup the scan finds (this run: age = <25): inconclusive" in full
+    print_summary(_report(), [], (), quiet=False)
+    assert "onitor" not in capsys.readouterr().err
