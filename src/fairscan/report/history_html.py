@@ -139,8 +139,9 @@ def _threshold(axis: _RunAxis, scale: _Scale, value: float, text: str) -> list[s
     return [
         f'<line class="threshold" x1="{LEFT}" x2="{axis.width - RIGHT}" y1="{y}" y2="{y}" '
         f'stroke="{THRESHOLD}" stroke-width="1.5" stroke-dasharray="6 4"/>',
-        f'<text x="{axis.width - RIGHT}" y="{y}" dy="-3" font-size="10" fill="{THRESHOLD}" '
-        f'text-anchor="end">{escape(text)}</text>',
+        # named above the plot, where no point can hide it
+        f'<text x="{axis.width - RIGHT}" y="12" font-size="10" fill="{THRESHOLD}" '
+        f'text-anchor="end">dashed: {escape(text)}</text>',
     ]
 
 
@@ -266,8 +267,10 @@ def _finding_block(t: Any, axis: _RunAxis, alpha: float) -> str:
         for p, lp, word in zip(t.points, logp, words, strict=True)
     ]
     shown = [v for v in logp if v is not None] + [0.0, -math.log10(alpha)]
-    p_scale = _decade_scale(shown, "p-value (log scale; dashed: alpha)", lambda k: _power_text(-k))
-    p_chart = _chart(axis, marks, p_scale, kind="p", threshold=(-math.log10(alpha), f"α {alpha:g}"))
+    p_scale = _decade_scale(shown, "p-value (log scale)", lambda k: _power_text(-k))
+    p_chart = _chart(
+        axis, marks, p_scale, kind="p", threshold=(-math.log10(alpha), f"alpha {alpha:g}")
+    )
     inside = [
         _Mark(m.run_id, p.inside, m.label, m.css, m.tip)
         for m, p in zip(marks, t.points, strict=True)
