@@ -7,9 +7,12 @@ again while the other holds it), so nothing is lost or half-written. A directory
 object storage, but needs pyarrow and a naming scheme to avoid two writers colliding; one
 SQLite file per team or pipeline is the simpler contract.
 
-Each run is one ``runs`` row (time, spec name and hash, data hash, verdict, exit code) and one
-``findings`` row per finding (scan, subgroup key and label, baseline label, statistic, p-value,
-significant, effect inside and reference).
+Each run is one ``runs`` row (time, spec name and hash, data hash, verdict, exit code, rows
+audited: a column older files gain on their next append) and one ``findings`` row per finding
+(scan, subgroup key and label, baseline label, statistic, p-value as the report shows it,
+significant, effect inside and reference), plus, with a baseline, one per re-tested baseline
+finding that is not a finding of the run (``resolved``, ``inconclusive``): a trend then shows
+that run rather than joining the runs around it.
 
 Reads open the file read-only and check its tables and every row they use (a history edited or
 written by another tool is an error naming the file and the row, never an internal error). Every
@@ -192,11 +195,13 @@ def _finding_rows(report: AuditReport, run_id: int) -> list[tuple[object, ...]]:
             )  # fmt: skip
     for (scan_id, key), (scan_type, label, after, text) in retests.items():
         # the re-test's own figures (none where it could not be re-tested)
-        significant = None if after is None else int(after.significant)
+        score = p = rate = expected = significant = None
+        if after is not None:
+            score, p, rate, expected = after.score, after.p_value, after.rate, after.expected_rate
+            significant = int(after.significant)
         rows.append(
-            (run_id, scan_id, scan_type, key, text, label,
-             after and after.score, after and after.p_value, significant,
-             metrics.get(scan_id), after and after.rate, after and after.expected_rate)
+            (run_id, scan_id, scan_type, key, text, label, score, p, significant,
+             metrics.get(scan_id), rate, expected)
         )  # fmt: skip
     return rows
 
