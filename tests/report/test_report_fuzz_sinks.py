@@ -55,18 +55,24 @@ def _live(text: str) -> list[str]:
 
 def _with_monitor(rep: AuditReport, value: str) -> AuditReport:
     """``rep`` with a monitor whose scan, subgroups and alarm hold ``value``."""
-    where = {"scan": value, "scan_type": "fpr_scan", "subgroup": {value: [value, "v"]}}
-    monitor = MonitorSummary(
-        alpha=0.05,
-        run_index=2,
-        alarms=[MonitorAlarm(**where, alarm="evidence", e_value=50.0, threshold=40.0, run_index=2)],
-        subgroups=[
-            MonitorSubgroup(**where, label="persists", e_value=50.0, p_value_anytime=0.02),
-            MonitorSubgroup(
-                **{**where, "kind": "scan"}, label="new", e_value=1.0, p_value_anytime=1.0
-            ),
-        ],
-    )
+    subgroup = {value: [value, "v"]}
+    alarm = MonitorAlarm(
+        scan=value, scan_type="fpr_scan", subgroup=subgroup, alarm="evidence", e_value=50.0,
+        threshold=40.0, run_index=2,
+    )  # fmt: skip
+    subgroups = [
+        MonitorSubgroup(
+            scan=value,
+            scan_type="fpr_scan",
+            kind=kind,
+            subgroup=subgroup,
+            label="persists",
+            e_value=50.0,
+            p_value_anytime=0.02,
+        )
+        for kind in ("subgroup", "scan")
+    ]
+    monitor = MonitorSummary(alpha=0.05, run_index=2, alarms=[alarm], subgroups=subgroups)
     return rep.model_copy(update={"monitor": monitor})
 
 
