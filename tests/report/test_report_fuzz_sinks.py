@@ -22,10 +22,11 @@ from report_builders import finding, report, scan
 from test_report_markdown_parsers import _assert_inert, _fields, _plain
 
 from fairscan.cli.common import _issue_text
-from fairscan.cli.console import findings_text, summary_lines
+from fairscan.cli.console import findings_text, monitor_text, summary_lines
 from fairscan.cli.github import CommandGuard, finding_annotations
 from fairscan.errors import Issue
 from fairscan.report.markdown import render_markdown
+from fairscan.report.models import AuditReport, MonitorAlarm, MonitorSubgroup, MonitorSummary
 
 PIECES = [
     "::", "##[", "\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", " ", "\t", "\xa0",
@@ -52,6 +53,29 @@ def _live(text: str) -> list[str]:
     ]
 
 
+def _with_monitor(rep: AuditReport, value: str) -> AuditReport:
+    """``rep`` with a monitor whose scan, subgroups and alarm hold ``value``."""
+    subgroup = {value: [value, "v"]}
+    alarm = MonitorAlarm(
+        scan=value, scan_type="fpr_scan", subgroup=subgroup, alarm="evidence", e_value=50.0,
+        threshold=40.0, run_index=2,
+    )  # fmt: skip
+    subgroups = [
+        MonitorSubgroup(
+            scan=value,
+            scan_type="fpr_scan",
+            kind=kind,
+            subgroup=subgroup,
+            label="persists",
+            e_value=50.0,
+            p_value_anytime=0.02,
+        )
+        for kind in ("subgroup", "scan")
+    ]
+    monitor = MonitorSummary(alpha=0.05, run_index=2, alarms=[alarm], subgroups=subgroups)
+    return rep.model_copy(update={"monitor": monitor})
+
+
 def _console_outcome(value: str) -> str:
     findings = [finding({"attr": [value], value: ["v"]}, description=f"rows {value} differ")]
     rep = report(
@@ -59,7 +83,10 @@ def _console_outcome(value: str) -> str:
     )
     sink = io.StringIO()
     guard = CommandGuard(sink)
-    for line in [*summary_lines(rep), *(t.plain for t in findings_text(rep))]:
+    monitor = _with_monitor(rep, value).monitor
+    assert monitor is not None
+    shown = [*findings_text(rep), *monitor_text(monitor)]
+    for line in [*summary_lines(rep), *(t.plain for t in shown)]:
         guard.write(line + "\n")
     guard.write("data error: " + _issue_text(Issue(value, hint=value, field=value)) + "\n")
     annotations = finding_annotations(rep, [None, None])
@@ -74,8 +101,8 @@ def _console_outcome(value: str) -> str:
 def _markdown_outcome(value: str) -> str:
     try:
         hostile, plain = (
-            render_markdown(_fields(value)()),
-            render_markdown(_fields(_plain(value))()),
+            render_markdown(_with_monitor(_fields(value)(), value)),
+            render_markdown(_with_monitor(_fields(_plain(value))(), _plain(value))),
         )
         _assert_inert(hostile, plain, value)
     except AssertionError:

@@ -40,8 +40,10 @@ def test_every_run_is_appended_with_its_findings(runs: dict[str, Path]) -> None:
     trends = read_history(runs["history"])
     fpr = next(t for t in trends if t.scan_id == "fpr" and "male" in t.label)
     assert fpr.label == "sex = male and education in {high school, university}"
-    assert [p.significant for p in fpr.points] == [True, True]  # baseline, retrain
-    assert [p.baseline_label for p in fpr.points] == [None, "persists"]
+    # baseline, retrain, and the fixed model's re-test (it used to leave no row: the trend
+    # joined over it)
+    assert [p.significant for p in fpr.points] == [True, True, False]
+    assert [p.baseline_label for p in fpr.points] == [None, "persists", "resolved"]
     assert fpr.points[0].p_value is not None and fpr.points[0].inside is not None
     assert read_history(runs["history"], "another-spec") == []
 
@@ -49,7 +51,7 @@ def test_every_run_is_appended_with_its_findings(runs: dict[str, Path]) -> None:
 def test_resolved_label_is_kept_for_the_baseline_finding(runs: dict[str, Path]) -> None:
     with sqlite3.connect(runs["history"]) as db:
         labels = [r[0] for r in db.execute("SELECT baseline_label FROM findings")]
-    assert "persists" in labels
+    assert "persists" in labels and "resolved" in labels
 
 
 def test_history_command_prints_trends_and_writes_html(runs: dict[str, Path]) -> None:
@@ -63,8 +65,9 @@ def test_history_command_prints_trends_and_writes_html(runs: dict[str, Path]) ->
     )
     assert "[persists]" in result.stdout
     html = page.read_text(encoding="utf-8")
-    assert html.count('<section class="finding">') >= 2 and "<script" not in html
-    assert 'class="significant"' in html
+    assert html.count('<section class="series finding"') >= 2 and "<script" not in html
+    assert 'class="significant"' in html and ">resolved</text>" in html
+    assert html.count("<tr>") == 1 + 3  # the table of runs: its head and the three runs
 
 
 def test_history_errors_exit_2(tmp_path: Path) -> None:

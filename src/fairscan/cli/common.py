@@ -426,3 +426,8 @@ def print_summary(
             markup=False,
             soft_wrap=True,
         )
+    if report.monitor is not None:  # alarms always; every monitored subgroup unless quiet
+        from fairscan.cli.console import monitor_text
+
+        for line in monitor_text(report.monitor, quiet=quiet):
+            err.print(line, markup=False, soft_wrap=True)

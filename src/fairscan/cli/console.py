@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from fairscan.report.models import AuditReport
+from fairscan.report.models import AuditReport, MonitorSummary
+from fairscan.report.monitor_view import alarm_text, fmt_evidence, process_text, summary_sentence
 from fairscan.report.sink_escape import console_text
 from fairscan.report.text import fmt_p, fmt_value, headline_p, statistic_words
 from fairscan.report.verdict import (
@@ -94,6 +95,26 @@ def findings_text(report: AuditReport) -> list[Text]:
                 continue  # not-certified groups are shown: they are what certify reports
             out.append(Text(console_text(f"{scan.id}: {finding.description}")))
     return out
+
+
+def monitor_text(monitor: MonitorSummary, *, quiet: bool = False) -> list[Text]:
+    """The monitor: its headline, each alarm (red), then each monitored subgroup's evidence
+    (left out when ``quiet``)."""
+    lines = [Text(console_text(summary_sentence(monitor)))]
+    lines += [
+        Text(console_text(f"ALARM {alarm_text(a)}"), style="bold red") for a in monitor.alarms
+    ]
+    if not quiet:
+        lines += [
+            Text(
+                console_text(
+                    f"  {s.scan}: {process_text(s)}: {s.label}, evidence "
+                    f"{fmt_evidence(s.e_value)}, anytime p-value {fmt_p(s.p_value_anytime)}"
+                )
+            )
+            for s in monitor.subgroups
+        ]
+    return lines
 
 
 def verdict_text(report: AuditReport, written: list[str]) -> Text:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -22,6 +23,9 @@ from fairscan.errors import FairscanError, UsageError
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import ALPHA
+
+if TYPE_CHECKING:
+    from fairscan.run.history import MonitorSeries
 
 
 def check_alpha(alpha: float | None) -> None:
@@ -89,18 +93,23 @@ def history(
     alpha: Annotated[float, typer.Option(help="The level marked on the p-value trends.")] = 0.05,
     debug: DebugOption = False,
 ) -> None:
-    """Print the trend of every finding over the runs kept in a history file."""
+    """Print the trend of every finding, and each monitored subgroup's evidence, over the runs
+    kept in a history file."""
     from fairscan.api import read_history
     from fairscan.report.history_html import history_html
     from fairscan.report.text import fmt_p
+    from fairscan.run.history import read_monitor_series, read_runs
 
     try:
         check_alpha(alpha)
         if html is not None:
             _check_page_path(html, path)
         trends = read_history(path, spec)
+        monitor = read_monitor_series(path, spec)
         if html is not None:
-            html.write_text(history_html(trends, alpha), encoding="utf-8")
+            runs = read_runs(path, spec)
+            page = history_html(trends, alpha, runs=runs, monitor=monitor)
+            html.write_text(page, encoding="utf-8")
     except FairscanError as error:
         print_error(error)
         raise typer.Exit(int(ExitCode.ERROR)) from None
@@ -114,6 +123,7 @@ def history(
     if not trends:
         where = f" for {console_text(spec)}" if spec else ""
         sys.stderr.write(f"no finding in the history{where}\n")  # a message, not output
+    _print_monitor(monitor)
     for t in trends:
         sys.stdout.write(console_text(f"{t.name} / {t.scan_id}: {t.label}") + "\n")
         for p in t.points:
@@ -125,6 +135,23 @@ def history(
                 f"  {console_text(p.utc_time[:19])}  p {fmt_p(p.p_value)}  "
                 f"effect {effect} vs {reference}"
                 f"  {mark}{label}\n"
+            )
+
+
+def _print_monitor(series: Sequence[MonitorSeries]) -> None:
+    """Each monitored subgroup's evidence over the runs (the history's monitor tables)."""
+    from fairscan.report.monitor_view import fmt_evidence, mapping_text
+    from fairscan.report.text import fmt_p
+
+    for s in series:
+        what = "any subgroup the scan finds" if s.kind == "scan" else mapping_text(s.subgroup)
+        sys.stdout.write(console_text(f"{s.name} / {s.scan_id}: evidence for {what}") + "\n")
+        for p in s.points:
+            alarm = f"  ALARM ({p.alarm})" if p.alarm else ""
+            sys.stdout.write(
+                f"  {console_text(p.utc_time[:19])}  evidence {fmt_evidence(p.e_value)}"
+                f" (alarm threshold {fmt_evidence(p.threshold)})  anytime p-value "
+                f"{fmt_p(p.p_value_anytime)}  [{console_text(p.label)}]{alarm}\n"
             )
 
 

@@ -33,7 +33,15 @@ from fairscan.report.markdown import (
     summary_rows,
     verdict_line,
 )
-from fairscan.report.models import AuditReport, Effect, Finding, NullDistribution, ScanResult
+from fairscan.report.models import (
+    AuditReport,
+    Effect,
+    Finding,
+    MonitorSummary,
+    NullDistribution,
+    ScanResult,
+)
+from fairscan.report.monitor_view import SUBGROUP_HEAD, alarm_text, subgroup_row, summary_sentence
 from fairscan.report.overview import (
     audited_items,
     constrained_attributes,
@@ -747,6 +755,21 @@ def _baseline_html(report: AuditReport) -> str:
     )
 
 
+def _monitor_html(monitor: MonitorSummary) -> str:
+    """The monitor over the series of audits: the alarms, then each monitored subgroup."""
+    alarms = "".join(f'<li class="alarm">{escape(alarm_text(a))}</li>' for a in monitor.alarms)
+    rows = [subgroup_row(s) for s in monitor.subgroups]
+    return (
+        '<section class="box monitor"><h2>Monitoring over the runs</h2>'
+        f"<p>{escape(summary_sentence(monitor))}</p>"
+        + (f"<ul>{alarms}</ul>" if alarms else "")
+        + (html_table(SUBGROUP_HEAD, rows, {3, 4, 5}) if rows else "")
+        + '<p class="muted">Evidence starts at 1 and grows while the data show bias; an alarm '
+        "is raised when it reaches the alarm threshold. The anytime p-value (1 / the highest "
+        "evidence so far) stays valid whenever the series of audits stops.</p></section>"
+    )
+
+
 def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     prov = report.provenance
     v = report.verdict
@@ -773,6 +796,8 @@ def render_html(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     parts.append(_overview_html(report))
     parts.append(_audited_html(report))
     parts.append(_baseline_html(report))
+    if report.monitor is not None:
+        parts.append(_monitor_html(report.monitor))
     parts += [
         _scan_html(scan, hooks.get(scan.type), scan_labels(report, scan)) for scan in report.scans
     ]

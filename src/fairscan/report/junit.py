@@ -2,14 +2,23 @@
 
 A scan with a significant finding is a ``<failure>`` whose message names its top finding (label,
 statistic, p-value); a scan that could not run is an ``<error>``; a scan that was not tested
-(replicates 0) or not auditable is ``<skipped>``. Reads only the result contract.
+(replicates 0) or not auditable is ``<skipped>``. With a ``monitor`` object, each monitored
+subgroup is one more testcase: a ``<failure>`` when it raised an alarm this run, passed
+otherwise. Reads only the result contract.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fairscan.report.models import AuditReport, Finding
+from fairscan.report.models import (
+    AuditReport,
+    Finding,
+    MonitorAlarm,
+    MonitorSubgroup,
+    MonitorSummary,
+)
+from fairscan.report.monitor_view import alarm_text, fmt_evidence, process_text
 from fairscan.report.sink_escape import xml_text
 from fairscan.report.text import fmt_value, headline_p, p_equals, statistic_words
 from fairscan.report.verdict import verdict_word
@@ -23,21 +32,72 @@ def headline_text(top: Finding | None) -> str:
     return f"{top.label} ({stat}, {p_equals(headline_p(top), 'p not tested', precise=True)})"
 
 
+def _identity(entry: MonitorSubgroup | MonitorAlarm) -> tuple[str, str, str]:
+    subgroup = sorted((k, tuple(sorted(v))) for k, v in entry.subgroup.items())
+    return entry.scan, entry.kind, repr(subgroup)
+
+
+def monitor_cases(
+    monitor: MonitorSummary | None,
+) -> list[tuple[MonitorSubgroup | MonitorAlarm, list[MonitorAlarm]]]:
+    """One case per monitored subgroup with its alarms of this run (an alarm of no listed
+    subgroup is a case of its own)."""
+    if monitor is None:
+        return []
+    alarms: dict[tuple[str, str, str], list[MonitorAlarm]] = {}
+    for a in monitor.alarms:
+        alarms.setdefault(_identity(a), []).append(a)
+    cases: list[tuple[MonitorSubgroup | MonitorAlarm, list[MonitorAlarm]]] = [
+        (s, alarms.pop(_identity(s), [])) for s in monitor.subgroups
+    ]
+    cases += [(found[0], found) for found in alarms.values()]
+    return cases
+
+
+def _monitor_case(
+    suite: ET.Element,
+    name: str,
+    entry: MonitorSubgroup | MonitorAlarm,
+    alarms: list[MonitorAlarm],
+) -> None:
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=f"fairscan.{name}.monitor",
+        name=f"monitor {entry.scan}: {process_text(entry)}",
+        time="0.000",
+    )
+    if alarms:
+        failure = ET.SubElement(
+            case, "failure", message=alarm_text(alarms[0]), type=f"monitor_{alarms[0].alarm}"
+        )
+        failure.text = "\n".join(alarm_text(a) for a in alarms)
+    elif isinstance(entry, MonitorSubgroup):
+        out = ET.SubElement(case, "system-out")
+        out.text = (
+            f"{entry.label}: evidence {fmt_evidence(entry.e_value)}, anytime p-value "
+            f"{entry.p_value_anytime:.4g}"
+        )
+
+
 def render_junit(report: AuditReport) -> str:
     scans = report.scans
-    # a scan fails its test case on a significant finding or a group certify cannot certify
+    cases = monitor_cases(report.monitor)
+    # a scan fails its test case on a significant finding or a group certify cannot certify;
+    # a monitored subgroup on an alarm
     failures = sum(
         1
         for s in scans
         if s.status != "error" and (s.significant_count() or s.not_certified_count())
-    )
+    ) + sum(1 for _, alarms in cases if alarms)
+    tests = str(len(scans) + len(cases))
     errors = sum(1 for s in scans if s.status == "error")
     skipped = sum(1 for s in scans if s.status in ("untested", "not_auditable"))
     seconds = f"{sum(s.timing.total_seconds for s in scans):.3f}"
     suites = ET.Element(
         "testsuites",
         name="fairscan",
-        tests=str(len(scans)),
+        tests=tests,
         failures=str(failures),
         errors=str(errors),
         time=seconds,
@@ -46,7 +106,7 @@ def render_junit(report: AuditReport) -> str:
         suites,
         "testsuite",
         name=report.name,
-        tests=str(len(scans)),
+        tests=tests,
         failures=str(failures),
         errors=str(errors),
         skipped=str(skipped),
@@ -106,6 +166,8 @@ def render_junit(report: AuditReport) -> str:
         else:
             out = ET.SubElement(case, "system-out")
             out.text = f"{scan.status}: top finding {where}"
+    for entry, alarms in cases:
+        _monitor_case(suite, report.name, entry, alarms)
     ET.indent(suites)
     # data values may hold control characters, which XML 1.0 cannot carry: shown as escapes
     text = xml_text(ET.tostring(suites, "unicode"))

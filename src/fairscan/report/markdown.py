@@ -17,8 +17,10 @@ from fairscan.report.models import (
     BaselineSide,
     Effect,
     Finding,
+    MonitorSummary,
     ScanResult,
 )
+from fairscan.report.monitor_view import SUBGROUP_HEAD, alarm_text, subgroup_row, summary_sentence
 from fairscan.report.overview import (
     ConstrainedAttribute,
     audited_items,
@@ -369,6 +371,8 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     lines = [f"# Fairness audit: {md_text(report.name)}", "", verdict_line(report), ""]
     if report.baseline is not None:
         lines += render_comparison(report.baseline)
+    if report.monitor is not None:
+        lines += render_monitor(report.monitor)
     if report.description:
         lines += [md_block(report.description), ""]
     model = model_text(report)
@@ -401,6 +405,27 @@ def render_markdown(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
     ]
     # data values and names may hold HTML: disarmed for every renderer (report/sink_escape.py)
     return markdown_document("\n".join(lines))
+
+
+# --- the monitor over the series of audits (spec `monitor:`) --------------------------------
+
+
+def render_monitor(monitor: MonitorSummary) -> list[str]:
+    """Markdown lines: the alarms, then every monitored subgroup's evidence after this run."""
+    lines = ["## Monitoring over the runs", "", md_text(summary_sentence(monitor)), ""]
+    lines += [f"- Alarm: {md_text(alarm_text(a))}" for a in monitor.alarms]
+    if monitor.alarms:
+        lines.append("")
+    if monitor.subgroups:
+        rows: list[list[object]] = [list(subgroup_row(s)) for s in monitor.subgroups]
+        lines += [*table(SUBGROUP_HEAD, rows, {3, 4, 5}), ""]
+    lines += [
+        "Evidence starts at 1 and grows while this run's and earlier runs' data show bias; an "
+        "alarm is raised when it reaches the alarm threshold. The anytime p-value (1 / the "
+        "highest evidence so far) stays valid whenever the series of audits stops.",
+        "",
+    ]
+    return lines
 
 
 # --- the comparison with a baseline (audit run --baseline, audit diff) -----------------------

@@ -16,9 +16,13 @@ What a run gets:
   adjusted where the scan adjusts, as the reports show it), ``<scan>.significant`` (1/0) and
   ``<scan>.significant_findings``, ``<scan>.corrected_p_value`` under ``gate.correction``; with
   a baseline, ``<scan>.baseline.<label>`` and ``baseline.<label>`` (entries per label);
-  ``significant_findings`` over all scans. Undefined figures are left out, never NaN;
+  ``significant_findings`` over all scans; with a ``monitor`` object, ``monitor.alarms``,
+  ``monitor.run_index`` and per monitored subgroup ``<scan>.monitor.<id>.e_value`` (the
+  evidence) and ``.p_value_anytime`` (``<id>``: ``scan`` for the scan's open search, else 8 hex
+  digits of the subgroup's SHA-256, stable over runs). Undefined figures are left out, never NaN;
 - tags: ``fairscan.version``, ``fairscan.verdict`` (clean / findings / error),
-  ``fairscan.exit_code``, ``<scan>.status``, plus the user's tags;
+  ``fairscan.exit_code``, ``<scan>.status``, with a monitor ``<scan>.monitor.<id>`` (the
+  subgroup it names), plus the user's tags;
 - artifacts: the JSON, Markdown and HTML reports under ``fairscan/``.
 
 Every request has a timeout: where the user has not set MLflow's own variables, fairscan sets
@@ -33,6 +37,7 @@ never caught.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -52,7 +57,8 @@ from fairscan.interrupts import env_seconds, in_thread, interrupt_of
 from fairscan.redact import mask_text, secret_values, shown_url
 from fairscan.report.formats import FORMATS
 from fairscan.report.hooks import NO_HOOKS, HookMap
-from fairscan.report.models import AuditReport, ScanResult
+from fairscan.report.models import AuditReport, MonitorSubgroup, ScanResult
+from fairscan.report.monitor_view import process_text
 from fairscan.report.text import headline_p
 
 if TYPE_CHECKING:
@@ -237,7 +243,24 @@ def report_metrics(report: AuditReport) -> dict[str, float]:
                 metrics[f"{scan.id}.baseline.{label}"] = float(
                     sum(1 for e in comparison.entries if e.scan_id == scan.id and e.label == label)
                 )
+    if report.monitor is not None:
+        metrics["monitor.alarms"] = float(len(report.monitor.alarms))
+        metrics["monitor.run_index"] = float(report.monitor.run_index)
+        for entry in report.monitor.subgroups:
+            key = _monitor_key(entry)
+            metrics[f"{key}.e_value"] = entry.e_value
+            metrics[f"{key}.p_value_anytime"] = entry.p_value_anytime
     return {_key(k): v for k, v in metrics.items() if v is not None and math.isfinite(v)}
+
+
+def _monitor_key(entry: MonitorSubgroup) -> str:
+    """``<scan>.monitor.<id>``: the same key for the same monitored subgroup in every run."""
+    if entry.kind == "scan":
+        return f"{entry.scan}.monitor.scan"
+    canonical = json.dumps(
+        {k: sorted(v) for k, v in sorted(entry.subgroup.items())}, ensure_ascii=False
+    )
+    return f"{entry.scan}.monitor.{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:8]}"
 
 
 def report_tags(report: AuditReport) -> dict[str, str]:
@@ -248,6 +271,8 @@ def report_tags(report: AuditReport) -> dict[str, str]:
         "fairscan.exit_code": str(report.verdict.exit_code),
     }
     tags.update({f"{scan.id}.status": scan.status for scan in report.scans})
+    if report.monitor is not None:
+        tags.update({_monitor_key(e): process_text(e) for e in report.monitor.subgroups})
     return {_key(k): _truncate(v, MAX_TAG_VALUE) for k, v in tags.items()}
 
 

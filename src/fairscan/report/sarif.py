@@ -10,7 +10,9 @@ lets pass (``gate.fail_on: never`` or ``new_significant`` on a persisting findin
 ``warning``. Findings that are not significant are not alerts and are left out (the JSON report
 has them). A scan that failed is a tool execution notification of level ``error``. Each result
 carries a partial fingerprint of its audit, scan and subgroup, so a dashboard tracks one finding
-across runs. Validated against the official schema in tests/report/test_report_sarif.py.
+across runs. With a ``monitor`` object, each monitor alarm is a result too (rule
+``fairscan/monitor``, after the scans' rules), fingerprinted by audit, scan and subgroup.
+Validated against the official schema in tests/report/test_report_sarif.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Final
 
 from fairscan import __version__
-from fairscan.report.models import AuditReport, Finding, ScanResult
+from fairscan.report.models import AuditReport, Finding, MonitorAlarm, ScanResult
+from fairscan.report.monitor_view import alarm_text
 from fairscan.report.verdict import ExitCode, verdict_word
 
 if TYPE_CHECKING:
@@ -33,6 +36,10 @@ SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI: Final = "https://pypi.org/project/fairscan/"
 # the partial fingerprint's name: versioned, so a change of what it hashes starts anew
 FINGERPRINT: Final = "fairscanFinding/v1"
+MONITOR_FINGERPRINT: Final = "fairscanMonitorAlarm/v1"
+# the monitor alarms' rule: a scan id cannot hold "/" (spec SCAN_ID_PATTERN), so no scan's rule
+# has this id
+MONITOR_RULE: Final = "fairscan/monitor"
 
 
 def render_sarif(report: AuditReport) -> str:
@@ -51,6 +58,12 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
         for finding in scan.findings
         if finding.significant or finding.certified is False  # certify: not certified
     ]
+    if report.monitor is not None:
+        rules.append(_monitor_rule())
+        results += [
+            _alarm_result(report, len(report.scans), alarm, gated)
+            for alarm in report.monitor.alarms
+        ]
     run: dict[str, Any] = {
         "tool": {
             "driver": {
@@ -98,6 +111,62 @@ def _rule(scan: ScanResult) -> dict[str, Any]:
         "help": _rule_help(scan, text),
         "defaultConfiguration": {"level": "error"},
         "properties": {"scanType": scan.type, "tags": ["fairness", "bias", scan.type]},
+    }
+
+
+def _monitor_rule() -> dict[str, Any]:
+    text = (
+        "monitored subgroups whose evidence of bias over the series of audits reached the "
+        "alarm threshold (spec monitor:, anytime-valid)"
+    )
+    return {
+        "id": MONITOR_RULE,
+        "name": "MonitorAlarm",
+        "shortDescription": {"text": text},
+        "fullDescription": {"text": f"{text}."},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["fairness", "bias", "monitor"]},
+    }
+
+
+def _alarm_result(
+    report: AuditReport, rule_index: int, alarm: MonitorAlarm, gated: bool
+) -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "logicalLocations": [
+            {
+                "name": alarm.scan,
+                "fullyQualifiedName": f"{report.name}/monitor/{alarm.scan}",
+                "kind": "module",
+            }
+        ]
+    }
+    artifact = _artifact_uri(report.provenance.spec_path)
+    if artifact is not None:
+        location["physicalLocation"] = {"artifactLocation": artifact, "region": {"startLine": 1}}
+    key = json.dumps(
+        [report.name, alarm.scan, alarm.kind, alarm.subgroup], sort_keys=True, ensure_ascii=False
+    )
+    properties = {
+        "scanType": alarm.scan_type,
+        "kind": alarm.kind,
+        "subgroup": alarm.subgroup,
+        "alarm": alarm.alarm,
+        "eValue": _finite(alarm.e_value),
+        "threshold": _finite(alarm.threshold),
+        "runIndex": alarm.run_index,
+    }
+    return {
+        "ruleId": MONITOR_RULE,
+        "ruleIndex": rule_index,
+        "kind": "fail",
+        "level": "error" if gated else "warning",
+        "message": {"text": alarm_text(alarm)},
+        "locations": [location],
+        "partialFingerprints": {
+            MONITOR_FINGERPRINT: hashlib.sha256(key.encode("utf-8")).hexdigest()
+        },
+        "properties": properties,
     }
 
 
