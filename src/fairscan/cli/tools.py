@@ -126,6 +126,36 @@ def history(
                 f"effect {effect} vs {reference}"
                 f"  {mark}{label}\n"
             )
+    _print_monitor(path, spec)
+
+
+def _print_monitor(path: Path, spec: str | None) -> None:
+    """The monitor's section (spec ``monitor:``): each monitored subgroup's evidence per run."""
+    from fairscan.api import read_monitor
+    from fairscan.data.labels import subgroup_label
+    from fairscan.report.text import fmt_p
+
+    try:
+        series = read_monitor(path, spec)
+    except FairscanError as error:
+        print_error(error)
+        raise typer.Exit(int(ExitCode.ERROR)) from None
+    for s in series:
+        what = "open scan (each run bets on the subgroup the scan reported the run before)"
+        if s.kind == "subgroup":
+            what = subgroup_label(s.points[-1].subgroup)
+        sys.stdout.write(console_text(f"monitor {s.name} / {s.scan_id}: {what}") + "\n")
+        for p in s.points:
+            alarm = f"  ALARM ({p.alarm})" if p.alarm else ""
+            bet = f"  on {subgroup_label(p.subgroup)}" if s.kind == "scan" and p.subgroup else ""
+            sys.stdout.write(
+                console_text(
+                    f"  run {p.run_index}  {p.utc_time[:19]}  {p.label}  e-value "
+                    f"{p.e_value:.4g} (alarm at {p.threshold:.4g})  anytime p "
+                    f"{fmt_p(p.p_value_anytime)}{alarm}{bet}"
+                )
+                + "\n"
+            )
 
 
 def _check_page_path(page: Path, history: Path) -> None:

@@ -398,6 +398,23 @@ class MonitorSubgroup(ReportModel):
     first_alarm_run: int | None = Field(
         default=None, description="The run_index of the first alarm; null if none."
     )
+    p_value_adjusted: float | None = Field(
+        default=None,
+        description="min(1, processes / running maximum of e_value): the anytime p-value "
+        "adjusted for every monitored process (e-Bonferroni); the evidence alarm is this "
+        "below alpha.",
+    )
+    effect_low: float | None = Field(
+        default=None,
+        description="Lower end of the effects (odds ratios) still consistent with the "
+        "evidence at alpha (a confidence sequence, valid at every run); null when unbounded.",
+    )
+    effect_high: float | None = Field(
+        default=None, description="Upper end of that range; null when unbounded."
+    )
+    runs: int | None = Field(
+        default=None, description="Runs whose data this process has counted (0 when new)."
+    )
 
 
 class MonitorAlarm(ReportModel):
@@ -416,6 +433,14 @@ class MonitorAlarm(ReportModel):
     run_index: int
 
 
+class MonitorUnsupported(ReportModel):
+    """A scan the monitor does not cover in this run, and why."""
+
+    scan: str
+    scan_type: str
+    reason: str
+
+
 class MonitorSummary(ReportModel):
     """The report's ``monitor`` object."""
 
@@ -423,6 +448,24 @@ class MonitorSummary(ReportModel):
     run_index: int = Field(description="1 = the first monitored run of this spec name.")
     alarms: list[MonitorAlarm] = Field(default_factory=list)
     subgroups: list[MonitorSubgroup] = Field(default_factory=list)
+    threshold: float | None = Field(
+        default=None,
+        description="The evidence alarm's threshold: processes / alpha (e-Bonferroni).",
+    )
+    onset_threshold: float | None = Field(
+        default=None,
+        description="The onset detector's threshold: processes x horizon / alpha.",
+    )
+    processes: int | None = Field(
+        default=None,
+        description="Monitored processes the thresholds divide alpha over: (monitored scans) "
+        "x (1 + max_subgroups).",
+    )
+    unsupported: list[MonitorUnsupported] = Field(
+        default_factory=list,
+        description="Scans the monitor does not cover, each with the reason (no anytime-valid "
+        "evidence is computed for them; nothing is approximated).",
+    )
 
 
 # --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------
