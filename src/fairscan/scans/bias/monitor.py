@@ -39,16 +39,47 @@ def calibration_evidence(
             "which the evidence needs, were not read"
         )
     p = np.asarray(roles.prediction, dtype=np.float64)
-    counts = None if data.row_weight is None else data.row_weight.astype(np.float64)
-    # a streamed dataset's distinct rows: the positives among each row's copies, and its count
     y = np.asarray(roles.outcome, dtype=np.float64)
-    positives = y if counts is None else y * counts
+    if data.row_weight is not None:  # a streamed dataset's distinct rows: already cells
+        counts = data.row_weight.astype(np.float64)
+
+        def counted(inside: np.ndarray) -> np.ndarray:
+            from fairscan.engine.evidence import bernoulli_loglik
+
+            return bernoulli_loglik(y[inside] * counts[inside], p[inside], counts[inside])
+
+        return counted
+    return _by_cells(data.codes, y, p)
+
+
+def _by_cells(codes: np.ndarray, y: np.ndarray, p: np.ndarray) -> RunEvidence:
+    """Evidence from the log-likelihood of each cell (a combination of attribute values), made
+    in one pass over the rows when first asked: a subgroup is a union of cells, so each
+    monitored subgroup then costs a count over the rows and a sum over its cells."""
+    cells: list[tuple[np.ndarray, np.ndarray]] = []  # (cell of each row, cell log-likelihoods)
 
     def evidence(inside: np.ndarray) -> np.ndarray:
-        from fairscan.engine.evidence import bernoulli_loglik
+        from fairscan.engine.evidence import bernoulli_cell_loglik
 
-        if counts is None:
-            return bernoulli_loglik(positives[inside], p[inside])
-        return bernoulli_loglik(positives[inside], p[inside], counts[inside])
+        if not cells:
+            cell, n_cells = _cell_ids(codes)
+            cells.append((cell, bernoulli_cell_loglik(y, p, cell, n_cells)))
+        cell, loglik = cells[0]
+        chosen = np.bincount(cell, weights=inside, minlength=loglik.shape[0]) > 0
+        return loglik[chosen].sum(axis=0)
 
     return evidence
+
+
+def _cell_ids(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's cell (its combination of attribute codes) numbered 0..cells-1."""
+    if codes.shape[1] == 0:
+        return np.zeros(codes.shape[0], dtype=np.int64), 1
+    sizes = codes.max(axis=0).astype(np.int64) + 1
+    if float(np.prod(sizes.astype(np.float64))) < 2.0**62:
+        combined = np.ravel_multi_index(tuple(codes.T.astype(np.int64)), tuple(sizes))
+        _, cell = np.unique(combined, return_inverse=True)
+    else:
+        _, cell = np.unique(codes, axis=0, return_inverse=True)
+    cell = np.asarray(cell, dtype=np.int64).ravel()
+    return cell, int(cell.max()) + 1 if cell.size else 1
