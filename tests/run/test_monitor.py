@@ -363,3 +363,40 @@ def test_a_listed_value_the_data_lacks_is_a_located_error_before_any_scan(tmp_pa
     assert result.exit_code == 2 and "a9" in result.output, result.output
     assert f"{spec.name}:{monitor_line(spec)}:" in result.output
     assert not (tmp_path / "history.sqlite").exists()
+
+
+def test_a_spec_without_monitor_keeps_its_report_keys(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path)
+    text = spec.read_text(encoding="utf-8").replace("monitor: {}\n", "")
+    spec.write_text(text, encoding="utf-8")
+    _, report = audit(spec, table(seed=1))
+    assert report.get("monitor") is None
+    assert "monitor" not in report["provenance"]["parameters"]
+    with sqlite3.connect(tmp_path / "history.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM monitor_runs").fetchone()[0] == 0
+
+
+def test_streamed_data_gives_the_same_evidence(tmp_path: Path) -> None:
+    """A streamed dataset (distinct rows with their counts) and the rows themselves."""
+    scans = f"{FPR}\n{CALIBRATION}"
+    monitor = "{subgroups: {fpr: [{a: [a1]}], calibration: [{a: [a1, a2]}]}}"
+    frame = table(seed=7, fpr_odds=1.5, calibration_odds=1.5)
+    values = {}
+    for streaming in ("false", "true"):
+        root = tmp_path / streaming
+        root.mkdir()
+        spec = write_spec(root, scans=scans, monitor=monitor)
+        text = spec.read_text(encoding="utf-8").replace(
+            "data: {path: run.csv}", f"data: {{path: run.csv, streaming: {streaming}}}"
+        )
+        spec.write_text(text, encoding="utf-8")
+        _, report = audit(spec, frame)
+        assert report["monitor"]["unsupported"] == []
+        values[streaming] = {
+            (s["scan"], json.dumps(s["subgroup"], sort_keys=True)): s["e_value"]
+            for s in report["monitor"]["subgroups"]
+            if s["kind"] == "subgroup"
+        }
+    assert values["true"].keys() == values["false"].keys()
+    for key, value in values["false"].items():
+        assert math.isclose(values["true"][key], value, rel_tol=1e-9), key

@@ -509,10 +509,11 @@ class MonitorSpec(StrictModel):
         "bias that starts after a retrain) keeps the family-wise rate alpha; its mean time to "
         "a false alarm is at least (number of processes) x horizon / alpha runs.",
     )
-    subgroups: dict[str, list[dict[str, list[Scalar]]]] = Field(
+    subgroups: dict[str, list[dict[str, list[Scalar] | Scalar]]] = Field(
         default_factory=dict,
         description="Subgroups monitored from the first run, per scan id: each a mapping "
-        "attribute -> values, as in the findings, e.g. {fpr: [{race: [Black], sex: [Male]}]}.",
+        "attribute -> value or list of values, as in the findings, e.g. "
+        "{fpr: [{race: Black, sex: [Male]}]}.",
         examples=[{"fpr": [{"race": ["Black"], "sex": ["Male"]}]}],
     )
 
