@@ -164,6 +164,10 @@ def test_json_round_trip_is_bit_exact():
     assert back.to_json() == state.to_json()
     with pytest.raises(ValueError, match="grid"):
         ev.ProcessState.from_json('{"grid_size": 3, "loglik": [0, 0, 0]}')
+    with pytest.raises(ValueError, match="monitor state"):
+        ev.ProcessState.from_json('{"grid_size": 41}')
+    with pytest.raises(ValueError, match="monitor state"):
+        ev.ProcessState.from_json("not json")
 
 
 def test_evidence_running_max_cusum_and_p_value_follow_their_definitions():

@@ -69,7 +69,8 @@ def bernoulli_cell_loglik(
     if cell.size and (cell.min() < 0 or cell.max() >= n_cells):
         raise ValueError(f"cell ids must lie in [0, {n_cells})")
     out = np.multiply.outer(np.bincount(cell, weights=y, minlength=n_cells), _LOG_GRID)
-    order = np.argsort(cell, kind="stable")
+    # a stable sort of small integers is a radix sort in numpy: O(rows)
+    order = np.argsort(cell.astype(np.uint16) if n_cells <= 1 << 16 else cell, kind="stable")
     cell, p = cell[order], p[order]
     ratio = (GRID - 1.0)[:, None]
     for start in range(0, p.size, _CHUNK_ROWS):
@@ -145,7 +146,7 @@ def _log_choose(n: float, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq on arrays is ambiguous: compare to_json() instead
 class ProcessState:
     """One monitored process. All evidence values are kept as natural logarithms.
 
@@ -179,18 +180,21 @@ class ProcessState:
 
     @classmethod
     def from_json(cls, text: str) -> ProcessState:
-        data = json.loads(text)
-        if data.get("grid_size") != GRID_SIZE or len(data["loglik"]) != GRID_SIZE:
-            raise ValueError("the stored evidence uses a different effect grid")
-        first = data["first_alarm_run"]
-        return cls(
-            loglik=np.asarray(data["loglik"], dtype=np.float64),
-            log_e=float(data["log_e"]),
-            log_running_max=float(data["log_running_max"]),
-            log_cusum=float(data["log_cusum"]),
-            runs=int(data["runs"]),
-            first_alarm_run=None if first is None else int(first),
-        )
+        try:
+            data = json.loads(text)
+            if data.get("grid_size") != GRID_SIZE or len(data["loglik"]) != GRID_SIZE:
+                raise ValueError("the stored evidence uses a different effect grid")
+            first = data["first_alarm_run"]
+            return cls(
+                loglik=np.asarray(data["loglik"], dtype=np.float64),
+                log_e=float(data["log_e"]),
+                log_running_max=float(data["log_running_max"]),
+                log_cusum=float(data["log_cusum"]),
+                runs=int(data["runs"]),
+                first_alarm_run=None if first is None else int(first),
+            )
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a stored monitor state ({error!r})") from error
 
 
 def _log_mixture(loglik: np.ndarray, at: int = NULL_INDEX) -> float:
