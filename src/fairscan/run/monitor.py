@@ -179,8 +179,8 @@ class _Step:
         self.ledger = ledger
         s = plan.settings
         self.threshold, self.onset = evidence.thresholds(s.alpha, plan.processes, s.horizon)
-        # each process's share of alpha, for its effect's confidence sequence (resolved)
-        self.cs_alpha = s.alpha / plan.processes
+        # the level of each effect's confidence sequence (resolved), as the Methods page says
+        self.cs_alpha = s.alpha
 
     def scan(self, scan: MonitoredScan, result: ScanResult) -> list[_Outcome]:
         """The scan's subgroup processes (in registration order), then its open process."""
