@@ -400,3 +400,18 @@ def test_streamed_data_gives_the_same_evidence(tmp_path: Path) -> None:
     assert values["true"].keys() == values["false"].keys()
     for key, value in values["false"].items():
         assert math.isclose(values["true"][key], value, rel_tol=1e-9), key
+
+
+def test_an_edited_history_is_an_error_naming_the_row(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path)
+    audit(spec, table(seed=1))
+    history = tmp_path / "history.sqlite"
+    with sqlite3.connect(history) as db:
+        db.execute("UPDATE monitor_runs SET e_value = 'big' WHERE rowid = 1")
+        db.execute("UPDATE monitor_state SET state_json = '{\"loglik\": 3}'")
+    shown = CliRunner().invoke(app, ["history", str(history)])
+    assert shown.exit_code == 2 and "monitor_runs row 1" in shown.output, shown.output
+    assert "e_value is 'big'" in shown.output
+    result = CliRunner().invoke(app, ["run", str(spec), "--workers", "1"])
+    assert result.exit_code == 2 and "stored evidence of 'fpr|scan'" in result.output
+    assert "Traceback" not in result.output and run_count(history) == 1

@@ -202,8 +202,7 @@ class _Step:
                 out.append(self._subgroup(scan, self._fresh(scan, "subgroup", subgroup), False))
         opened = next((p for p in stored if p.kind == "scan"), None)
         opened = opened or self._fresh(scan, "scan", {})
-        top = next(iter(_top(result)), {})
-        out.append(self._open(scan, opened, top))
+        out.append(self._open(scan, opened, _top(result)))
         return out
 
     def _fresh(self, scan: MonitoredScan, kind: str, subgroup: Subgroup) -> StoredProcess:
@@ -350,12 +349,11 @@ def _exp(log_value: float) -> float:
     return float(np.exp(min(log_value, 709.0)))
 
 
-def _top(result: ScanResult) -> list[Subgroup]:
-    """The subgroup the scan reported first in this run (the open process's next bet)."""
-    for finding in result.findings[:1]:
-        if finding.subgroup is not None:
-            return [finding.subgroup]
-    return []
+def _top(result: ScanResult) -> Subgroup:
+    """The subgroup the scan reported first in this run (the open process's next bet; none
+    when the scan reported no subgroup)."""
+    first = result.findings[0].subgroup if result.findings else None
+    return first or {}
 
 
 def _reported(result: ScanResult) -> list[Subgroup]:
