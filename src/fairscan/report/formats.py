@@ -64,7 +64,9 @@ class Format:
 def report_json(report: AuditReport) -> str:
     """Strict JSON (no NaN/Infinity: pydantic writes them as null), 2-space indent."""
     # The optional blocks are omitted when there are none: the report keeps its keys.
-    exclude = {key for key in ("baseline", "bins", "model") if getattr(report, key) is None} or None
+    exclude = {
+        key for key in ("baseline", "bins", "model", "monitor") if getattr(report, key) is None
+    } or None
     text = report.model_dump_json(indent=2, exclude=exclude)
     json.loads(text, parse_constant=_reject_constant)  # guard: must be strict JSON
     return text + "\n"
