@@ -428,9 +428,14 @@ class MonitorAlarm(ReportModel):
         description="evidence: the e-process crossed its threshold; onset: the onset detector "
         "(evidence restarted at every run) did."
     )
-    e_value: float
-    threshold: float
-    run_index: int
+    e_value: float = Field(
+        description="What crossed the threshold: the largest e-value so far (evidence), or "
+        "the onset detector's statistic (onset)."
+    )
+    threshold: float = Field(
+        description="The monitor's threshold or onset_threshold, whichever this alarm crossed."
+    )
+    run_index: int = Field(description="The run that raised it (this run).")
 
 
 class MonitorUnsupported(ReportModel):
