@@ -214,6 +214,17 @@ def test_onset_cusum_restarts_at_one_and_forgets_old_fair_runs():
     assert again.first_alarm_run == 23
 
 
+def test_adjusted_p_value_crosses_alpha_with_the_evidence_threshold():
+    threshold, _ = ev.thresholds(0.05, 21, 52)
+    below = ev.ProcessState(log_running_max=math.log(threshold) - 1e-9)
+    at = ev.ProcessState(log_running_max=math.log(threshold))
+    assert ev.p_value_adjusted(below, 21) > 0.05
+    assert ev.p_value_adjusted(at, 21) == pytest.approx(0.05, rel=1e-12)
+    assert ev.p_value_adjusted(ev.ProcessState(), 21) == 1.0
+    with pytest.raises(ValueError):
+        ev.p_value_adjusted(at, 0)
+
+
 def test_thresholds_refuse_bad_arguments():
     with pytest.raises(ValueError):
         ev.thresholds(0.0, 3, 10)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_monitor.py"
 _spec = importlib.util.spec_from_file_location("fairscan_bench_monitor", BENCH)
 assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench  # dataclasses look their module up while it loads
 _spec.loader.exec_module(bench)
 
 pytestmark = pytest.mark.slow
@@ -35,7 +37,8 @@ def test_calibrated_series_rarely_raise_a_false_alarm():
     world = bench.make_world()
     series = 20
     alarms = sum(
-        bench.simulate_series(world, 100 + s, runs=52, rows=(10_000, 20_000)).first_alarm is not None
+        bench.simulate_series(world, 100 + s, runs=52, rows=(10_000, 20_000)).first_alarm
+        is not None
         for s in range(series)
     )
     assert alarms / series <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / series)
@@ -44,7 +47,9 @@ def test_calibrated_series_rarely_raise_a_false_alarm():
 def test_planted_bias_is_caught_within_three_runs():
     world = bench.make_world()
     firsts = [
-        bench.simulate_series(world, 200 + s, runs=20, rows=(100_000, 100_000), bias_start=10).first_alarm
+        bench.simulate_series(
+            world, 200 + s, runs=20, rows=(100_000, 100_000), bias_start=10
+        ).first_alarm
         for s in range(6)
     ]
     assert all(f is not None and f >= 10 for f in firsts)
@@ -52,7 +57,9 @@ def test_planted_bias_is_caught_within_three_runs():
 
 
 def test_onset_run_length_under_the_null_is_at_least_its_threshold():
-    for threshold, (mean_length, _) in bench.onset_run_length((5.0, 10.0), paths=30, cap=200).items():
+    for threshold, (mean_length, _) in bench.onset_run_length(
+        (5.0, 10.0), paths=30, cap=200
+    ).items():
         assert mean_length >= threshold
 
 

@@ -249,6 +249,14 @@ def p_value_anytime(state: ProcessState) -> float:
     return min(1.0, math.exp(-state.log_running_max))
 
 
+def p_value_adjusted(state: ProcessState, k: int) -> float:
+    """min(1, 2k / max_s E_s): at most alpha exactly when the running maximum has crossed the
+    evidence threshold of ``thresholds(alpha, k, horizon)`` (e-Bonferroni over k processes)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return min(1.0, 2.0 * k * math.exp(-state.log_running_max))
+
+
 def confidence_sequence(state: ProcessState, alpha: float) -> tuple[float, float]:
     """Odds ratios not rejected at level alpha, valid simultaneously over all runs.
 
