@@ -105,7 +105,10 @@ def test_a_fair_model_never_alarms_and_exits_0(tmp_path: Path) -> None:
         assert math.isclose(listed["p_value_anytime"], min(1.0, 1.0 / _running_max(spec, run)))
     # the monitor's settings are the run's provenance
     assert report["provenance"]["parameters"]["monitor"]["alpha"] == 0.05
-    assert monitor["processes"] == 1 + 20 and monitor["threshold"] > 20 / 0.05
+    assert monitor["processes"] == 1 + 20
+    assert math.isclose(monitor["threshold"], 2 * 21 / 0.05)
+    assert math.isclose(monitor["onset_threshold"], 2 * 21 * 52 / 0.05)
+    assert math.isclose(listed["p_value_adjusted"], min(1.0, 42 * listed["p_value_anytime"]))
 
 
 def _running_max(spec: Path, run: int) -> float:

@@ -400,9 +400,9 @@ class MonitorSubgroup(ReportModel):
     )
     p_value_adjusted: float | None = Field(
         default=None,
-        description="min(1, processes / running maximum of e_value): the anytime p-value "
-        "adjusted for every monitored process (e-Bonferroni); the evidence alarm is this "
-        "below alpha.",
+        description="min(1, 2 x processes / running maximum of e_value): the anytime p-value "
+        "adjusted for every monitored process (e-Bonferroni, with half of alpha kept for the "
+        "onset detector); at most alpha exactly when the evidence crossed its threshold.",
     )
     effect_low: float | None = Field(
         default=None,
@@ -455,11 +455,12 @@ class MonitorSummary(ReportModel):
     subgroups: list[MonitorSubgroup] = Field(default_factory=list)
     threshold: float | None = Field(
         default=None,
-        description="The evidence alarm's threshold: processes / alpha (e-Bonferroni).",
+        description="The evidence alarm's threshold: 2 x processes / alpha (e-Bonferroni; "
+        "the other half of alpha goes to the onset detector).",
     )
     onset_threshold: float | None = Field(
         default=None,
-        description="The onset detector's threshold: processes x horizon / alpha.",
+        description="The onset detector's threshold: 2 x processes x horizon / alpha.",
     )
     processes: int | None = Field(
         default=None,

@@ -303,7 +303,7 @@ class _Step:
             e_value=e,
             p_value_anytime=p,
             first_alarm_run=state.first_alarm_run,
-            p_value_adjusted=min(1.0, self.plan.processes * p),
+            p_value_adjusted=evidence.p_value_adjusted(state, self.plan.processes),
             effect_low=low if low > 0.0 else None,
             effect_high=high if np.isfinite(high) else None,
             runs=state.runs,

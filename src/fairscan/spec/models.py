@@ -507,7 +507,7 @@ class MonitorSpec(StrictModel):
         le=100_000,
         description="Runs over which the onset detector (evidence restarted at every run, for "
         "bias that starts after a retrain) keeps the family-wise rate alpha; its mean time to "
-        "a false alarm is at least (number of processes) x horizon / alpha runs.",
+        "a false alarm is at least 2 x (number of processes) x horizon / alpha runs.",
     )
     subgroups: dict[str, list[dict[str, list[Scalar] | Scalar]]] = Field(
         default_factory=dict,
