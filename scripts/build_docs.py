@@ -184,6 +184,11 @@ METHODS_SECTIONS: dict[str, tuple[str, str]] = {
     "5.7": ("inference.md#metrics", "Flagging and certification: metrics"),
     "5.8": ("inference.md#shift", "Distribution shifts"),
     "6": ("subroc.md", "SubROC"),
+    "9": ("monitoring.md", "Monitoring a series of audits"),
+    "9.1": ("monitoring.md#evidence", "Monitoring: evidence that accumulates"),
+    "9.2": ("monitoring.md#per-run", "Monitoring: per-run evidence under each scan's null"),
+    "9.3": ("monitoring.md#scan-then-bet", "Monitoring: the open scan (scan, then bet)"),
+    "9.4": ("monitoring.md#multiplicity", "Monitoring: many subgroups and onset"),
 }
 
 METHODS_REFERENCE = re.compile(

@@ -277,9 +277,9 @@ def test_no_reference_points_outside_the_repository_or_site(build_docs: ModuleTy
 
 def test_methods_pages_cite_their_sources() -> None:
     index = (ROOT / "docs" / "methods" / "index.md").read_text(encoding="utf-8")
-    for author in ("Zhang", "Boxer", "Menghani", "Cherian", "Siegl", "Benjamini"):
+    for author in ("Zhang", "Boxer", "Menghani", "Cherian", "Siegl", "Benjamini", "Chugg", "Shin"):
         assert author in index, author
-    for page in ("subset-scan", "error-rates", "cbs", "inference", "subroc"):
+    for page in ("subset-scan", "error-rates", "cbs", "inference", "subroc", "monitoring"):
         text = (ROOT / "docs" / "methods" / f"{page}.md").read_text(encoding="utf-8")
         assert "index.md#references" in text, page
 

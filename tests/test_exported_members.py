@@ -60,6 +60,7 @@ API = {
     "prepare_lazy",
     "prepare_loaded",
     "read_history",
+    "read_monitor",
     "resolved_spec",
     "run_audit",
     "run_prepared",

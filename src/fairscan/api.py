@@ -20,7 +20,7 @@ from fairscan.run.execute import (
     run_scan,
     scan_seed,
 )
-from fairscan.run.history import append_run, read_history
+from fairscan.run.history import append_run, read_history, read_monitor
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.power import PowerAnalysis, power_analysis
 from fairscan.run.prepare import (
@@ -66,6 +66,7 @@ __all__ = [
     "prepare_lazy",
     "prepare_loaded",
     "read_history",
+    "read_monitor",
     "resolved_spec",
     "run_audit",
     "run_prepared",

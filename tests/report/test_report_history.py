@@ -23,7 +23,7 @@ from test_report_html import (
 )
 
 from fairscan.report.history_html import LINE, THRESHOLD, history_html
-from fairscan.run.history import SCHEMA, read_history, read_monitor_series, read_runs
+from fairscan.run.history import SCHEMA, read_history, read_monitor, read_runs
 
 __all__ = ["chromium"]  # the session fixture, shared with the HTML report's tests
 
@@ -87,7 +87,7 @@ def _history(path: Path) -> Path:
 def _page(tmp_path: Path) -> str:
     path = _history(tmp_path / "history.sqlite")
     return history_html(
-        read_history(path), 0.05, runs=read_runs(path), monitor=read_monitor_series(path)
+        read_history(path), 0.05, runs=read_runs(path), monitor=read_monitor(path)
     )
 
 

@@ -18,7 +18,7 @@ from fairscan.run.history import (
     SCHEMA,
     append_run,
     read_history,
-    read_monitor_series,
+    read_monitor,
     read_runs,
     subgroup_key,
 )
@@ -145,7 +145,7 @@ SCAN = "(2, 'fpr|scan', 'fpr', 'scan', '{}', 'inconclusive', 0.5, 1.0, 2100.0, N
 
 def test_monitor_series_read_per_process_identity(tmp_path: Path) -> None:
     path = _monitor_history(tmp_path / "h.db", [ROW2, SCAN, ROW1])
-    series = {s.process_key: s for s in read_monitor_series(path)}
+    series = {s.process_key: s for s in read_monitor(path)}
     male = series[KEY]
     assert male.subgroup == MALE and male.kind == "subgroup" and male.scan_id == "fpr"
     assert [(p.run_id, p.label, p.alarm) for p in male.points] == [
@@ -155,13 +155,13 @@ def test_monitor_series_read_per_process_identity(tmp_path: Path) -> None:
     assert male.points[1].e_value == pytest.approx(3e4)
     assert male.points[1].utc_time == "2026-01-08T00:00:00Z"
     assert series["fpr|scan"].kind == "scan" and series["fpr|scan"].subgroup == {}
-    assert read_monitor_series(path, "another") == []
+    assert read_monitor(path, "another") == []
 
 
 def test_a_history_without_monitor_tables_holds_no_evidence(tmp_path: Path) -> None:
     path = _old_history(tmp_path / "h.db")
     before = path.read_bytes()
-    assert read_monitor_series(path) == []
+    assert read_monitor(path) == []
     assert path.read_bytes() == before  # read-only: no table created
 
 
@@ -180,7 +180,7 @@ def test_bad_monitor_rows_are_an_error_naming_the_row(
 ) -> None:
     path = _monitor_history(tmp_path / "h.db", [row])
     with pytest.raises(DataError) as caught:
-        read_monitor_series(path)
+        read_monitor(path)
     assert f"history file {path}: monitor_runs row 1 (run 1): {problem}" in str(caught.value)
 
 
@@ -202,7 +202,7 @@ def test_history_command_prints_each_monitored_subgroup_s_evidence(tmp_path: Pat
     path = _monitor_history(tmp_path / "h.db", [ROW1, ROW2, SCAN])
     result = CliRunner().invoke(app, ["history", str(path)])
     assert result.exit_code == 0, result.output
-    assert "compas-fpr / fpr: evidence for sex = male" in result.stdout
+    assert "monitor compas-fpr / fpr: evidence for sex = male" in result.stdout
     assert "evidence 30,000 (alarm threshold 2,100)" in result.stdout
     assert "anytime p-value 3.3e-05  [persists]  ALARM (evidence)" in result.stdout
-    assert "compas-fpr / fpr: evidence for any subgroup the scan finds" in result.stdout
+    assert "monitor compas-fpr / fpr: evidence for the open scan" in result.stdout

@@ -98,14 +98,14 @@ def history(
     from fairscan.api import read_history
     from fairscan.report.history_html import history_html
     from fairscan.report.text import fmt_p
-    from fairscan.run.history import read_monitor_series, read_runs
+    from fairscan.run.history import read_monitor, read_runs
 
     try:
         check_alpha(alpha)
         if html is not None:
             _check_page_path(html, path)
         trends = read_history(path, spec)
-        monitor = read_monitor_series(path, spec)
+        monitor = read_monitor(path, spec)
         if html is not None:
             runs = read_runs(path, spec)
             page = history_html(trends, alpha, runs=runs, monitor=monitor)
@@ -139,19 +139,25 @@ def history(
 
 
 def _print_monitor(series: Sequence[MonitorSeries]) -> None:
-    """Each monitored subgroup's evidence over the runs (the history's monitor tables)."""
+    """Each monitored process's evidence over the runs (the history's monitor tables)."""
     from fairscan.report.monitor_view import fmt_evidence, mapping_text
     from fairscan.report.text import fmt_p
 
     for s in series:
-        what = "any subgroup the scan finds" if s.kind == "scan" else mapping_text(s.subgroup)
-        sys.stdout.write(console_text(f"{s.name} / {s.scan_id}: evidence for {what}") + "\n")
+        what = mapping_text(s.subgroup)
+        if s.kind == "scan":
+            what = "the open scan (each run bets on the subgroup the scan reported the run before)"
+        sys.stdout.write(console_text(f"monitor {s.name} / {s.scan_id}: evidence for {what}") + "\n")
         for p in s.points:
             alarm = f"  ALARM ({p.alarm})" if p.alarm else ""
+            bet = f"  on {mapping_text(p.subgroup)}" if s.kind == "scan" and p.subgroup else ""
             sys.stdout.write(
-                f"  {console_text(p.utc_time[:19])}  evidence {fmt_evidence(p.e_value)}"
-                f" (alarm threshold {fmt_evidence(p.threshold)})  anytime p-value "
-                f"{fmt_p(p.p_value_anytime)}  [{console_text(p.label)}]{alarm}\n"
+                console_text(
+                    f"  run {p.run_index}  {p.utc_time[:19]}  evidence {fmt_evidence(p.e_value)}"
+                    f" (alarm threshold {fmt_evidence(p.threshold)})  anytime p-value "
+                    f"{fmt_p(p.p_value_anytime)}  [{p.label}]{alarm}{bet}"
+                )
+                + "\n"
             )
 
 

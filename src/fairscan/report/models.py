@@ -398,6 +398,23 @@ class MonitorSubgroup(ReportModel):
     first_alarm_run: int | None = Field(
         default=None, description="The run_index of the first alarm; null if none."
     )
+    p_value_adjusted: float | None = Field(
+        default=None,
+        description="min(1, 2 x processes / running maximum of e_value): the anytime p-value "
+        "adjusted for every monitored process (e-Bonferroni, with half of alpha kept for the "
+        "onset detector); at most alpha exactly when the evidence crossed its threshold.",
+    )
+    effect_low: float | None = Field(
+        default=None,
+        description="Lower end of the effects (odds ratios) still consistent with the "
+        "evidence at alpha (a confidence sequence, valid at every run); null when unbounded.",
+    )
+    effect_high: float | None = Field(
+        default=None, description="Upper end of that range; null when unbounded."
+    )
+    runs: int | None = Field(
+        default=None, description="Runs whose data this process has counted (0 when new)."
+    )
 
 
 class MonitorAlarm(ReportModel):
@@ -411,9 +428,22 @@ class MonitorAlarm(ReportModel):
         description="evidence: the e-process crossed its threshold; onset: the onset detector "
         "(evidence restarted at every run) did."
     )
-    e_value: float
-    threshold: float
-    run_index: int
+    e_value: float = Field(
+        description="What crossed the threshold: the largest e-value so far (evidence), or "
+        "the onset detector's statistic (onset)."
+    )
+    threshold: float = Field(
+        description="The monitor's threshold or onset_threshold, whichever this alarm crossed."
+    )
+    run_index: int = Field(description="The run that raised it (this run).")
+
+
+class MonitorUnsupported(ReportModel):
+    """A scan the monitor does not cover in this run, and why."""
+
+    scan: str
+    scan_type: str
+    reason: str
 
 
 class MonitorSummary(ReportModel):
@@ -423,6 +453,25 @@ class MonitorSummary(ReportModel):
     run_index: int = Field(description="1 = the first monitored run of this spec name.")
     alarms: list[MonitorAlarm] = Field(default_factory=list)
     subgroups: list[MonitorSubgroup] = Field(default_factory=list)
+    threshold: float | None = Field(
+        default=None,
+        description="The evidence alarm's threshold: 2 x processes / alpha (e-Bonferroni; "
+        "the other half of alpha goes to the onset detector).",
+    )
+    onset_threshold: float | None = Field(
+        default=None,
+        description="The onset detector's threshold: 2 x processes x horizon / alpha.",
+    )
+    processes: int | None = Field(
+        default=None,
+        description="Monitored processes the thresholds divide alpha over: (monitored scans) "
+        "x (1 + max_subgroups).",
+    )
+    unsupported: list[MonitorUnsupported] = Field(
+        default_factory=list,
+        description="Scans the monitor does not cover, each with the reason (no anytime-valid "
+        "evidence is computed for them; nothing is approximated).",
+    )
 
 
 # --- Baseline comparison (audit run --baseline, audit diff) ------------------------------------

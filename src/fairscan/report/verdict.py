@@ -219,6 +219,41 @@ def gate_verdict(
     return verdict.model_copy(update={"exit_code": int(code), "status": status})
 
 
+def monitored_exit_code(
+    fail_on: str, alarms: int, new_alarms: int, not_certified: int = 0
+) -> ExitCode:
+    """OK/FINDINGS for a monitored run (spec ``monitor:``) without errors: the monitor's alarms
+    decide, never the per-run p-values (a fresh test at alpha every run fails a fair model
+    sooner or later). ``significant`` (the default) and ``persisting_or_new``: any alarm;
+    ``new_significant``: an alarm first raised in this run (``new_alarms``); ``never``: none;
+    ``not_certified``: any alarm, or a group a certify scan could not certify."""
+    if fail_on == "never":
+        return ExitCode.OK
+    if fail_on == "new_significant":
+        count = new_alarms
+    elif fail_on == "not_certified":
+        count = alarms + not_certified
+    else:
+        count = alarms
+    return ExitCode.FINDINGS if count else ExitCode.OK
+
+
+def monitored_verdict(
+    verdict: Verdict, fail_on: str, alarms: int, new_alarms: int, allow_untested: bool = False
+) -> Verdict:
+    """``verdict`` with the exit code of a monitored run (:func:`monitored_exit_code`); an
+    error verdict stays ERROR, an untested one too unless ``allow_untested`` (the scans then
+    cannot register the subgroups they find)."""
+    if verdict.status == "error" or (verdict.status == "untested" and not allow_untested):
+        code = ExitCode.ERROR
+    else:
+        code = monitored_exit_code(fail_on, alarms, new_alarms, verdict.not_certified)
+    status = verdict.status
+    if status == "clean" and code == ExitCode.FINDINGS:  # an alarm without a per-run finding
+        status = "findings"
+    return verdict.model_copy(update={"exit_code": int(code), "status": status})
+
+
 def report_fail_on(report: AuditReport) -> str:
     """The ``gate.fail_on`` a report was run under (reports before gates: the default)."""
     gate = report.provenance.parameters.get("gate")

@@ -61,6 +61,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
     spec = prepared.spec
     # read the baseline before scanning: a bad path fails fast
     baseline = load_report(options.baseline) if options.baseline is not None else None
+    monitor = None
+    if spec.monitor is not None and options.write:  # a listed subgroup's error fails fast too
+        from fairscan.run.monitor import plan_monitor
+
+        monitor = plan_monitor(prepared)
     started_wall = time.time()
     started = time.perf_counter()
     from fairscan.engine.seeds import resolve_seed
@@ -141,7 +146,12 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         ),
         render_hooks(),
     )
-    written = write_outcome(prepared, report, options) if options.write else []
+    if monitor is not None:  # the run's evidence, recorded with the run (spec monitor:)
+        from fairscan.run.monitor import record_monitored
+
+        report, written = record_monitored(prepared, monitor, report, options)
+    else:
+        written = write_outcome(prepared, report, options) if options.write else []
     # after the reports are on disk: a failing tracking server loses none of them
     mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
     return AuditOutcome(
@@ -341,10 +351,13 @@ def _provenance(
         workers=workers,
         executor=spec.significance.executor,
         data_source=prepared.data_source,
-        # an absent `model:` block is left out, so reports of specs without one keep their keys
+        # absent `model:` and `monitor:` blocks are left out: reports of specs without them
+        # keep their keys (a monitored run records its monitor settings here)
         parameters=shown_spec(
             spec.model_dump(
-                mode="json", by_alias=True, exclude={"model"} if spec.model is None else None
+                mode="json",
+                by_alias=True,
+                exclude={k for k in ("model", "monitor") if getattr(spec, k) is None} or None,
             )
         ),
         overrides=list(overrides),

@@ -14,6 +14,13 @@ significant, effect inside and reference), plus, with a baseline, one per re-tes
 finding that is not a finding of the run (``resolved``, ``inconclusive``): a trend then shows
 that run rather than joining the runs around it.
 
+A spec with ``monitor:`` also keeps its evidence here (no data rows: a few numbers per
+monitored subgroup): ``monitor_state`` holds each process's state per spec name (read, updated
+with the run's data and written back inside the run's own ``BEGIN IMMEDIATE`` transaction, so
+two runs appending at once each update the other's result, never the same old state), and
+``monitor_runs`` one row per process per run (label, e-value, anytime p-value, threshold,
+alarm) for ``audit history``.
+
 Reads open the file read-only and check its tables and every row they use (a history edited or
 written by another tool is an error naming the file and the row, never an internal error). Every
 statement is interruptible (a progress handler lets Ctrl-C and SIGTERM in) and every wait for
@@ -65,6 +72,30 @@ CREATE TABLE IF NOT EXISTS findings (
     effect_reference REAL
 );
 CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);
+CREATE TABLE IF NOT EXISTS monitor_state (
+    name TEXT NOT NULL,
+    process_key TEXT NOT NULL,
+    scan_id TEXT NOT NULL,
+    scan_type TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subgroup_json TEXT NOT NULL,
+    state_json TEXT NOT NULL,
+    first_run_id INTEGER,
+    PRIMARY KEY (name, process_key)
+);
+CREATE TABLE IF NOT EXISTS monitor_runs (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    process_key TEXT NOT NULL,
+    scan_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subgroup_json TEXT NOT NULL,
+    label TEXT NOT NULL,
+    e_value REAL NOT NULL,
+    p_value_anytime REAL NOT NULL,
+    threshold REAL NOT NULL,
+    alarm TEXT
+);
+CREATE INDEX IF NOT EXISTS monitor_runs_run ON monitor_runs(run_id);
 """
 # How long a run waits for another run's lock on the history before giving up with an error.
 LOCK_SECONDS = 30.0
@@ -213,31 +244,100 @@ def _add_rows_column(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE runs ADD COLUMN rows INTEGER")
 
 
+@dataclass(frozen=True)
+class StoredProcess:
+    """One monitored process of a spec name as ``monitor_state`` keeps it."""
+
+    key: str  # process_key: "<scan>|subgroup|<subgroup_key>" or "<scan>|scan"
+    scan_id: str
+    scan_type: str
+    kind: str  # subgroup, or scan (the scan's open process)
+    # the subgroup (scan process: the one the next run bets on, {} for none yet)
+    subgroup: dict[str, list[str]]
+    state_json: str  # fairscan.engine.evidence.ProcessState.to_json()
+    first_run_id: int | None  # the run that registered it (None: the run being appended)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What the history holds for one spec name's monitor, read when a run appends."""
+
+    run_index: int  # the run being appended: 1 + the name's earlier monitored runs
+    processes: tuple[StoredProcess, ...]  # in registration order
+
+
+@dataclass(frozen=True)
+class MonitorRow:
+    """One process's result in one run (a ``monitor_runs`` row)."""
+
+    process_key: str
+    scan_id: str
+    kind: str
+    subgroup: dict[str, list[str]]
+    label: str
+    e_value: float
+    p_value_anytime: float
+    threshold: float
+    alarm: str | None  # evidence, onset, or None
+
+
+@dataclass(frozen=True)
+class LedgerUpdate:
+    """What a monitored run writes back: every process's new state, and its row for the run."""
+
+    processes: tuple[StoredProcess, ...]
+    rows: tuple[MonitorRow, ...]
+
+
+# a monitored run: (the ledger read inside the transaction) -> the report with its monitor
+# object and gated verdict, and what to write back
+MonitorStep = Callable[[Ledger], tuple[AuditReport, LedgerUpdate]]
+
+
+def process_key(scan_id: str, kind: str, subgroup: dict[str, list[str]] | None = None) -> str:
+    """A monitored process's identity across runs (the subgroup in canonical order)."""
+    if kind == "scan":
+        return f"{scan_id}|scan"
+    return f"{scan_id}|subgroup|{subgroup_key(subgroup or {}, None)}"
+
+
 def append_run(path: Path, report: AuditReport) -> int:
     """Append ``report`` to the history at ``path`` (created if absent); the run's id."""
+    return _append(path, report, None, None)[0]
+
+
+def append_monitored_run(
+    path: Path,
+    report: AuditReport,
+    step: MonitorStep,
+    before_commit: Callable[[AuditReport], None],
+) -> tuple[int, AuditReport]:
+    """Append a monitored run: inside one ``BEGIN IMMEDIATE`` transaction, read the ledger of
+    ``report.name``, let ``step`` update it with the run (the report it returns is the one
+    recorded), write it back, call ``before_commit`` (the report files: a run whose reports
+    cannot be written leaves the history as it was), then commit. The run's id and report."""
+    return _append(path, report, step, before_commit)
+
+
+def _append(
+    path: Path,
+    report: AuditReport,
+    step: MonitorStep | None,
+    before_commit: Callable[[AuditReport], None] | None,
+) -> tuple[int, AuditReport]:
     with _connect(path) as db:
         _patiently(lambda: db.executescript(SCHEMA))
         _patiently(lambda: db.execute("BEGIN IMMEDIATE"))
         try:
             _add_rows_column(db)
-            p = report.provenance
-            cursor = db.execute(
-                "INSERT INTO runs (utc_time, name, spec_sha256, data_sha256, verdict, exit_code,"
-                " tool_version, rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    p.utc_time,
-                    report.name,
-                    p.spec_sha256,
-                    p.data_sha256,
-                    report.verdict.status,
-                    report.verdict.exit_code,
-                    p.tool_version,
-                    p.rows_after_filter,
-                ),
-            )
-            run_id = int(cursor.lastrowid or 0)
-            rows = _finding_rows(report, run_id)
-            db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            update = None
+            if step is not None:
+                report, update = step(_read_ledger(db, path, report.name))
+            run_id = _insert_run(db, report)
+            if update is not None:
+                _write_ledger(db, report.name, run_id, update)
+            if before_commit is not None:
+                before_commit(report)
             _patiently(lambda: db.execute("COMMIT"))  # waits for readers to let go
         except BaseException:
             # SQLite ends the transaction itself on some errors (a full disk): a ROLLBACK then
@@ -245,7 +345,122 @@ def append_run(path: Path, report: AuditReport) -> int:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+    return run_id, report
+
+
+def _insert_run(db: sqlite3.Connection, report: AuditReport) -> int:
+    """The run's ``runs`` row and its ``findings`` rows; the run's id."""
+    p = report.provenance
+    cursor = db.execute(
+        "INSERT INTO runs (utc_time, name, spec_sha256, data_sha256, verdict, exit_code,"
+        " tool_version, rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            p.utc_time,
+            report.name,
+            p.spec_sha256,
+            p.data_sha256,
+            report.verdict.status,
+            report.verdict.exit_code,
+            p.tool_version,
+            p.rows_after_filter,
+        ),
+    )
+    run_id = int(cursor.lastrowid or 0)
+    rows = _finding_rows(report, run_id)
+    db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return run_id
+
+
+def _stored_subgroup(text: object) -> dict[str, list[str]] | None:
+    """A subgroup read back from its JSON, or None when it is not attribute -> [labels]."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values()
+    ):
+        return None
+    return {str(k): list(v) for k, v in value.items()}
+
+
+def _read_ledger(db: sqlite3.Connection, path: Path, name: str) -> Ledger:
+    """The monitor's processes of spec ``name`` and this run's index (inside the transaction)."""
+    found = db.execute(
+        "SELECT COUNT(DISTINCT m.run_id) FROM monitor_runs m JOIN runs r ON r.id = m.run_id "
+        "WHERE r.name = ?",
+        (name,),
+    ).fetchone()[0]
+    processes = []
+    query = (
+        "SELECT process_key, scan_id, scan_type, kind, subgroup_json, state_json, first_run_id,"
+        " rowid FROM monitor_state WHERE name = ? ORDER BY rowid"
+    )
+    for row in db.execute(query, (name,)).fetchall():
+        subgroup = _stored_subgroup(row[4])
+        texts = all(isinstance(v, str) for v in row[:6])
+        if subgroup is None or not texts or row[3] not in ("subgroup", "scan"):
+            raise DataError(
+                f"history file {path}: monitor_state row {row[7]} ({row[0]!r}) is not a "
+                "monitored process fairscan wrote",
+                field=FIELD,
+                hint="the file was edited or written by another tool: delete that row (the "
+                "process then starts again), or point output.history at another file",
+            )
+        processes.append(
+            StoredProcess(
+                key=row[0],
+                scan_id=row[1],
+                scan_type=row[2],
+                kind=row[3],
+                subgroup=subgroup,
+                state_json=row[5],
+                first_run_id=row[6] if isinstance(row[6], int) else None,
+            )
+        )
+    return Ledger(run_index=int(found) + 1, processes=tuple(processes))
+
+
+def _write_ledger(db: sqlite3.Connection, name: str, run_id: int, update: LedgerUpdate) -> None:
+    """Every process's state (updated in place: the registration order is the rowid's) and
+    its row for this run."""
+    db.executemany(
+        "INSERT INTO monitor_state (name, process_key, scan_id, scan_type, kind, subgroup_json,"
+        " state_json, first_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name,"
+        " process_key) DO UPDATE SET subgroup_json = excluded.subgroup_json, state_json ="
+        " excluded.state_json",
+        [
+            (
+                name,
+                p.key,
+                p.scan_id,
+                p.scan_type,
+                p.kind,
+                json.dumps(p.subgroup, ensure_ascii=False),
+                p.state_json,
+                run_id if p.first_run_id is None else p.first_run_id,
+            )
+            for p in update.processes
+        ],
+    )
+    db.executemany(
+        "INSERT INTO monitor_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                r.process_key,
+                r.scan_id,
+                r.kind,
+                json.dumps(r.subgroup, ensure_ascii=False),
+                r.label,
+                r.e_value,
+                r.p_value_anytime,
+                r.threshold,
+                r.alarm,
+            )
+            for r in update.rows
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -468,125 +683,113 @@ def read_runs(path: Path, spec: str | None = None) -> list[Run]:
 
 @dataclass(frozen=True)
 class MonitorPoint:
-    """One monitored process after one run (a ``monitor_runs`` row)."""
+    """One monitored process in one run (a ``monitor_runs`` row, with its run)."""
 
+    run_index: int  # 1 = the spec name's first monitored run
     run_id: int
     utc_time: str
+    subgroup: dict[str, list[str]]  # the scan process: the subgroup bet on in that run
     label: str
     e_value: float
     p_value_anytime: float
     threshold: float
-    alarm: str | None  # "evidence" or "onset" when the process alarmed on this run
+    alarm: str | None
 
 
 @dataclass(frozen=True)
 class MonitorSeries:
-    """One monitored process (a subgroup's evidence, or a scan's open process) over the runs,
-    keyed by its identity (``process_key``: scan id and canonical subgroup), not its label."""
+    """One monitored process (keyed by its identity, not its label) over the runs."""
 
     name: str
-    process_key: str
     scan_id: str
-    kind: str
-    subgroup: dict[str, list[str]]
+    kind: str  # subgroup, or scan (the scan's open process)
+    process_key: str
     points: tuple[MonitorPoint, ...]
 
+    @property
+    def subgroup(self) -> dict[str, list[str]]:
+        """The process's subgroup (the scan process: the one bet on in its latest run)."""
+        return self.points[-1].subgroup if self.points else {}
 
-# monitor_runs as DESIGN35 defines it (written by the run's monitor step in its transaction)
+
+_MONITOR_QUERY = (
+    "SELECT m.rowid, r.name, m.scan_id, m.kind, m.process_key, r.id, r.utc_time, "
+    "m.subgroup_json, m.label, m.e_value, m.p_value_anytime, m.threshold, m.alarm "
+    "FROM monitor_runs m JOIN runs r ON r.id = m.run_id"
+)
 _MONITOR_COLUMNS = {
     "run_id", "process_key", "scan_id", "kind", "subgroup_json", "label", "e_value",
     "p_value_anytime", "threshold", "alarm",
 }  # fmt: skip
-_MONITOR_LABELS = {"new", "persists", "resolved", "inconclusive"}
-_MONITOR_QUERY = (
-    "SELECT m.rowid, r.name, m.process_key, m.scan_id, m.kind, m.subgroup_json, m.label, "
-    "m.e_value, m.p_value_anytime, m.threshold, m.alarm, r.id, r.utc_time "
-    "FROM monitor_runs m JOIN runs r ON r.id = m.run_id"
-)
-
-
-def _mapping(text: object) -> dict[str, list[str]] | None:
-    """A subgroup_json value as a mapping of attribute to values (None when it is not one)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or not all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values()
-    ):
-        return None
-    return value
+_LABELS = ("new", "persists", "resolved", "inconclusive")
 
 
 def _monitor_problem(row: tuple[object, ...]) -> str | None:
-    """What is wrong with one row of the monitor query (None when it is valid)."""
-    texts = ("name", "process_key", "scan_id", "kind", "label")
-    for name, value in zip(texts, (row[1], row[2], row[3], row[4], row[6]), strict=True):
+    """What is wrong with one row of the monitor query (None when fairscan could have written it)."""
+    for name, value in (("scan_id", row[2]), ("process_key", row[4]), ("utc_time", row[6])):
         if not isinstance(value, str):
             return f"{name} is {value!r}, not a text"
-    if not isinstance(row[12], str):
-        return f"utc_time is {row[12]!r}, not a text"
-    if row[4] not in ("subgroup", "scan"):
-        return f"kind is {row[4]!r}, not subgroup or scan"
-    if row[6] not in _MONITOR_LABELS:
-        return f"label is {row[6]!r}, not one of {sorted(_MONITOR_LABELS)}"
-    if _mapping(row[5]) is None:
-        return f"subgroup_json is {row[5]!r}, not a mapping of attribute to values"
-    numbers = {"e_value": row[7], "p_value_anytime": row[8], "threshold": row[9]}
-    for name, value in numbers.items():
-        if value is None or not _number(value) or not math.isfinite(cast("float", value)):
-            return f"{name} is {value!r}, not a finite number"
-        if cast("float", value) < 0:
-            return f"{name} is {value!r}, below 0"
-    if not 0.0 <= cast("float", row[8]) <= 1.0:
-        return f"p_value_anytime is {row[8]!r}, outside [0, 1]"
-    if row[10] not in (None, "evidence", "onset"):
-        return f"alarm is {row[10]!r}, not evidence, onset or NULL"
+    if row[3] not in ("subgroup", "scan") or row[8] not in _LABELS:
+        return f"kind {row[3]!r} or label {row[8]!r} is not one fairscan writes"
+    if _stored_subgroup(row[7]) is None:
+        return "subgroup_json is not a subgroup"
+    for name, value in (("e_value", row[9]), ("p_value_anytime", row[10]), ("threshold", row[11])):
+        if value is None or not _number(value):
+            return f"{name} is {value!r}, not a number"
+    if row[12] not in (None, "evidence", "onset"):
+        return f"alarm is {row[12]!r}, not evidence, onset or null"
     return None
 
 
-def read_monitor_series(path: Path, spec: str | None = None) -> list[MonitorSeries]:
-    """Every monitored process's evidence over the runs (only the audits named ``spec`` if
-    given), read-only; a history without monitor tables (written before monitoring, or
-    without a ``monitor:`` block) holds no evidence: an empty list."""
+def read_monitor(path: Path, spec: str | None = None) -> list[MonitorSeries]:
+    """Every monitored process's evidence over the runs, per spec name (only ``spec`` if
+    given), read-only. A history without the monitor's tables (written before them, or never
+    monitored) has none."""
     if not path.is_file():
-        raise _no_file(path)
-    query = _MONITOR_QUERY + (" WHERE r.name = ?" if spec is not None else "")
-    query += " ORDER BY r.name, m.process_key, r.id"
-    args = () if spec is None else (spec,)
+        raise DataError(
+            f"no history file at {path}", field="PATH", hint="set output.history in a spec"
+        )
+    query, args = _MONITOR_QUERY, cast("tuple[str, ...]", ())
+    if spec is not None:
+        query, args = query + " WHERE r.name = ?", (spec,)
     with _connect(path, read_only=True) as db:
-        columns = _columns_of(db, "monitor_runs")
-        if not columns:
-            return []
         _check_tables(db, path)
-        if not columns >= _MONITOR_COLUMNS:
-            raise DataError(
-                f"{path} is not a fairscan history: its table 'monitor_runs' lacks the "
-                f"columns {sorted(_MONITOR_COLUMNS - columns)}",
-                field="PATH",
-                hint="give the file that output.history names (audit run writes it)",
-            )
-        rows = _patiently(lambda: db.execute(query, args).fetchall())
-    series: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        if not _columns_of(db, "monitor_runs") >= _MONITOR_COLUMNS:
+            return []
+        rows = _patiently(lambda: db.execute(query + " ORDER BY r.id, m.rowid", args).fetchall())
+    index: dict[tuple[str, int], int] = {}  # (name, run id) -> run index
+    counted: dict[str, int] = {}  # name -> its monitored runs so far
+    series: dict[tuple[str, str], list[MonitorPoint]] = {}
+    kinds: dict[tuple[str, str], tuple[str, str]] = {}
     for row in rows:
         if (problem := _monitor_problem(row)) is not None:
-            raise _bad_row(path, f"monitor_runs row {row[0]} (run {row[11]})", problem)
-        series.setdefault((row[1], row[2]), []).append(row)
-    return [
-        MonitorSeries(
-            name=name,
-            process_key=key,
-            scan_id=items[-1][3],
-            kind=items[-1][4],
-            subgroup=cast("dict[str, list[str]]", _mapping(items[-1][5])),
-            points=tuple(
-                MonitorPoint(r[11], r[12], r[6], float(r[7]), float(r[8]), float(r[9]), r[10])
-                for r in items
-            ),
+            raise DataError(
+                f"history file {path}: monitor_runs row {row[0]} (run {row[5]}): {problem}",
+                field="PATH",
+                hint="the file was edited or written by another tool: fix or delete that row "
+                "(e.g. with the sqlite3 shell), or give another history",
+            )
+        r = cast("tuple[Any, ...]", row)
+        if (r[1], r[5]) not in index:
+            counted[r[1]] = counted.get(r[1], 0) + 1
+            index[(r[1], r[5])] = counted[r[1]]
+        run_index = index[(r[1], r[5])]
+        point = MonitorPoint(
+            run_index=run_index,
+            run_id=r[5],
+            utc_time=r[6],
+            subgroup=_stored_subgroup(r[7]) or {},
+            label=r[8],
+            e_value=float(r[9]),
+            p_value_anytime=float(r[10]),
+            threshold=float(r[11]),
+            alarm=r[12],
         )
-        for (name, key), items in series.items()
+        series.setdefault((r[1], r[4]), []).append(point)
+        kinds[(r[1], r[4])] = (r[2], r[3])
+    return [
+        MonitorSeries(name, kinds[(name, key)][0], kinds[(name, key)][1], key, tuple(points))
+        for (name, key), points in series.items()
     ]
 
 
@@ -598,14 +801,20 @@ def run_count(path: Path) -> int:
 
 
 __all__ = [
+    "Ledger",
+    "LedgerUpdate",
     "MonitorPoint",
+    "MonitorRow",
     "MonitorSeries",
     "Point",
     "Run",
+    "StoredProcess",
     "Trend",
+    "append_monitored_run",
     "append_run",
+    "process_key",
     "read_history",
-    "read_monitor_series",
+    "read_monitor",
     "read_runs",
     "run_count",
     "subgroup_key",

@@ -63,6 +63,25 @@ def diff_reports(
 
 
 def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOptions) -> list[Path]:
+    """Write the spec's report formats, then append the run to ``output.history``."""
+    written = write_report_files(prepared, report, options)
+    if prepared.spec.output.history is not None:  # after the reports: a history problem loses none
+        from fairscan.run.history import append_run
+
+        append_run(history_path(prepared), report)
+    return written
+
+
+def history_path(prepared: PreparedAudit) -> Path:
+    """The spec's ``output.history`` file (relative to the spec file that sets it)."""
+    assert prepared.spec.output.history is not None
+    history_dir = Path(prepared.loaded.file_of("output.history")).parent
+    return history_dir / prepared.spec.output.history
+
+
+def write_report_files(
+    prepared: PreparedAudit, report: AuditReport, options: RunOptions
+) -> list[Path]:
     """Write the spec's report formats; an unwritable folder is the user's to fix."""
     spec = prepared.spec
     spec_dir = Path(prepared.loaded.file_of("output.dir")).parent
@@ -86,11 +105,6 @@ def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOpti
             ),
             prepared.located,
         ) from exc
-    if spec.output.history is not None:  # after the reports: a history problem loses none
-        from fairscan.run.history import append_run
-
-        history_dir = Path(prepared.loaded.file_of("output.history")).parent
-        append_run(history_dir / spec.output.history, report)
     return written
 
 

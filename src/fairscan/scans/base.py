@@ -139,6 +139,14 @@ class ScanTimer:
 
 Runner = Callable[[Any, ScanContext], "ScanResult"]
 
+# monitoring (spec `monitor:`, issue 35): one run's evidence about one subgroup under the scan's
+# own null, as a log-likelihood over the effect grid of :mod:`fairscan.engine.evidence`; it
+# takes the boolean mask of the subgroup's rows in the run's data
+RunEvidence = Callable[[np.ndarray], np.ndarray]
+# (scan spec, the data the scan read, its role arrays) -> the run's evidence function, or the
+# reason this scan cannot be monitored (the monitor reports it; nothing is approximated)
+MonitorHook = Callable[[Any, "PreparedData", RoleArrays], "RunEvidence | str"]
+
 
 def replicate_floor(spec: Any, replicates: int) -> float:
     """The smallest p-value (1 + 0) / (1 + R) of a test of ``replicates`` null replicates (1
@@ -259,6 +267,10 @@ class ScanType:
     # gate can tell a scan that could never reach alpha (untested) from a clean one. None: no
     # randomization test (certify, flag, shift), never untested for want of replicates
     p_value_floor: Callable[[Any, int], float] | None = None
+    # monitoring (spec `monitor:`): how a run's data bears on a subgroup under this type's
+    # null (:data:`MonitorHook`). None: no anytime-valid evidence is known for this type, and
+    # the monitor reports its scans as unsupported
+    monitor_evidence: MonitorHook | None = None
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""

@@ -14,12 +14,21 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
+from fairscan.errors import ScanError
 from fairscan.metric_table import CATALOGUE
-from fairscan.scans.base import ScanContext, ScanType, replicate_floor
+from fairscan.scans.base import (
+    MonitorHook,
+    RoleArrays,
+    RunEvidence,
+    ScanContext,
+    ScanType,
+    replicate_floor,
+)
 from fairscan.scans.mdss_render import MDSS_HOOKS
 from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBase, ScoreOptions
 
 if TYPE_CHECKING:
+    from fairscan.data.table import PreparedData
     from fairscan.report.models import ScanResult
 
 
@@ -111,6 +120,36 @@ def run_error_rate_scan(
     return result
 
 
+def error_rate_evidence(outcome_class: int) -> MonitorHook:
+    """Monitoring an FPR-Scan (outcome 0) or TPR-Scan (outcome 1): the overall rate is unknown,
+    so the evidence conditions on the run's margins. Among the n rows of the outcome class, K
+    are flagged; a subgroup holds m of the n rows and X of the flagged ones: under the null
+    (every row flagged alike) X is hypergeometric, and a subgroup whose odds of being flagged
+    are psi times the others' makes it Fisher's noncentral hypergeometric
+    (:func:`fairscan.engine.evidence.hypergeometric_loglik`). Counts are whole rows, or a
+    streamed dataset's distinct rows times their counts."""
+
+    def hook(spec: FprScanSpec | TprScanSpec, data: PreparedData, roles: RoleArrays) -> RunEvidence:
+        if roles.outcome is None or roles.recommendation is None:  # `needs` makes this unreachable
+            raise ScanError("this scan needs an outcome and a recommendation column")
+        counts = np.ones(roles.outcome.shape[0], dtype=np.int64)
+        if data.row_weight is not None:
+            counts = data.row_weight.astype(np.int64)
+        in_class = np.where(roles.outcome == outcome_class, counts, 0)
+        flagged = np.where(roles.recommendation == 1, in_class, 0)
+        n, k = int(in_class.sum()), int(flagged.sum())
+
+        def evidence(inside: np.ndarray) -> np.ndarray:
+            from fairscan.engine.evidence import hypergeometric_loglik
+
+            m, x = int(in_class[inside].sum()), int(flagged[inside].sum())
+            return hypergeometric_loglik(x, n, k, m)
+
+        return evidence
+
+    return hook
+
+
 def run_fpr_scan(spec: FprScanSpec, ctx: ScanContext) -> ScanResult:
     return run_error_rate_scan(spec, ctx, outcome_class=0)
 
@@ -128,6 +167,7 @@ FPR_SCAN = ScanType(
     title="FPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
+    monitor_evidence=error_rate_evidence(0),
     summary=(
         "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
         "(share recommended positive) most exceeds the overall false positive rate. "
@@ -144,6 +184,7 @@ TPR_SCAN = ScanType(
     title="TPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
+    monitor_evidence=error_rate_evidence(1),
     summary=(
         "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
         "(share recommended positive) most exceeds the overall true positive rate. "

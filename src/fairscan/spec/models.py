@@ -473,6 +473,53 @@ class GateSpec(StrictModel):
     )
 
 
+class MonitorSpec(StrictModel):
+    """``monitor:``: anytime-valid evidence per subgroup over the series of audits of this spec
+    ``name`` (read from and written to ``output.history``)."""
+
+    alpha: float = Field(
+        default=0.05,
+        gt=0.0,
+        lt=1.0,
+        description="The family-wise error rate over every run and every monitored subgroup: "
+        "the chance that a fair model ever raises an alarm, however many runs are made.",
+    )
+    tolerance: float = Field(
+        default=1.25,
+        gt=1.0,
+        le=100.0,
+        description="A subgroup is `resolved` when the range of effects still consistent with "
+        "its evidence (an odds ratio, or an error-rate odds ratio for fpr_scan and tpr_scan) "
+        "lies between 1/tolerance and tolerance. The default 1.25 is the band of the "
+        "four-fifths rule (0.8 to 1.25).",
+    )
+    max_subgroups: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="Subgroups monitored per scan, fixed up front: the listed `subgroups` "
+        "first, then the subgroups each scan reports as significant, in the run they first "
+        "appear, until this many. Each scan also keeps one open process that bets each run on "
+        "the subgroup the scan reported on the run before. The alarm threshold grows with "
+        "(number of scans) x (1 + max_subgroups).",
+    )
+    horizon: int = Field(
+        default=52,
+        ge=1,
+        le=100_000,
+        description="Runs over which the onset detector (evidence restarted at every run, for "
+        "bias that starts after a retrain) keeps the family-wise rate alpha; its mean time to "
+        "a false alarm is at least 2 x (number of processes) x horizon / alpha runs.",
+    )
+    subgroups: dict[str, list[dict[str, list[Scalar] | Scalar]]] = Field(
+        default_factory=dict,
+        description="Subgroups monitored from the first run, per scan id: each a mapping "
+        "attribute -> value or list of values, as in the findings, e.g. "
+        "{fpr: [{race: Black, sex: [Male]}]}.",
+        examples=[{"fpr": [{"race": ["Black"], "sex": ["Male"]}]}],
+    )
+
+
 class ScanDefaults(StrictModel):
     """Settings given to every scan that has the field and does not set it (``defaults:``)."""
 
@@ -563,6 +610,13 @@ class AuditSpec(StrictModel):
     gate: GateSpec = Field(
         default_factory=GateSpec, description="Which findings make the run exit 1 (the CI gate)."
     )
+    monitor: MonitorSpec | None = Field(
+        default=None,
+        description="Anytime-valid evidence per subgroup over the series of runs of this spec "
+        "`name` (needs output.history): alarms keep their error rate however often the audit "
+        "is re-run; under the default gate the run exits 1 exactly when the monitor raises an "
+        "alarm.",
+    )
 
     @field_validator("version", mode="before")
     @classmethod
@@ -594,6 +648,8 @@ class AuditSpec(StrictModel):
                 _check_path(path, where)
         for i, scan in enumerate(self.scans):
             _check_target(scan, i)
+        if self.monitor is not None:
+            _check_monitor(self.monitor, self.output.history, ids, self.attributes)
         roles = {self.columns.outcome, self.columns.prediction, self.columns.recommendation}
         clash = sorted(set(self.attributes) & {r for r in roles if r is not None})
         if clash:
@@ -629,6 +685,46 @@ def _check_path(path: str, where: str) -> None:
                 key,
                 hint="file systems limit each name in a path to 255 bytes; shorten it",
             )
+
+
+def _check_monitor(
+    monitor: MonitorSpec, history: str | None, scan_ids: list[str], attributes: list[str]
+) -> None:
+    """``monitor:`` keeps its evidence in the history, and lists subgroups of known scans."""
+    if history is None:
+        raise rule_error(
+            "monitor needs output.history: the evidence of earlier runs is kept there",
+            "monitor",
+            hint="set output.history to an SQLite file (e.g. history.sqlite), or remove monitor",
+        )
+    for scan_id, listed in monitor.subgroups.items():
+        if scan_id not in scan_ids:
+            raise rule_error(
+                f"no scan has the id {truncate(repr(scan_id))}",
+                "monitor",
+                "subgroups",
+                scan_id,
+                hint=f"use one of the scan ids: {', '.join(scan_ids)}",
+            )
+        if len(listed) > monitor.max_subgroups:
+            raise rule_error(
+                f"{len(listed)} subgroups listed, more than max_subgroups ({monitor.max_subgroups})",
+                "monitor",
+                "subgroups",
+                scan_id,
+                hint="raise monitor.max_subgroups or list fewer",
+            )
+        for i, subgroup in enumerate(listed):
+            unknown = sorted(set(subgroup) - set(attributes))
+            if not subgroup or unknown:
+                raise rule_error(
+                    f"not an attribute: {', '.join(unknown)}" if unknown else "an empty subgroup",
+                    "monitor",
+                    "subgroups",
+                    scan_id,
+                    i,
+                    hint=f"map attributes ({', '.join(attributes)}) to lists of their values",
+                )
 
 
 def _check_target(scan: ScanSpecBase, index: int) -> None:

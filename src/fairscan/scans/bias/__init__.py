@@ -14,6 +14,7 @@ from fairscan.scans.base import (
     lazy_runner,
     replicate_floor,
 )
+from fairscan.scans.bias.monitor import calibration_evidence
 from fairscan.scans.bias.spec import (
     SCORES_FOR,
     BiasScanSpec,
@@ -43,6 +44,7 @@ BIAS_SCAN = ScanType(
     title="Bias Scan",
     render=lazy_hooks("fairscan.scans.bias.render", "BIAS_HOOKS"),
     p_value_floor=replicate_floor,
+    monitor_evidence=calibration_evidence,
     summary=(
         "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
         "(over-estimated risk for direction negative, under-estimated for positive); with "
