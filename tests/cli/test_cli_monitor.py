@@ -21,7 +21,7 @@ def test_a_monitored_series_exits_on_the_monitors_alarms(project: Project, cli: 
     assert codes[-1] == 1  # a persisting alarm fails every run until it is resolved
     cli("run", spec, "--workers", "1", "--exit-zero", code=0)
     history = cli("history", project.root / "audits.sqlite", code=0).stdout
-    assert "monitor synthetic / fpr: region = S and age_group = a" in history
+    assert "monitor synthetic / fpr: evidence for region = S and age_group = a" in history
     assert "monitor synthetic / calibration: evidence for the open scan" in history
     assert "ALARM (evidence)" in history and "  run 5  " in history
 

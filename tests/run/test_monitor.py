@@ -259,7 +259,7 @@ def test_history_command_shows_the_evidence_per_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["history", str(tmp_path / "history.sqlite")])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "monitor monitored / fpr: a = a1" in out
+    assert "monitor monitored / fpr: evidence for a = a1" in out
     assert "monitor monitored / fpr: evidence for the open scan" in out
     assert "  run 1  " in out and "  run 3  " in out and "ALARM (evidence)" in out
     assert "anytime p" in out and "e-value" in out

@@ -729,15 +729,22 @@ def _monitor_problem(row: tuple[object, ...]) -> str | None:
     for name, value in (("scan_id", row[2]), ("process_key", row[4]), ("utc_time", row[6])):
         if not isinstance(value, str):
             return f"{name} is {value!r}, not a text"
-    if row[3] not in ("subgroup", "scan") or row[8] not in _LABELS:
-        return f"kind {row[3]!r} or label {row[8]!r} is not one fairscan writes"
+    if row[3] not in ("subgroup", "scan"):
+        return f"kind is {row[3]!r}, not subgroup or scan"
+    if row[8] not in _LABELS:
+        return f"label is {row[8]!r}, not one of {sorted(_LABELS)}"
     if _stored_subgroup(row[7]) is None:
-        return "subgroup_json is not a subgroup"
-    for name, value in (("e_value", row[9]), ("p_value_anytime", row[10]), ("threshold", row[11])):
-        if value is None or not _number(value):
-            return f"{name} is {value!r}, not a number"
+        return f"subgroup_json is {row[7]!r}, not a mapping of attribute to values"
+    numbers = {"e_value": row[9], "p_value_anytime": row[10], "threshold": row[11]}
+    for name, value in numbers.items():
+        if value is None or not _number(value) or not math.isfinite(cast("float", value)):
+            return f"{name} is {value!r}, not a finite number"
+        if cast("float", value) < 0:
+            return f"{name} is {value!r}, below 0"
+    if not 0.0 <= cast("float", row[10]) <= 1.0:
+        return f"p_value_anytime is {row[10]!r}, outside [0, 1]"
     if row[12] not in (None, "evidence", "onset"):
-        return f"alarm is {row[12]!r}, not evidence, onset or null"
+        return f"alarm is {row[12]!r}, not evidence, onset or NULL"
     return None
 
 
