@@ -262,7 +262,7 @@ def test_history_command_shows_the_evidence_per_run(tmp_path: Path) -> None:
     assert "monitor monitored / fpr: evidence for a = a1" in out
     assert "monitor monitored / fpr: evidence for the open scan" in out
     assert "  run 1  " in out and "  run 3  " in out and "ALARM (evidence)" in out
-    assert "anytime p" in out and "e-value" in out
+    assert "anytime p-value" in out and "evidence 0.09" in out
 
 
 def _run_many(spec: str, times: int) -> None:
