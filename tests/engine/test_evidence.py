@@ -121,6 +121,30 @@ def test_hypergeometric_is_stable_for_large_margins_and_sums_to_one():
     np.testing.assert_allclose(total, 0.0, atol=1e-12)
 
 
+def _full_support_loglik(x: int, n: int, k: int, m: int) -> np.ndarray:
+    """The normaliser summed over the whole support, written out (the window's reference)."""
+    low, high = max(0, m + k - n), min(m, k)
+    xs = np.arange(low, high + 1, dtype=np.float64)
+    base = ev._log_choose(m, xs) + ev._log_choose(n - m, k - xs)
+    terms = base[None, :] + ev._LOG_GRID[:, None] * xs[None, :]
+    top = terms.max(axis=1, keepdims=True)
+    log_norm = (np.log(np.exp(terms - top).sum(axis=1, keepdims=True)) + top)[:, 0]
+    return base[x - low] + x * ev._LOG_GRID - log_norm
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m"),
+    [(500_000, 50_000, 100_000), (1_000_000, 300_000, 500_000), (200_000, 100_000, 199_000),
+     (1_000_000, 10, 999_990), (300_000, 1_000, 150_000)],
+)  # fmt: skip
+def test_hypergeometric_window_equals_the_whole_support(n: int, k: int, m: int) -> None:
+    low, high = max(0, m + k - n), min(m, k)
+    for x in {low, high, (low + high) // 2, low + (high - low) // 7}:
+        full = _full_support_loglik(x, n, k, m)
+        got = ev.hypergeometric_loglik(x, n, k, m)
+        np.testing.assert_allclose(got, full, rtol=1e-12, atol=1e-9)
+
+
 def test_hypergeometric_run_factor_has_mean_exactly_one_under_the_null():
     n, k, m = 40, 12, 15
     mean = sum(
@@ -212,6 +236,34 @@ def test_onset_cusum_restarts_at_one_and_forgets_old_fair_runs():
         alpha=0.05,
     )
     assert again.first_alarm_run == 23
+
+
+def test_after_a_bias_ends_the_scan_process_stops_alarming_and_onset_restarts():
+    """The scan process alarms while its evidence reaches new highs above the threshold (or on
+    onset) and stops once the runs are fair again; a fixed subgroup keeps persisting until its
+    effect is resolved. An onset alarm restarts the detector (C = 1)."""
+    fair = ev.bernoulli_loglik(np.array([0] * 30 + [1] * 30), np.full(60, 0.5))
+    biased = ev.bernoulli_loglik(np.array([0] * 5 + [1] * 55), np.full(60, 0.5))
+    threshold, onset_threshold = ev.thresholds(0.05, 21, 52)
+    limits = {"threshold": threshold, "onset_threshold": onset_threshold, "alpha": 0.05}
+    scan, subgroup = ev.ProcessState(), ev.ProcessState()
+    scan_alarms, subgroup_alarms = [], []
+    for run, loglik in enumerate([biased] * 3 + [fair] * 4, start=1):
+        scan, kinds = ev.record_alarms(ev.update_scan(scan, loglik), run, tolerance=None, **limits)
+        scan_alarms.append(kinds)
+        subgroup, kinds = ev.record_alarms(
+            ev.update_subgroup(subgroup, loglik), run, tolerance=1.25, **limits
+        )
+        subgroup_alarms.append(kinds)
+        if "onset" in scan_alarms[-1]:
+            assert scan.log_cusum == 0.0  # restarted
+    assert scan.first_alarm_run is not None and scan.first_alarm_run <= 3
+    assert any("evidence" in kinds for kinds in scan_alarms[:3])
+    assert scan_alarms[3:] == [[], [], [], []]  # fair runs: no alarm, though the max crossed
+    assert scan.log_running_max >= math.log(threshold)
+    assert ev.label(scan, tolerance=None, **limits) == "inconclusive"
+    assert all("evidence" in kinds for kinds in subgroup_alarms[3:])  # not resolved yet
+    assert ev.label(subgroup, tolerance=1.25, **limits) == "persists"
 
 
 def test_adjusted_p_value_crosses_alpha_with_the_evidence_threshold():
