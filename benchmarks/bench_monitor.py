@@ -209,9 +209,13 @@ def false_alarms(
     retest_series: int,
     workers: int,
     progress: Path | None,
+    start: int = 0,
 ) -> dict:
     chunk = 25
-    jobs = [(f, min(chunk, series - f), runs, rows, retest_series) for f in range(0, series, chunk)]
+    jobs = [
+        (f, min(chunk, series - f), runs, rows, retest_series)
+        for f in range(start, series, chunk)
+    ]
     results = []
     with ProcessPoolExecutor(workers) as pool:
         for job, part in zip(jobs, pool.map(_false_alarm_chunk, jobs), strict=True):
@@ -458,6 +462,12 @@ def main() -> None:
         "--progress", type=Path, help="(a): append each chunk's results to this JSON-lines file"
     )
     parser.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="(a): first series to simulate (a multiple of 25: resume a --progress file)",
+    )
+    parser.add_argument(
         "--tally", type=Path, help="(a): tally a --progress file instead of simulating"
     )
     args = parser.parse_args()
@@ -482,6 +492,7 @@ def main() -> None:
             args.retest_series,
             args.workers,
             args.progress,
+            args.start,
         )
     else:
         fa = None
