@@ -4,6 +4,7 @@ real MLflow tracking server."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,16 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests start ``audit`` as a terminal would: SIGINT not ignored. A runner started in the
+    background by a non-interactive shell (a CI script, ``make test &``) inherits SIGINT ignored,
+    and every process it starts would too: its interpreter then drops a Ctrl-C that lands
+    before fairscan's handlers are in place, and the run goes on (issue 38: "still running 30 s
+    after signal 2" under load). A handler, unlike SIG_IGN, is reset to the default on exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
