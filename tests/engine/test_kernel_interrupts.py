@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from signal_probe import HANG_GUARD_SECONDS, PROMPT_CPU_SECONDS, stop, wait_for_cpu
+from signal_probe import HANG_GUARD_SECONDS, PROMPT_CPU_SECONDS, cpu_seconds, stop, wait_for_cpu
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="needs /proc and POSIX signals"
@@ -98,16 +98,10 @@ def _interrupt_inside(setup: str) -> tuple[str, float, float]:
     assert process.stdout is not None
     line = process.stdout.readline()  # the set-up takes well under a second of CPU
     assert line == "calling\n", (line, process.communicate())
-    wait_for_cpu(process, _cpu_now(process.pid) + IN_CALL_CPU)
+    wait_for_cpu(process, (cpu_seconds(process.pid) or 0.0) + IN_CALL_CPU)
     stopped = stop(process, signal.SIGINT, group=False, guard=HANG_GUARD_SECONDS)
     assert stopped.returncode == 0, (stopped.returncode, stopped.stdout, stopped.stderr)
     return stopped.stdout.strip(), stopped.cpu, stopped.wall
-
-
-def _cpu_now(pid: int) -> float:
-    from signal_probe import cpu_seconds
-
-    return cpu_seconds(pid) or 0.0
 
 
 @pytest.mark.parametrize("setup", [COORDINATE_ASCENT, SUBROC_COVER], ids=["coordinate", "subroc"])

@@ -16,6 +16,7 @@ any plausible load, so that a test never hangs forever.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -91,10 +92,8 @@ def wait_for_handlers(process: subprocess.Popen[str]) -> None:
 
 
 def kill_group(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.communicate()
 
 
