@@ -414,7 +414,9 @@ def test_a_signal_during_a_postgres_query_cancels_it(
     elapsed = time.monotonic() - sent
     assert process.returncode == 130, stderr
     assert stderr.strip() == "interrupted", stderr
-    assert elapsed < 10, f"took {elapsed:.2f} s"  # generous: measured ~0.1 s
+    # the server runs the query, so the client's CPU time tells nothing: a bound far above any
+    # load (measured ~0.1 s quiet) and far below the minutes the query takes when not cancelled
+    assert elapsed < 60, f"took {elapsed:.2f} s"
     time.sleep(0.5)
     assert active() == 0  # cancelled on the server, not left running
 
