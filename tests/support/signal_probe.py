@@ -174,3 +174,25 @@ def finish(process: subprocess.Popen[str]) -> Stopped:
     for reader in readers:
         reader.join()
     return Stopped(process.returncode, "".join(out), "".join(err), cpu, wall)
+
+
+def wait_for_open(process: subprocess.Popen[str], path: Path) -> None:
+    """Wait until ``process`` holds ``path`` open (it reached the file: a database, a lock)."""
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"ended before opening {path}: {process.communicate()}")
+        with contextlib.suppress(OSError):
+            fds = os.listdir(f"/proc/{process.pid}/fd")
+            if str(path) in (_link(process.pid, fd) for fd in fds):
+                return
+        time.sleep(_POLL)
+    kill_group(process)
+    pytest.fail(f"never opened {path} in {HANG_GUARD_SECONDS:.0f} s")
+
+
+def _link(pid: int, fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return ""
