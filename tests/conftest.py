@@ -36,6 +36,24 @@ def pytest_configure(config: pytest.Config) -> None:
     after signal 2" under load). A handler, unlike SIG_IGN, is reset to the default on exec."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # pytest-xdist registers it; without the plugin the marks below are inert
+    config.addinivalue_line("markers", "xdist_group(name): the tests pytest-xdist runs together")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) the tests of one file run
+    in one process, so that its module fixtures are built once, and the tests of a server
+    fixture in one process: one PostgreSQL cluster and one MLflow server per run, not one per
+    process (each starts its own, on a free port, in a temporary folder)."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "mlflow_server" in fixtures:
+            group = "mlflow-server"
+        elif "postgres" in fixtures:
+            group = "postgres"
+        else:
+            group = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
