@@ -124,6 +124,7 @@ bench: $(DEV) compas adult
 	$(BIN)/python benchmarks/bench_cbs.py
 	$(BIN)/python benchmarks/bench_certification.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_interrupts.py
 
 # A manylinux2014 (glibc 2.17) wheel for Linux, built here with zig's C compiler (the `release`
 # extra, from PyPI, installed with the test extras) and checked with auditwheel:
