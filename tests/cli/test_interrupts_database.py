@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from lazy_import import require
 from signal_probe import (
     HANG_GUARD_SECONDS,
     PROMPT_CPU_SECONDS,
@@ -29,7 +30,7 @@ from signal_probe import (
 )
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
-pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
+require("ibis", reason="Ibis (fairscan[sql]) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIT = Path(sys.executable).with_name("audit")
