@@ -15,17 +15,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from signal_probe import (
-    PROMPT_CPU_SECONDS,
-    Stopped,
-    cpu_seconds,
-    stop,
-    wait_for_cpu,
-    wait_for_handlers,
-    wait_for_open,
-)
 from typer.testing import CliRunner
 
 import fairscan.run.history as history
@@ -158,9 +150,13 @@ CREATE VIEW runs AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM
 """
 
 
-def _signal_history(path: Path, signum: int, cpu: float) -> Stopped:
+def _signal_history(path: Path, signum: int, cpu: float) -> Any:
     """``audit history PATH``, signalled once it has opened the history and used ``cpu`` more
     seconds of CPU (not a fixed sleep, which a loaded machine spends still starting up)."""
+    # here, not at the top: a child interpreter imports this module with tests/run alone on its
+    # path (test_a_failing_write_names_the_failure_not_a_rollback)
+    from signal_probe import cpu_seconds, stop, wait_for_cpu, wait_for_handlers, wait_for_open
+
     process = subprocess.Popen(
         [str(AUDIT), "history", str(path)],
         stdout=subprocess.PIPE,
@@ -186,7 +182,8 @@ def test_a_signal_during_a_long_history_query_stops_within_2s(
     stopped = _signal_history(path, signum, cpu=1.0)  # into the endless query
     assert stopped.returncode == expected, stopped.stderr
     assert "Traceback" not in stopped.stderr and "internal error" not in stopped.stderr
-    assert stopped.cpu < PROMPT_CPU_SECONDS, f"{stopped.cpu:.2f} s of CPU after the signal"
+    # the issue's 2 s as CPU seconds (tests/support/signal_probe.py: PROMPT_CPU_SECONDS)
+    assert stopped.cpu < 2.0, f"{stopped.cpu:.2f} s of CPU after the signal"
 
 
 @contextlib.contextmanager

@@ -108,7 +108,11 @@ class Stopped:
 
 def _read(stream: object, into: list[str]) -> threading.Thread:
     def read() -> None:
-        into.append(stream.read() if stream is not None else "")  # type: ignore[attr-defined]
+        if stream is None:
+            into.append("")
+            return
+        with stream:  # type: ignore[attr-defined]  # closed once read, as communicate() does
+            into.append(stream.read())  # type: ignore[attr-defined]
 
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
