@@ -19,6 +19,10 @@ def require(name: str, reason: str | None = None) -> None:
 
 class _Lazy(ModuleType):
     def __getattr__(self, attribute: str) -> Any:
+        # pytest's collector probes every module-level object (``__test__``, its fixture
+        # markers, ``pytestmark``): those are not uses, and import nothing
+        if attribute.startswith("_") or attribute.startswith("pytest"):
+            raise AttributeError(attribute)
         module = pytest.importorskip(self.__name__)
         return getattr(module, attribute)
 
