@@ -57,7 +57,9 @@ def _serve(listener: socket.socket, handle: object) -> None:
     while True:
         try:
             connection, _ = listener.accept()
-        except OSError:
+        except OSError:  # the listener was closed: close what it accepted too
+            for accepted in connections:
+                accepted.close()
             return
         connections.append(connection)
         if callable(handle):
@@ -99,11 +101,13 @@ def server(request: pytest.FixtureRequest) -> Iterator[str]:
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     handle = _trickle if request.param == "trickle" else None
-    threading.Thread(target=_serve, args=(listener, handle), daemon=True).start()
+    serving = threading.Thread(target=_serve, args=(listener, handle), daemon=True)
+    serving.start()
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         listener.close()
+        serving.join(5)  # it closes the accepted connections (ResourceWarnings otherwise)
 
 
 def _spec(tmp_path: Path, data: str) -> Path:
