@@ -4,6 +4,7 @@ real MLflow tracking server."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,34 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests start ``audit`` as a terminal would: SIGINT not ignored. A runner started in the
+    background by a non-interactive shell (a CI script, ``make test &``) inherits SIGINT ignored,
+    and every process it starts would too: its interpreter then drops a Ctrl-C that lands
+    before fairscan's handlers are in place, and the run goes on (issue 38: "still running 30 s
+    after signal 2" under load). A handler, unlike SIG_IGN, is reset to the default on exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    # pytest-xdist registers it; without the plugin the marks below are inert
+    config.addinivalue_line("markers", "xdist_group(name): the tests pytest-xdist runs together")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) the tests of one file run
+    in one process, so that its module fixtures are built once, and the tests of a server
+    fixture in one process: one PostgreSQL cluster and one MLflow server per run, not one per
+    process (each starts its own, on a free port, in a temporary folder)."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "mlflow_server" in fixtures:
+            group = "mlflow-server"
+        elif "postgres" in fixtures:
+            group = "postgres"
+        else:
+            group = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

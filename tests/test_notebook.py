@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lazy_import import lazy, require
 
-nbformat = pytest.importorskip("nbformat", reason="needs the docs extra: pip install -e '.[docs]'")
-nbclient = pytest.importorskip("nbclient", reason="needs the docs extra: pip install -e '.[docs]'")
-pytest.importorskip("ipykernel", reason="needs the docs extra: pip install -e '.[docs]'")
+nbformat = lazy("nbformat", reason="needs the docs extra: pip install -e '.[docs]'")
+nbclient = lazy("nbclient", reason="needs the docs extra: pip install -e '.[docs]'")
+require("ipykernel", reason="needs the docs extra: pip install -e '.[docs]'")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"

@@ -21,7 +21,11 @@ from cli_support import SAMPLE_DATA, Invoke, Project, spec_text
 
 from fairscan.api import load_report
 
-distributed = pytest.importorskip("distributed", reason="needs fairscan[dask] (distributed)")
+
+def _distributed() -> Any:
+    """Imported by the tests that start a cluster (``slow``: issue 38), not at collection."""
+    return pytest.importorskip("distributed", reason="needs fairscan[dask] (distributed)")
+
 
 COMPAS_SPEC = """\
 version: 1
@@ -40,7 +44,7 @@ output: {{dir: reports, formats: [json]}}
 
 @pytest.fixture(scope="module")
 def dask_address() -> Iterator[str]:
-    cluster = distributed.LocalCluster(
+    cluster = _distributed().LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
     )
     try:
@@ -69,6 +73,7 @@ def _nulls_and_p_values(report: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_compas_audit_on_a_2_worker_cluster_matches_the_local_run(
     cli: Invoke, compas_csv: Path, tmp_path: Path, dask_address: str
@@ -90,6 +95,7 @@ def test_compas_audit_on_a_2_worker_cluster_matches_the_local_run(
     assert remote["verdict"] == local["verdict"]
 
 
+@pytest.mark.slow
 def test_spec_executor_and_audit_scan_on_the_cluster(
     cli: Invoke, project: Project, dask_address: str
 ) -> None:
@@ -146,6 +152,7 @@ def test_a_malformed_executor_flag_is_a_usage_error(cli: Invoke, project: Projec
 def test_an_unreachable_scheduler_exits_2(
     cli: Invoke, project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _distributed()
     monkeypatch.setattr("fairscan.engine.executors.CONNECT_TIMEOUT_SECONDS", 1.0)
     project.data()
     spec = project.spec(spec_text())
@@ -158,8 +165,11 @@ def test_an_unreachable_scheduler_exits_2(
     assert not (project.root / "reports").exists()  # nothing ran, nothing written
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_chunks_on_the_cluster(project: Project, dask_address: str) -> None:
-    """Ctrl-C during the replicates: exit 130 promptly, and the cluster is left idle."""
+    """Ctrl-C during the replicates: exit 130 promptly (5 s, an idle machine: ``slow``), and
+    the cluster is left idle."""
+    distributed = _distributed()
     project.data()
     spec = project.spec(spec_text().replace("replicates: 19", "replicates: 200000"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRSCAN_")}
@@ -204,6 +214,7 @@ def _silent_service() -> tuple[socket.socket, int]:
 
 
 def test_a_service_that_is_not_a_dask_scheduler_is_refused_before_work_is_sent() -> None:
+    _distributed()
     from fairscan.engine.executors import open_executor
     from fairscan.errors import ScanError
 
@@ -219,6 +230,7 @@ def test_a_service_that_is_not_a_dask_scheduler_is_refused_before_work_is_sent()
 
 
 def test_cluster_failures_are_executor_errors_not_bugs() -> None:
+    _distributed()
     from distributed import KilledWorker
     from distributed.comm.core import CommClosedError
 

@@ -4,6 +4,8 @@
 The end-to-end tests run the real console script in a subprocess (its own session, so that a
 signal to the process group reaches the workers as a terminal Ctrl-C would) on the sample credit
 data with far more replicates than they let finish. Worker processes are found through /proc.
+Promptness is CPU time after the signal (tests/support/signal_probe.py), which a loaded machine
+does not inflate; the 2 seconds of wall-clock time are the ``slow`` tests' (issue 38).
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
+from signal_probe import (
+    HANG_GUARD_SECONDS,
+    PROMPT_CPU_SECONDS,
+    Stopped,
+    cpu_seconds,
+    finish,
+    kill_group,
+    stop,
+    wait_for_cpu,
+)
 
 from fairscan.engine.randomization import run_replicates
 from fairscan.interrupts import interrupt_of
@@ -27,9 +39,15 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"
 AUDIT = Path(sys.executable).with_name("audit")
-# The budget of the issue, with the time a loaded runner takes to reap the process on top.
+# The issue's wall-clock limit from the signal to the exit (the ``slow`` tests: an idle machine)
 INTERRUPT_SECONDS = 2.0
-KILL_SECONDS = 5.0
+# Workers leave once their parent is gone (they poll for it); a leak would stay for ever.
+KILL_SECONDS = 60.0
+# CPU seconds a worker has used once it is past its start-up (~0.5 s: interpreter, numpy,
+# the engine) and into the replicate chunks
+WORKER_BUSY_CPU = 1.0
+# CPU seconds past the end of a one-replicate run: into the in-process replicates
+INTO_REPLICATES_CPU = 1.0
 
 SPEC = """\
 version: 1
@@ -76,13 +94,13 @@ def _workers(parent: int) -> list[int]:
     return found
 
 
-def _start(tmp_path: Path, workers: int) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, workers: int, *options: str) -> subprocess.Popen[str]:
     spec = tmp_path / "probe.audit.yaml"
     spec.write_text(SPEC.format(data=CREDIT.as_posix()), encoding="utf-8")
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("CI", None)
     return subprocess.Popen(
-        [str(AUDIT), "run", str(spec), "--workers", str(workers), "--no-progress"],
+        [str(AUDIT), "run", str(spec), "--workers", str(workers), "--no-progress", *options],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -93,14 +111,18 @@ def _start(tmp_path: Path, workers: int) -> subprocess.Popen[str]:
 
 
 def _wait_for_workers(
-    process: subprocess.Popen[str], count: int, timeout: float = 30.0
+    process: subprocess.Popen[str], count: int, timeout: float = HANG_GUARD_SECONDS
 ) -> list[int]:
-    """Poll until the worker pool of ``process`` is up (``count`` spawned workers)."""
+    """Poll until the worker pool of ``process`` is up (``count`` spawned workers) and each
+    worker is past its start-up, into the replicate chunks."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
         found = _workers(process.pid)
-        if sum(1 for pid in found if b"popen_loky" in _cmdline(pid)) >= count:
+        spawned = [pid for pid in found if b"popen_loky" in _cmdline(pid)]
+        if len(spawned) >= count and all(
+            (cpu_seconds(pid) or 0.0) >= WORKER_BUSY_CPU for pid in spawned
+        ):
             return found
         time.sleep(0.05)
     process.kill()
@@ -123,54 +145,63 @@ def _wait_gone(pids: list[int], timeout: float) -> list[int]:
     return alive
 
 
-def _interrupt(process: subprocess.Popen[str], signum: int) -> tuple[int, str, float]:
-    """Send ``signum`` to the process group (as a terminal does); exit code, stderr, seconds."""
-    sent = time.monotonic()
-    os.killpg(process.pid, signum)
-    try:
-        _, stderr = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail(f"still running 30 s after signal {signum}")
-    return process.returncode, stderr, time.monotonic() - sent
-
-
-def _assert_clean_stop(
-    tmp_path: Path, code: int, stderr: str, elapsed: float, expected: int
-) -> None:
-    assert code == expected, stderr
-    assert "interrupted" in stderr
-    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
-    assert elapsed < INTERRUPT_SECONDS, f"took {elapsed:.2f} s to stop"
+def _assert_clean_stop(tmp_path: Path, stopped: Stopped, expected: int) -> None:
+    assert stopped.returncode == expected, stopped.stderr
+    assert "interrupted" in stopped.stderr
+    assert "Traceback" not in stopped.stderr, stopped.stderr
+    assert "internal error" not in stopped.stderr, stopped.stderr
+    # the run stopped instead of going on: CPU time, which a loaded machine does not inflate
+    assert stopped.cpu < PROMPT_CPU_SECONDS, f"{stopped.cpu:.2f} s of CPU after the signal"
     reports = tmp_path / "reports"
     assert not reports.exists() or not any(reports.iterdir()), list(reports.iterdir())
 
 
+@pytest.fixture(scope="module")
+def setup_cpu(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """CPU seconds of a whole one-replicate run of the probe (start-up, load, search, replicate 0,
+    reports), measured on this machine: past it, a run of many replicates is in them."""
+    done = finish(_start(tmp_path_factory.mktemp("calibration"), 1, "--replicates", "1"))
+    assert "interrupt-probe.json" in done.stderr, done.stderr  # ran to its reports (untested)
+    return done.cpu
+
+
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_during_worker_replicates_stops_within_2s(
+def test_signal_during_worker_replicates_stops_promptly(
     tmp_path: Path, signum: int, expected: int
 ) -> None:
     process = _start(tmp_path, workers=2)
     workers = _wait_for_workers(process, 2)
-    time.sleep(1.0)  # past the workers' start-up, into the replicate chunks
-    code, stderr, elapsed = _interrupt(process, signum)
-    _assert_clean_stop(tmp_path, code, stderr, elapsed, expected)
+    stopped = stop(process, signum, also=tuple(workers))
+    _assert_clean_stop(tmp_path, stopped, expected)
     assert _wait_gone(workers, KILL_SECONDS) == []
 
 
-def test_ctrl_c_during_in_process_replicates_exits_130_not_2(tmp_path: Path) -> None:
+def test_ctrl_c_during_in_process_replicates_exits_130_not_2(
+    tmp_path: Path, setup_cpu: float
+) -> None:
     process = _start(tmp_path, workers=1)
-    time.sleep(4.0)  # loading and the search take about 2 s here; then the replicates run
-    assert process.poll() is None, process.communicate()
-    code, stderr, elapsed = _interrupt(process, signal.SIGINT)
-    _assert_clean_stop(tmp_path, code, stderr, elapsed, 130)
+    wait_for_cpu(process, setup_cpu + INTO_REPLICATES_CPU)
+    _assert_clean_stop(tmp_path, stop(process, signal.SIGINT), 130)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_the_run_within_2s_of_wall_time(tmp_path: Path, workers: int) -> None:
+    """The issue's promise as a user sees it, on an idle machine (``make test-slow``; the fast
+    tests above measure CPU time instead); benchmarks/bench_interrupts.py reports it."""
+    process = _start(tmp_path, workers=workers)
+    found = _wait_for_workers(process, 2) if workers > 1 else []
+    if workers == 1:
+        wait_for_cpu(process, 4.0)  # past start-up, loading and the search (~2 s idle)
+    stopped = stop(process, signal.SIGINT, also=tuple(found))
+    _assert_clean_stop(tmp_path, stopped, 130)
+    assert stopped.wall < INTERRUPT_SECONDS, f"took {stopped.wall:.2f} s to stop"
+
+
+@pytest.mark.slow
 def test_sigkill_of_the_parent_leaves_no_workers(tmp_path: Path) -> None:
     process = _start(tmp_path, workers=2)
     workers = _wait_for_workers(process, 2)
-    time.sleep(0.5)
     process.kill()
     process.communicate()
     alive = _wait_gone(workers, KILL_SECONDS)
@@ -205,19 +236,18 @@ def test_interrupt_wrapped_in_system_error_surfaces_as_keyboard_interrupt() -> N
     assert interrupt_of(ValueError()) is None
 
 
+@pytest.mark.slow
 def test_a_worker_killed_from_outside_exits_2_saying_what_was_lost(tmp_path: Path) -> None:
     """The out-of-memory killer's SIGKILL to one worker: the scan errors (exit 2) with what was
     lost and what to do; never an internal error, a traceback or a parent left waiting."""
     process = _start(tmp_path, workers=2)
-    workers = _wait_for_workers(process, 2)
-    time.sleep(1.0)  # into the replicate chunks
+    workers = _wait_for_workers(process, 2)  # into the replicate chunks
     worker = next(pid for pid in workers if b"popen_loky" in _cmdline(pid))
     os.kill(worker, signal.SIGKILL)
     try:
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=HANG_GUARD_SECONDS)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+        kill_group(process)
         pytest.fail("the parent hung after a worker was killed")
     assert process.returncode == 2, stderr
     assert "worker process of the null replicates ended unexpectedly" in stderr, stderr

@@ -1,6 +1,8 @@
 """Ctrl-C and SIGTERM during a local CSV read and in the first tenth of a second of start-up
-(issue 24): exit 130/143 within 2 s, without a traceback, beside a CPU-bound process (a loaded
-machine). The bound is the issue's 2 s; measured here: 0.01-0.08 s."""
+(issue 24): exit 130/143 promptly, without a traceback, beside a CPU-bound process (a loaded
+machine). Promptness is CPU time after the signal (tests/support/signal_probe.py; issue 38),
+which the load does not inflate: the issue's 2 s as CPU seconds; measured here: 0.01-0.3 s,
+against seconds to minutes for the read or bootstrap that a missed signal would let finish."""
 
 from __future__ import annotations
 
@@ -8,17 +10,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from signal_probe import PROMPT_CPU_SECONDS, Stopped, stop, wait_for_cpu, wait_for_handlers
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIT = Path(sys.executable).with_name("audit")
-SIGNAL_SECONDS = 2.0
 SPEC = """\
 version: 1
 name: read-probe
@@ -43,26 +44,11 @@ def big_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return spec
 
 
-def _fairscan_handles_signals(pid: int) -> bool:
-    """Whether process ``pid`` has fairscan's start-up handler in place: it catches SIGTERM
-    (``SigCgt`` in /proc/PID/status), which the interpreter's own handlers leave alone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
-    except OSError:
-        return False
-    caught = next(
-        (line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0"
-    )
-    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
-
-
-def _signal_after(
-    spec: Path, delay: float, signum: int, *, after_handler: bool = False
-) -> tuple[int, str, float]:
-    """Start ``audit run spec`` beside a busy process, send ``signum`` ``delay`` seconds after
-    the start (``after_handler``: after fairscan's start-up handler is in place, which comes
-    with the first line of the CLI's code; before it, the interpreter itself is starting and
-    its own default handler is the one that runs)."""
+def _signal_after(spec: Path, cpu: float, signum: int) -> Stopped:
+    """Start ``audit run spec`` beside a busy process, send ``signum`` once fairscan's start-up
+    handler is in place (it comes with the first line of the CLI's code; before it, the
+    interpreter itself is starting and its own default handler is the one that runs) and the
+    run has used ``cpu`` seconds of CPU."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         process = subprocess.Popen(
@@ -74,19 +60,10 @@ def _signal_after(
             env={**os.environ, "NO_COLOR": "1"},
             start_new_session=True,
         )
-        while (
-            after_handler and not _fairscan_handles_signals(process.pid) and process.poll() is None
-        ):
-            time.sleep(0.002)
-        time.sleep(delay)
-        sent = time.monotonic()
-        os.killpg(process.pid, signum)
-        try:
-            _, stderr = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            pytest.fail("still running 60 s after the signal")
-        return process.returncode, stderr, time.monotonic() - sent
+        wait_for_handlers(process)
+        if cpu:
+            wait_for_cpu(process, cpu)
+        return stop(process, signum)
     finally:
         busy.kill()
         busy.wait()
@@ -96,22 +73,23 @@ def _signal_after(
 def test_a_signal_during_a_local_csv_read_stops_within_2s(
     big_spec: Path, signum: int, expected: int
 ) -> None:
-    code, stderr, elapsed = _signal_after(big_spec, 1.5, signum)  # start-up ~0.5 s, then reading
-    assert code == expected, stderr
-    assert "Traceback" not in stderr
-    assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"
+    stopped = _signal_after(big_spec, 1.0, signum)  # start-up ~0.5 s of CPU, then reading
+    assert stopped.returncode == expected, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert stopped.cpu < PROMPT_CPU_SECONDS, f"{stopped.cpu:.2f} s of CPU after the signal"
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.02, 0.05])
+@pytest.mark.parametrize("cpu", [0.0, 0.1, 0.2])
 def test_ctrl_c_while_the_cli_starts_exits_130_without_a_traceback(
-    big_spec: Path, delay: float
+    big_spec: Path, cpu: float
 ) -> None:
     """While the CLI's libraries load (from its first line of code on; the interpreter's own
-    start-up before it is not fairscan's to handle)."""
-    code, stderr, elapsed = _signal_after(big_spec, delay, signal.SIGINT, after_handler=True)
-    assert code == 130, stderr
-    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
-    assert elapsed < SIGNAL_SECONDS
+    start-up before it is not fairscan's to handle): at once, or after 0.1-0.2 s of CPU."""
+    stopped = _signal_after(big_spec, cpu, signal.SIGINT)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Traceback" not in stopped.stderr, stopped.stderr
+    assert "KeyboardInterrupt" not in stopped.stderr, stopped.stderr
+    assert stopped.cpu < PROMPT_CPU_SECONDS
 
 
 SHIFT_SPEC = """\
@@ -136,10 +114,10 @@ def test_a_signal_during_the_shift_bootstrap_stops_within_2s(
     spec = tmp_path / "shift.audit.yaml"
     data = (ROOT / "sample_data" / "credit.csv").as_posix()
     spec.write_text(SHIFT_SPEC.format(data=data), encoding="utf-8")
-    code, stderr, elapsed = _signal_after(spec, 5.0, signum)
-    assert code == expected, stderr
-    assert "Traceback" not in stderr
-    assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"
+    stopped = _signal_after(spec, 4.0, signum)  # start-up and load ~1.5 s of CPU, then it
+    assert stopped.returncode == expected, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert stopped.cpu < PROMPT_CPU_SECONDS, f"{stopped.cpu:.2f} s of CPU after the signal"
 
 
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -153,7 +131,7 @@ def test_a_signal_during_duckdb_s_query_of_a_streamed_file_stops_within_2s(
         "data: {path:", "data: {streaming: true, path:"
     )
     streamed.write_text(text, encoding="utf-8")
-    code, stderr, elapsed = _signal_after(streamed, 1.5, signum)
-    assert code == expected, stderr
-    assert "Traceback" not in stderr
-    assert elapsed < SIGNAL_SECONDS, f"took {elapsed:.2f} s"
+    stopped = _signal_after(streamed, 1.0, signum)
+    assert stopped.returncode == expected, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert stopped.cpu < PROMPT_CPU_SECONDS, f"{stopped.cpu:.2f} s of CPU after the signal"

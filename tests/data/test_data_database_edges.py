@@ -10,12 +10,13 @@ from typing import Any
 
 import polars as pl
 import pytest
+from lazy_import import lazy, require
 
 from fairscan import api
 from fairscan.errors import DataError, SpecError
 
-pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
-duckdb = pytest.importorskip("duckdb")
+require("ibis", reason="Ibis (fairscan[sql]) is not installed")
+duckdb = lazy("duckdb")
 
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"
@@ -414,7 +415,9 @@ def test_a_signal_during_a_postgres_query_cancels_it(
     elapsed = time.monotonic() - sent
     assert process.returncode == 130, stderr
     assert stderr.strip() == "interrupted", stderr
-    assert elapsed < 10, f"took {elapsed:.2f} s"  # generous: measured ~0.1 s
+    # the server runs the query, so the client's CPU time tells nothing: a bound far above any
+    # load (measured ~0.1 s quiet) and far below the minutes the query takes when not cancelled
+    assert elapsed < 60, f"took {elapsed:.2f} s"
     time.sleep(0.5)
     assert active() == 0  # cancelled on the server, not left running
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from lazy_import import lazy
 
 from fairscan.data.discretize import quantile_edges
 from fairscan.data.filter_compile import filter_expression
@@ -19,8 +20,8 @@ from fairscan.data.filter_sql import filter_ibis
 from fairscan.data.pushdown import DuckDBRelation, IbisRelation, PushdownSource, _quantile_edges
 from fairscan.errors import SpecError
 
-ibis = pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
-duckdb = pytest.importorskip("duckdb")
+ibis = lazy("ibis", reason="Ibis (fairscan[sql]) is not installed")
+duckdb = lazy("duckdb")
 
 FILTERS = [
     "x >= 0.25",

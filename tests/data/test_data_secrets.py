@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from lazy_import import require
 from typer.testing import CliRunner
 
 from fairscan.cli import app
@@ -21,7 +22,7 @@ from fairscan.redact import interpolated, literal_secret, mask_text, shown_url
 
 from .conftest import Postgres
 
-pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
+require("ibis", reason="Ibis (fairscan[sql]) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"

@@ -17,14 +17,15 @@ from typing import Any
 
 import polars as pl
 import pytest
+from lazy_import import lazy, require
 
 from fairscan import api
 from fairscan.errors import DataError, FairscanError, SpecError
 
 from .conftest import Postgres
 
-pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
-duckdb = pytest.importorskip("duckdb")
+require("ibis", reason="Ibis (fairscan[sql]) is not installed")
+duckdb = lazy("duckdb")
 
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"

@@ -169,6 +169,7 @@ def http_folder(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         yield served, f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+        server.server_close()  # the listening socket (a ResourceWarning, an error here)
 
 
 def test_https_style_url(

@@ -6,6 +6,7 @@ end-to-end checks against real engines are in test_data_sql_guard.py."""
 from __future__ import annotations
 
 import pytest
+from lazy_import import require
 
 from fairscan.data.sql_guard import (
     checked_duckdb_settings,
@@ -15,7 +16,7 @@ from fairscan.data.sql_guard import (
 )
 from fairscan.errors import DataError
 
-pytest.importorskip("duckdb")
+require("duckdb")
 
 ACCEPTED = [
     ("duckdb", "select * from credit"),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lazy_import import lazy
 
 from fairscan.engine.executors import (
     EXECUTOR_PATTERN,
@@ -28,7 +29,7 @@ from fairscan.engine.mdss import ScanProblem
 from fairscan.engine.randomization import NullSettings, null_scores, run_replicates
 from fairscan.errors import ScanError
 
-distributed = pytest.importorskip("distributed", reason="needs fairscan[dask] (distributed)")
+distributed = lazy("distributed", reason="needs fairscan[dask] (distributed)")
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lazy_import import require
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import round4
 
-pytest.importorskip("duckdb")
-pytest.importorskip("ibis", reason="Ibis (fairscan[sql]) is not installed")
-pytest.importorskip("markdown_it")
-pytest.importorskip("markdown")
+require("duckdb")
+require("ibis", reason="Ibis (fairscan[sql]) is not installed")
+require("markdown_it")
+require("markdown")
 
 # (surface, family, a word the case's input must hold or "") -> the first such generated case;
 # every one but the control failed on ede6a24

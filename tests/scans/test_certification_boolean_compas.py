@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from fairscan.api import RunOptions, run_audit
@@ -41,6 +40,8 @@ significance: {{alpha: 0.01, seed: 0}}
 
 def certify_by_decile(csv: Path, tmp: Path) -> tuple[set[str], float, list[int]]:
     """Groups certified in every decile, the largest critical value, certified per decile."""
+    import pandas as pd  # here, not at collection (the test needs ../shared/data)
+
     counts = pd.read_csv(csv, usecols=["decile_score"])["decile_score"].value_counts()
     certified: set[str] | None = None
     t_max = 0.0
