@@ -213,8 +213,7 @@ def false_alarms(
 ) -> dict:
     chunk = 25
     jobs = [
-        (f, min(chunk, series - f), runs, rows, retest_series)
-        for f in range(start, series, chunk)
+        (f, min(chunk, series - f), runs, rows, retest_series) for f in range(start, series, chunk)
     ]
     results = []
     with ProcessPoolExecutor(workers) as pool:

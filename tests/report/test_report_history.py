@@ -86,9 +86,7 @@ def _history(path: Path) -> Path:
 
 def _page(tmp_path: Path) -> str:
     path = _history(tmp_path / "history.sqlite")
-    return history_html(
-        read_history(path), 0.05, runs=read_runs(path), monitor=read_monitor(path)
-    )
+    return history_html(read_history(path), 0.05, runs=read_runs(path), monitor=read_monitor(path))
 
 
 def _classes(tree, tag: str) -> list[str]:

@@ -147,7 +147,9 @@ def _print_monitor(series: Sequence[MonitorSeries]) -> None:
         what = mapping_text(s.subgroup)
         if s.kind == "scan":
             what = "the open scan (each run bets on the subgroup the scan reported the run before)"
-        sys.stdout.write(console_text(f"monitor {s.name} / {s.scan_id}: evidence for {what}") + "\n")
+        sys.stdout.write(
+            console_text(f"monitor {s.name} / {s.scan_id}: evidence for {what}") + "\n"
+        )
         for p in s.points:
             alarm = f"  ALARM ({p.alarm})" if p.alarm else ""
             bet = f"  on {mapping_text(p.subgroup)}" if s.kind == "scan" and p.subgroup else ""

@@ -129,7 +129,8 @@ def hypergeometric_loglik(x: int, n: int, k: int, m: int) -> np.ndarray:
     low, high = max(0, m + k - n), min(m, k)
     if not low <= x <= high:
         raise ValueError(f"x={x} lies outside its support [{low}, {high}]")
-    log_x = _log_choose(m, np.float64(x)) + _log_choose(n - m, np.float64(k - x))
+    at = np.array([x, k - x], dtype=np.float64)
+    log_x = float(_log_choose(m, at[:1])[0] + _log_choose(n - m, at[1:])[0])
     return log_x + x * _LOG_GRID - _log_normalisers(n, k, m, low, high)
 
 
