@@ -99,6 +99,7 @@ def test_a_fair_model_never_alarms_and_exits_0(tmp_path: Path) -> None:
         code, report = audit(spec, table(seed=run))
         monitor = report["monitor"]
         assert (code, monitor["run_index"], monitor["alarms"]) == (0, run, [])
+        assert monitor["seconds"] >= 0.0  # the monitor's own time, beyond the audit
         listed = process(report, "subgroup", BIASED)
         assert listed["runs"] == run and listed["first_alarm_run"] is None
         assert listed["label"] in ("inconclusive", "resolved")

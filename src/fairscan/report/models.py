@@ -467,6 +467,11 @@ class MonitorSummary(ReportModel):
         description="Monitored processes the thresholds divide alpha over: (monitored scans) "
         "x (1 + max_subgroups).",
     )
+    seconds: float | None = Field(
+        default=None,
+        description="Time the monitor took in this run beyond the audit itself (reading the "
+        "evidence, this run's evidence for every process, labels and alarms), in seconds.",
+    )
     unsupported: list[MonitorUnsupported] = Field(
         default_factory=list,
         description="Scans the monitor does not cover, each with the reason (no anytime-valid "

@@ -21,6 +21,8 @@ Alarms use e-Bonferroni over all of them: K = (monitored scans) x (1 + max_subgr
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -368,6 +370,7 @@ def monitor_step(
     its ``monitor`` object and the monitored verdict, and what to write back."""
 
     def step(ledger: Ledger) -> tuple[AuditReport, LedgerUpdate]:
+        started = time.perf_counter()
         update = _Step(plan, ledger)
         results = {r.id: r for r in report.scans}
         outcomes: list[_Outcome] = []
@@ -394,6 +397,7 @@ def monitor_step(
             onset_threshold=update.onset,
             processes=plan.processes,
             unsupported=unsupported,
+            seconds=time.perf_counter() - started,
         )
         first = sum(len(o.alarms) for o in outcomes if o.shown.first_alarm_run == ledger.run_index)
         verdict = monitored_verdict(report.verdict, fail_on, len(alarms), first, allow_untested)
