@@ -53,22 +53,47 @@ def calibration_evidence(
 
 
 def _by_cells(codes: np.ndarray, y: np.ndarray, p: np.ndarray) -> RunEvidence:
-    """Evidence from the log-likelihood of each cell (a combination of attribute values), made
-    in one pass over the rows when first asked: a subgroup is a union of cells, so each
-    monitored subgroup then costs a count over the rows and a sum over its cells."""
-    cells: list[tuple[np.ndarray, np.ndarray]] = []  # (cell of each row, cell log-likelihoods)
+    """Evidence from the log-likelihood of each cell (a combination of attribute values): a
+    subgroup is a union of cells, so each monitored subgroup costs a count over the rows and a
+    sum over its cells. A cell's log-likelihood is computed once, when a subgroup holding it is
+    first asked for: the rows of cells no monitored subgroup touches are never evaluated (the
+    grid of odds ratios costs 41 logarithms a row)."""
+    cache: list[_CellCache] = []
 
     def evidence(inside: np.ndarray) -> np.ndarray:
-        from fairscan.engine.evidence import bernoulli_cell_loglik
-
-        if not cells:
-            cell, n_cells = _cell_ids(codes)
-            cells.append((cell, bernoulli_cell_loglik(y, p, cell, n_cells)))
-        cell, loglik = cells[0]
-        chosen = np.bincount(cell, weights=inside, minlength=loglik.shape[0]) > 0
-        return loglik[chosen].sum(axis=0)
+        if not cache:
+            cache.append(_CellCache(*_cell_ids(codes)))
+        return cache[0].loglik(y, p, inside)
 
     return evidence
+
+
+class _CellCache:
+    """Each cell's log-likelihood, filled in as subgroups ask for their cells."""
+
+    def __init__(self, cell: np.ndarray, n_cells: int) -> None:
+        from fairscan.engine.evidence import GRID_SIZE
+
+        self.cell, self.n_cells = cell, n_cells
+        self.values = np.zeros((n_cells, GRID_SIZE))
+        self.done = np.zeros(n_cells, dtype=bool)
+
+    def loglik(self, y: np.ndarray, p: np.ndarray, inside: np.ndarray) -> np.ndarray:
+        from fairscan.engine.evidence import bernoulli_cell_loglik
+
+        chosen = np.bincount(self.cell, weights=inside, minlength=self.n_cells) > 0
+        missing = chosen & ~self.done
+        if missing.any():
+            rows = missing[self.cell]
+            fresh = bernoulli_cell_loglik(y[rows], p[rows], self.cell[rows], self.n_cells)
+            self.values[missing] = fresh[missing]
+            self.done |= missing
+        return self.values[chosen].sum(axis=0)
+
+
+# Up to this many attribute combinations, a row's cell is its combination's number (the cache
+# then holds 41 floats per combination: 21 MB); beyond, the combinations present are numbered.
+_DIRECT_CELLS = 1 << 16
 
 
 def _cell_ids(codes: np.ndarray) -> tuple[np.ndarray, int]:
@@ -76,7 +101,11 @@ def _cell_ids(codes: np.ndarray) -> tuple[np.ndarray, int]:
     if codes.shape[1] == 0:
         return np.zeros(codes.shape[0], dtype=np.int64), 1
     sizes = codes.max(axis=0).astype(np.int64) + 1
-    if float(np.prod(sizes.astype(np.float64))) < 2.0**62:
+    profiles = float(np.prod(sizes.astype(np.float64)))
+    if profiles <= _DIRECT_CELLS:  # every combination numbered: no sort of the rows
+        cell = np.ravel_multi_index(tuple(codes.T.astype(np.int64)), tuple(sizes))
+        return cell.astype(np.int64), int(profiles)
+    if profiles < 2.0**62:
         combined = np.ravel_multi_index(tuple(codes.T.astype(np.int64)), tuple(sizes))
         _, cell = np.unique(combined, return_inverse=True)
     else:
