@@ -304,3 +304,18 @@ def test_a_pandas_column_of_python_objects_is_named(credit: pl.DataFrame) -> Non
         fairscan.audit(frame, **BASE, scans=["fpr_scan"])
     (issue,) = raised.value.issues
     assert issue.column == "obj" and "column 'obj'" in issue.message
+
+
+def test_monitor_is_refused_with_the_way_to_monitor(credit: pl.DataFrame) -> None:
+    """fairscan.audit writes no history, so a monitor given to it cannot keep its evidence:
+    an error saying so, never a report silently without its monitor."""
+    with pytest.raises(fairscan.UsageError) as caught:
+        fairscan.audit(
+            credit,
+            outcome="default",
+            recommendation="high_risk",
+            attributes=["sex"],
+            monitor={"alpha": 0.05},
+        )
+    assert caught.value.issues[0].field == "monitor"
+    assert "audit run" in str(caught.value)

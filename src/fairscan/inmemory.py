@@ -88,6 +88,7 @@ def audit(
     significance: Mapping[str, Any] | Unset | None = UNSET,
     gate: Mapping[str, Any] | Unset | None = UNSET,
     output: Mapping[str, Any] | Unset | None = UNSET,
+    monitor: Mapping[str, Any] | Unset | None = UNSET,
     columns: Mapping[str, Any] | Unset | None = UNSET,
     name: str | Unset | None = UNSET,
     description: str | Unset | None = UNSET,
@@ -109,7 +110,9 @@ def audit(
     ``columns={...}``); ``filter`` is ``data.filter``; ``attributes``, ``discretize``,
     ``max_categories``, ``scans``, ``defaults``, ``significance``, ``gate``, ``output``,
     ``name`` (default ``"audit"``) and ``description`` are as in a spec file. A field given
-    as ``None`` takes its default.
+    as ``None`` takes its default. ``monitor`` is refused (a :class:`~fairscan.UsageError`):
+    the monitor's evidence lives in the history that ``audit run`` records, which this
+    function does not write; a spec file's ``monitor:`` block is left to ``audit run``.
 
     ``scans``: each entry a scan type's name (``"fpr_scan"``) or a mapping of its settings;
     ``id`` defaults to the type (``fpr_scan``, then ``fpr_scan_2`` for a second one).
@@ -161,6 +164,14 @@ def audit(
         "name": name,
         "description": description,
     }
+    if monitor is not UNSET and monitor is not None:
+        raise UsageError(
+            "monitor= needs the audit history: the monitor's evidence is recorded with each "
+            "run in output.history, which fairscan.audit does not write",
+            field="monitor",
+            hint="put `monitor:` and `output: {history: ...}` in the spec and run it with "
+            "`audit run SPEC` (each run then adds its evidence)",
+        )
     fields = {key: value for key, value in given.items() if value is not UNSET}
     if isinstance(model, Mapping):  # the spec's model block, not a classifier
         fields["model"], model = model, None

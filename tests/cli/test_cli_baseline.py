@@ -391,10 +391,13 @@ def test_action_and_pre_commit_hooks_are_valid() -> None:
     assert set(action["inputs"]) >= {"specs", "args", "summary"}
     assert action["runs"]["using"] == "composite"
     steps = action["runs"]["steps"]
-    run_step = next(s for s in steps if "audit run" in s.get("run", ""))
+    run_step = next(s for s in steps if s.get("name") == "audit run")
     assert set(run_step["env"]) >= {"SPECS", "ARGS"}
-    assert "${{ inputs" not in run_step["run"]  # inputs reach the shell only through env
-    assert any("pip install" in s.get("run", "") for s in steps)
+    for step in steps:  # inputs reach the shell only through env
+        assert "${{ inputs" not in step.get("run", "")
+    install = next(s for s in steps if s.get("id") == "install")
+    assert "action/install.sh" in install["run"]
+    assert "pip install" in (ROOT / "action" / "install.sh").read_text(encoding="utf-8")
 
 
 # --- explain -----------------------------------------------------------------------------------

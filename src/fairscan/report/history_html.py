@@ -18,6 +18,7 @@ evidence, rates; run dates).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -281,10 +282,16 @@ def _finding_block(t: Any, axis: _RunAxis, alpha: float) -> str:
     effect_chart = _chart(axis, inside, scale, kind="effect", reference=reference, labels=False)
     key = getattr(t, "subgroup_key", "")
     return (
-        f'<section class="series finding" data-key="{escape(t.scan_id)}|{escape(key)}">'
+        f'<section class="series finding" data-key="{_key_digest(f"{t.scan_id}|{key}")}">'
         f"<h4>{escape(t.scan_id)}: {escape(t.label)}</h4>"
         f'<div class="charts">{p_chart}{effect_chart}</div></section>'
     )
+
+
+def _key_digest(identity: str) -> str:
+    """A series' identity in the page's markup: a digest, so no data value sits in a tag (the
+    visible text escapes them; a tag carries none)."""
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
 
 
 # --- monitor ---------------------------------------------------------------------------------
@@ -321,7 +328,7 @@ def _monitor_block(s: Any, axis: _RunAxis) -> str:
     last = s.points[-1]
     alarms = sum(1 for p in s.points if p.alarm)
     return (
-        f'<section class="series monitor" data-key="{escape(s.process_key)}">'
+        f'<section class="series monitor" data-key="{_key_digest(s.process_key)}">'
         f"<h4>{escape(s.scan_id)}: {escape(what)}</h4>{chart}"
         f'<p class="note">Now: {escape(last.label)}, evidence {escape(fmt_evidence(last.e_value))}'
         f", anytime p-value {escape(fmt_p(last.p_value_anytime))}; {alarms} alarm(s).</p>"

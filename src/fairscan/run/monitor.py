@@ -22,7 +22,6 @@ Alarms use e-Bonferroni over all of them: K = (monitored scans) x (1 + max_subgr
 from __future__ import annotations
 
 import time
-
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
