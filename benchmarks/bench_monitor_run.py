@@ -36,8 +36,26 @@ scans:
   - {id: fpr, type: fpr_scan, restarts: 5}
 significance: {replicates: 19, seed: 1}
 output: {dir: reports, formats: [json], history: history.sqlite}
-monitor: {alpha: 0.05}
+monitor: {alpha: 0.05%s}
 """
+ATTRIBUTES = {"region": 6, "channel": 4, "product": 5, "tenure": 6}
+
+
+def listed_subgroups(count: int) -> str:
+    """``count`` subgroups per scan for monitor.subgroups: each value of each attribute, then
+    pairs of values, in a fixed order (with 20: every scan runs 21 processes, the issue's case)."""
+    singles = [{a: [f"{a[0]}{i}"]} for a, k in ATTRIBUTES.items() for i in range(k)]
+    names = list(ATTRIBUTES)
+    pairs = [
+        {names[j]: [f"{names[j][0]}{i % ATTRIBUTES[names[j]]}"],
+         names[j + 1]: [f"{names[j + 1][0]}{i % ATTRIBUTES[names[j + 1]]}"]}
+        for i in range(8) for j in range(3)
+    ]  # fmt: skip
+    chosen = (singles + pairs)[:count]
+    if not chosen:
+        return ""
+    listed = json.dumps(chosen)
+    return f", subgroups: {{calibration: {listed}, fpr: {listed}}}"
 
 
 def write_table(path: Path, rows: int, seed: int) -> None:
@@ -61,13 +79,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--listed", type=int, default=20, help="subgroups listed per scan")
     parser.add_argument("--write", type=Path)
     args = parser.parse_args()
     audit = Path(sys.executable).with_name("audit")
     lines = []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        (root / "m.audit.yaml").write_text(SPEC)
+        (root / "m.audit.yaml").write_text(SPEC % listed_subgroups(args.listed))
         for run in range(1, args.runs + 1):
             write_table(root / "run.parquet", args.rows, seed=run)
             started = time.perf_counter()

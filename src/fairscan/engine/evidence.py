@@ -115,6 +115,48 @@ def _sum_log_odds_terms(p: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
     return total
 
 
+# Up to this many attribute combinations, a row's profile is its combination's number (no sort
+# of the rows); beyond, the combinations present are numbered.
+_DIRECT_PROFILES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """A run's rows grouped by attribute profile (their combination of attribute codes).
+
+    A subgroup is a union of profiles, so a monitored process's evidence is a sum over
+    profiles: O(profiles) per process after one pass over the rows.
+    """
+
+    of_row: np.ndarray  # (rows,) int64: each row's profile
+    codes: np.ndarray  # (profiles, attributes): each profile's codes
+
+    @property
+    def count(self) -> int:
+        return int(self.codes.shape[0])
+
+    @classmethod
+    def of(cls, codes: np.ndarray) -> Profiles:
+        """The profiles of the rows' attribute ``codes`` (rows x attributes, codes >= 0)."""
+        codes = np.asarray(codes)
+        rows, width = codes.shape
+        if width == 0 or rows == 0:
+            return cls(np.zeros(rows, dtype=np.int64), np.zeros((1, width), dtype=np.int64))
+        sizes = tuple(int(v) + 1 for v in codes.max(axis=0))
+        combinations = math.prod(sizes)
+        columns = tuple(codes[:, j].astype(np.int64) for j in range(width))
+        if combinations <= _DIRECT_PROFILES:
+            of_row = np.ravel_multi_index(columns, sizes)
+            present = np.arange(combinations)
+        elif combinations < 2**62:
+            present, of_row = np.unique(np.ravel_multi_index(columns, sizes), return_inverse=True)
+        else:
+            unique, of_row = np.unique(codes, axis=0, return_inverse=True)
+            return cls(np.asarray(of_row, dtype=np.int64).ravel(), unique.astype(np.int64))
+        table = np.stack(np.unravel_index(present, sizes), axis=1).astype(np.int64)
+        return cls(np.asarray(of_row, dtype=np.int64).ravel(), table)
+
+
 def hypergeometric_loglik(x: int, n: int, k: int, m: int) -> np.ndarray:
     """Fisher's non-central hypergeometric log-pmf of x at every grid odds ratio psi.
 

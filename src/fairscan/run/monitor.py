@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fairscan.engine.evidence import Profiles
 from fairscan.errors import ScanError
 from fairscan.report.models import (
     AuditReport,
@@ -72,7 +73,8 @@ class MonitoredScan:
     scan_id: str
     scan_type: str
     evidence: RunEvidence
-    data: PreparedData  # the rows the evidence function's masks index
+    data: PreparedData  # the rows the scan read
+    profiles: Profiles  # their attribute profiles, which the evidence function's masks index
     listed: tuple[Subgroup, ...]  # the spec's subgroups for it, resolved to value labels
 
 
@@ -98,6 +100,7 @@ def plan_monitor(prepared: PreparedAudit) -> MonitorPlan | None:
         return None
     scans: list[MonitoredScan] = []
     unsupported: list[MonitorUnsupported] = []
+    profiles_of: dict[int, Profiles] = {}  # one pass over the rows per table the scans read
     for index, scan in enumerate(prepared.spec.scans):
         entry = SCAN_TYPES[scan.type]
         reason: str | None = None
@@ -113,8 +116,12 @@ def plan_monitor(prepared: PreparedAudit) -> MonitorPlan | None:
             continue
         assert entry.monitor_evidence is not None
         data = prepared.data_for(entry.reads_weighted_rows(scan))
+        if id(data) not in profiles_of:
+            profiles_of[id(data)] = Profiles.of(data.codes)
+        profiles = profiles_of[id(data)]
         try:
-            evidence = entry.monitor_evidence(scan, data, bind_roles(data, prepared.roles[index]))
+            roles = bind_roles(data, prepared.roles[index])
+            evidence = entry.monitor_evidence(scan, data, roles, profiles)
         except ScanError as error:  # the scan itself reports it, located
             evidence = f"its columns could not be read: {error.issues[0].message}"
         if isinstance(evidence, str):
@@ -123,7 +130,7 @@ def plan_monitor(prepared: PreparedAudit) -> MonitorPlan | None:
             )
             continue
         listed = _listed(prepared, scan.id, data.attributes, settings)
-        scans.append(MonitoredScan(scan.id, scan.type, evidence, data, listed))
+        scans.append(MonitoredScan(scan.id, scan.type, evidence, data, profiles, listed))
     return MonitorPlan(settings=settings, scans=tuple(scans), unsupported=tuple(unsupported))
 
 
@@ -146,19 +153,20 @@ def _listed(
     return tuple(out)
 
 
-def rows_of(subgroup: Subgroup, data: PreparedData) -> np.ndarray:
-    """Boolean mask of the rows inside ``subgroup``: a value or attribute this run's data lacks
-    (a bin that moved, a value no longer seen) matches no row."""
-    inside = np.ones(data.n_rows, dtype=bool)
-    by_name = {a.name: (j, a) for j, a in enumerate(data.attributes)}
+def profiles_in(subgroup: Subgroup, scan: MonitoredScan) -> np.ndarray:
+    """Boolean mask of the profiles inside ``subgroup`` (O(profiles)): a value or attribute
+    this run's data lack (a bin that moved, a value no longer seen) matches no row."""
+    profiles = scan.profiles
+    inside = np.ones(profiles.count, dtype=bool)
+    by_name = {a.name: (j, a) for j, a in enumerate(scan.data.attributes)}
     for name, values in subgroup.items():
         if name not in by_name:
-            return np.zeros(data.n_rows, dtype=bool)
+            return np.zeros(profiles.count, dtype=bool)
         j, attribute = by_name[name]
-        column = data.codes[:, j]
+        column = profiles.codes[:, j]
         wanted = np.zeros(max(len(attribute.labels), int(column.max(initial=0)) + 1), dtype=bool)
         wanted[[attribute.labels.index(v) for v in values if v in attribute.labels]] = True
-        inside &= wanted[column]  # one lookup per row
+        inside &= wanted[column]
     return inside
 
 
@@ -241,7 +249,7 @@ class _Step:
 
         state = self._state(process)
         if counted:
-            state = update_subgroup(state, scan.evidence(rows_of(process.subgroup, scan.data)))
+            state = update_subgroup(state, scan.evidence(profiles_in(process.subgroup, scan)))
         return self._outcome(process, state, process.subgroup, process.subgroup, tolerance=True)
 
     def _open(self, scan: MonitoredScan, process: StoredProcess, top: Subgroup) -> _Outcome:
@@ -250,7 +258,7 @@ class _Step:
         from fairscan.engine.evidence import GRID_SIZE, update_scan
 
         bet = process.subgroup
-        run = scan.evidence(rows_of(bet, scan.data)) if bet else np.zeros(GRID_SIZE)
+        run = scan.evidence(profiles_in(bet, scan)) if bet else np.zeros(GRID_SIZE)
         state = update_scan(self._state(process), run)
         return self._outcome(process, state, bet, top, tolerance=False)
 

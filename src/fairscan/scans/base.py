@@ -32,6 +32,7 @@ from fairscan.spec.base import ScanSpecBase
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
+    from fairscan.engine.evidence import Profiles
     from fairscan.engine.jobs import Executor, ReplicateJob
     from fairscan.report.models import Finding, ScanResult
 
@@ -141,11 +142,13 @@ Runner = Callable[[Any, ScanContext], "ScanResult"]
 
 # monitoring (spec `monitor:`, issue 35): one run's evidence about one subgroup under the scan's
 # own null, as a log-likelihood over the effect grid of :mod:`fairscan.engine.evidence`; it
-# takes the boolean mask of the subgroup's rows in the run's data
+# takes the boolean mask of the subgroup's profiles (fairscan.engine.evidence.Profiles of the
+# run's data): each process then costs O(profiles), not O(rows)
 RunEvidence = Callable[[np.ndarray], np.ndarray]
-# (scan spec, the data the scan read, its role arrays) -> the run's evidence function, or the
-# reason this scan cannot be monitored (the monitor reports it; nothing is approximated)
-MonitorHook = Callable[[Any, "PreparedData", RoleArrays], "RunEvidence | str"]
+# (scan spec, the data the scan read, its role arrays, the data's profiles) -> the run's
+# evidence function, or the reason this scan cannot be monitored (the monitor reports it;
+# nothing is approximated)
+MonitorHook = Callable[[Any, "PreparedData", RoleArrays, "Profiles"], "RunEvidence | str"]
 
 
 def replicate_floor(spec: Any, replicates: int) -> float:

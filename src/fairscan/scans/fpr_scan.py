@@ -29,6 +29,7 @@ from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBa
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
+    from fairscan.engine.evidence import Profiles
     from fairscan.report.models import ScanResult
 
 
@@ -129,7 +130,9 @@ def error_rate_evidence(outcome_class: int) -> MonitorHook:
     (:func:`fairscan.engine.evidence.hypergeometric_loglik`). Counts are whole rows, or a
     streamed dataset's distinct rows times their counts."""
 
-    def hook(spec: FprScanSpec | TprScanSpec, data: PreparedData, roles: RoleArrays) -> RunEvidence:
+    def hook(
+        spec: FprScanSpec | TprScanSpec, data: PreparedData, roles: RoleArrays, profiles: Profiles
+    ) -> RunEvidence:
         if roles.outcome is None or roles.recommendation is None:  # `needs` makes this unreachable
             raise ScanError("this scan needs an outcome and a recommendation column")
         counts = np.ones(roles.outcome.shape[0], dtype=np.int64)
@@ -138,11 +141,14 @@ def error_rate_evidence(outcome_class: int) -> MonitorHook:
         in_class = np.where(roles.outcome == outcome_class, counts, 0)
         flagged = np.where(roles.recommendation == 1, in_class, 0)
         n, k = int(in_class.sum()), int(flagged.sum())
+        # per profile, once: a subgroup's counts are then sums over its profiles (exact integers)
+        class_by_profile = np.bincount(profiles.of_row, in_class, profiles.count).astype(np.int64)
+        flagged_by_profile = np.bincount(profiles.of_row, flagged, profiles.count).astype(np.int64)
 
         def evidence(inside: np.ndarray) -> np.ndarray:
             from fairscan.engine.evidence import hypergeometric_loglik
 
-            m, x = int(in_class[inside].sum()), int(flagged[inside].sum())
+            m, x = int(class_by_profile[inside].sum()), int(flagged_by_profile[inside].sum())
             return hypergeometric_loglik(x, n, k, m)
 
         return evidence
