@@ -28,15 +28,6 @@ from fairscan.run.history import SCHEMA, read_history, read_monitor, read_runs
 __all__ = ["chromium"]  # the session fixture, shared with the HTML report's tests
 
 ROOT = Path(__file__).resolve().parents[2]
-# DESIGN35.md's monitor tables, as written there (the monitor step writes them)
-MONITOR_SCHEMA = """
-CREATE TABLE IF NOT EXISTS monitor_state(name TEXT, process_key TEXT, scan_id TEXT, scan_type TEXT,
-    kind TEXT, subgroup_json TEXT, state_json TEXT, first_run_id INTEGER,
-    PRIMARY KEY(name, process_key));
-CREATE TABLE IF NOT EXISTS monitor_runs(run_id INTEGER REFERENCES runs(id), process_key TEXT,
-    scan_id TEXT, kind TEXT, subgroup_json TEXT, label TEXT, e_value REAL, p_value_anytime REAL,
-    threshold REAL, alarm TEXT NULL);
-"""
 NAME = "credit <weekly>"
 KEY = '{"sex": ["male"], "education": ["<b>university</b>"]}'
 # run: (verdict, exit code, rows); finding per run: (label, baseline label, p, significant,
@@ -54,7 +45,7 @@ THRESHOLD_E = 2100.0  # 42 processes at alpha 0.02 (K / alpha)
 
 def _history(path: Path) -> Path:
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(SCHEMA + MONITOR_SCHEMA)
+        db.executescript(SCHEMA)  # the monitor tables included
         db.execute("ALTER TABLE runs ADD COLUMN rows INTEGER")
         best = 1.0
         for i, (verdict, code, rows, found, evidence) in enumerate(RUNS, 1):

@@ -26,15 +26,6 @@ from fairscan.run.history import (
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_builders import finding, report, scan
 
-# DESIGN35.md's monitor tables, as written there
-MONITOR_SCHEMA = """
-CREATE TABLE IF NOT EXISTS monitor_state(name TEXT, process_key TEXT, scan_id TEXT, scan_type TEXT,
-    kind TEXT, subgroup_json TEXT, state_json TEXT, first_run_id INTEGER,
-    PRIMARY KEY(name, process_key));
-CREATE TABLE IF NOT EXISTS monitor_runs(run_id INTEGER REFERENCES runs(id), process_key TEXT,
-    scan_id TEXT, kind TEXT, subgroup_json TEXT, label TEXT, e_value REAL, p_value_anytime REAL,
-    threshold REAL, alarm TEXT NULL);
-"""
 OLD_RUN = "(1, '2026-01-01T00:00:00Z', 'compas-fpr', 'x', 'y', 'clean', 0, '0.1')"
 MALE = {"sex": ["male"]}
 FEMALE = {"sex": ["female"]}
@@ -126,7 +117,7 @@ def test_resolved_and_inconclusive_retests_are_recorded(tmp_path: Path) -> None:
 
 def _monitor_history(path: Path, rows: list[str]) -> Path:
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(SCHEMA + MONITOR_SCHEMA)
+        db.executescript(SCHEMA)  # the monitor tables included
         db.execute(f"INSERT INTO runs VALUES {OLD_RUN}")
         db.execute("INSERT INTO runs VALUES (2, '2026-01-08T00:00:00Z', 'compas-fpr', 'x', 'z',"
                    " 'findings', 1, '0.1')")  # fmt: skip
