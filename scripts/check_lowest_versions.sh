@@ -2,10 +2,11 @@
 # The declared floors are true (issue 38). In fresh virtual environments (uv):
 #
 # 1. the base install at the lowest versions pyproject.toml allows (uv --resolution
-#    lowest-direct), with neither Ibis, DuckDB, pandas nor pyarrow importable: the demo and a
-#    streamed Parquet audit (prepared by polars);
-# 2. the same environment plus the `sql` extra (Ibis, DuckDB, sqlglot at their floors) and the
-#    test tools: the same two audits give the same reports (DuckDB now prepares the stream), then
+#    lowest-direct), with neither Ibis, DuckDB, pandas, pyarrow nor scikit-learn importable: the
+#    demo and a streamed Parquet audit (prepared by polars);
+# 2. the same environment plus the `sql` and `models` extras (Ibis, DuckDB, sqlglot and
+#    scikit-learn at their floors) and the test tools: the same two audits give the same
+#    reports (DuckDB now prepares the stream), then
 #    a smoke subset of the tests that touch each dependency (spec loading, eager and streamed
 #    preparation, the kernels, reports, the CLI), not the whole suite again;
 # 3. the newest polars 1.x and the newest polars: the demo and the streamed audit give the same
@@ -58,9 +59,9 @@ export VIRTUAL_ENV=$VENV
 echo "== 1. base install, lowest direct versions"
 "$UV" pip install --quiet --resolution lowest-direct -e .
 "$UV" pip freeze --exclude-editable > "$VENV/floors.txt"
-grep -iE '^(typer|pydantic|pyyaml|polars|numpy|scipy|rich|scikit-learn|threadpoolctl|joblib)==' \
+grep -iE '^(typer|pydantic|pyyaml|polars|numpy|scipy|rich|threadpoolctl|joblib)==' \
     "$VENV/floors.txt"
-for module in ibis duckdb pandas pyarrow sqlglot; do
+for module in ibis duckdb pandas pyarrow sqlglot sklearn; do
     if "$VENV/bin/python" -c "import $module" 2> /dev/null; then
         echo "the base install brought $module" >&2
         exit 1
@@ -97,11 +98,11 @@ EOF
 audits "$VENV/bin/python" "$WORK/base"
 grep -q '"engine": "polars"' "$WORK/base/streamed/streamed-parquet.json"
 
-echo "== 2. plus fairscan[sql] at its floors and the test tools: same reports, smoke tests"
-"$VENV/bin/python" scripts/extras.py sql > "$VENV/sql.txt"
+echo "== 2. plus fairscan[sql,models] at their floors and the test tools: same reports, smoke tests"
+"$VENV/bin/python" scripts/extras.py sql models > "$VENV/sql.txt"
 "$UV" pip install --quiet --resolution lowest-direct -r "$VENV/sql.txt" -c "$VENV/floors.txt"
 "$UV" pip freeze --exclude-editable > "$VENV/floors.txt"
-grep -iE '^(ibis-framework|duckdb|sqlglot)==' "$VENV/floors.txt"
+grep -iE '^(ibis-framework|duckdb|sqlglot|scikit-learn)==' "$VENV/floors.txt"
 "$VENV/bin/python" scripts/extras.py test > "$VENV/extras.txt"
 "$UV" pip install --quiet -r "$VENV/extras.txt" -c "$VENV/floors.txt"
 audits "$VENV/bin/python" "$WORK/sql"

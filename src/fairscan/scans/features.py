@@ -4,7 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairscan.errors import ScanError
 from fairscan.scans.base import ScanContext
+
+# the extra that brings scikit-learn: the base install leaves it out (33 MB of a 400 MB budget,
+# issue 38), since only the scans that fit models use it
+MODELS_EXTRA = "models"
+
+
+def require_scikit_learn(what: str) -> None:
+    """A clear error, naming the extra to install, when ``what`` needs scikit-learn and this
+    install lacks it (instead of an ImportError deep inside a fit)."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise ScanError(
+            f"{what} fits its models with scikit-learn, which is not installed",
+            hint=f"pip install 'fairscan[{MODELS_EXTRA}]' (or pip install scikit-learn)",
+        ) from None
 
 
 def design_matrix(ctx: ScanContext, names: list[str]) -> np.ndarray:

@@ -40,7 +40,7 @@ from fairscan.scans.cbs.models import (
     CbsScanDetail,
 )
 from fairscan.scans.cbs.spec import CbsModels, CbsSpec, Scalar, metric_name
-from fairscan.scans.features import design_matrix
+from fairscan.scans.features import design_matrix, require_scikit_learn
 from fairscan.scans.given import given_result
 from fairscan.scans.mdss_runner import mdss_finding, null_distribution, subgroup_labels
 
@@ -529,6 +529,7 @@ def _result(
 
 
 def run_cbs(spec: CbsSpec, ctx: ScanContext) -> ScanResult:
+    require_scikit_learn("a cbs scan")
     timer = ScanTimer()
     inputs = _inputs(spec, ctx)
     if spec.subgroups:

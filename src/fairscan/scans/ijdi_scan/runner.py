@@ -33,7 +33,7 @@ from fairscan.report.models import (
 )
 from fairscan.report.text import percent
 from fairscan.scans.base import ScanContext, ScanTimer
-from fairscan.scans.features import design_matrix
+from fairscan.scans.features import design_matrix, require_scikit_learn
 from fairscan.scans.ijdi_replicate import IjdiReplicate
 from fairscan.scans.ijdi_scan.models import (
     IjdiCorrectionInfo,
@@ -91,13 +91,14 @@ class IjdiPass:
 
 def estimate_base_rate(ctx: ScanContext, names: list[str]) -> np.ndarray:
     """Pr(y = 1 | x) by logistic regression of the outcome on ``names`` over all rows (§4.1)."""
-    from sklearn.linear_model import LogisticRegression
-
     outcome = ctx.outcome
     weight = ctx.data.row_weight  # fractional sample weights: a weighted fit
     features = design_matrix(ctx, names)
     if features.shape[1] == 0:
         return np.full(ctx.data.n_rows, float(np.average(outcome, weights=weight)))
+    require_scikit_learn("an ijdi_scan without a base_rate column")
+    from sklearn.linear_model import LogisticRegression
+
     model = LogisticRegression(max_iter=2000)
     model.fit(features, outcome, sample_weight=weight)
     return np.asarray(model.predict_proba(features)[:, 1], dtype=np.float64)
