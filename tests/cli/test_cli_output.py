@@ -247,16 +247,16 @@ def test_terminal_bar_shows_the_scan_number_and_an_eta() -> None:
     import io
 
     from rich.console import Console
-    from rich.progress import TimeRemainingColumn
 
     from fairscan.cli import RichProgress
+    from fairscan.cli.progress_bar import EtaColumn
 
     stream = io.StringIO()
     bar = RichProgress(Console(file=stream, force_terminal=True, width=120))
     bar.start("scan 2 of 3: fpr: null replicates", 10)
     bar.advance(4)
     progress = bar._progress
-    assert any(isinstance(c, TimeRemainingColumn) for c in progress.columns)
+    assert any(isinstance(c, EtaColumn) for c in progress.columns)
     progress.refresh()
     bar.done()
     assert "scan 2 of 3: fpr: null replicates" in stream.getvalue()
