@@ -69,38 +69,42 @@ class ScanProgress:
         self._inner.done()
 
 
-# the time over which EtaEstimate averages the rate: several replicates even when each takes
-# a quarter of a minute, so that one burst of finished chunks barely moves the estimate
-ETA_WINDOW_SECONDS = 120.0
+# the time over which EtaEstimate averages the rate: some twenty replicates even when each
+# takes a quarter of a minute, so that one burst of finished chunks moves it by about 5 %
+ETA_WINDOW_SECONDS = 300.0
 
 
 class EtaEstimate:
     """Seconds left in a task of ``total`` steps, from its steps' rate.
 
-    The rate is the steps per second over the task's time so far with each step and each second
-    discounted by exp(-age / ``window``): the plain average at first, the last few minutes'
-    later. A burst of steps (two workers' chunks finishing together) adds its steps to that
-    average, so the estimate moves by a bounded share, never by a factor of 1000 as a rate
-    measured between two close steps does. Between steps the estimate counts down; it holds,
-    when the next step is late, at what it will be after that step."""
+    The rate is steps over seconds, each step counted with the seconds since the step before
+    it, both discounted by exp(-age / ``window``): the plain average at first, about the last
+    ``window`` seconds' later, and exact for steps at a steady pace. A burst of steps (two
+    workers' chunks finishing together) moves it by the burst's share of the window's steps,
+    never by a factor of 1000 as a rate measured between two close steps does. Between steps
+    the estimate counts down; it holds, when the next step is late, at what it will be after
+    that step."""
 
     def __init__(self, total: int | None, now: float, window: float = ETA_WINDOW_SECONDS) -> None:
         self.total = total
         self.done = 0
         self.begun = now
         self._window = window
-        self._steps = 0.0  # the discounted steps, as of self._at
+        self._steps = 0.0  # discounted steps, as of self._at
+        self._seconds = 0.0  # discounted seconds they took, as of self._at
         self._at = now
         self._last = 0  # steps in the last advance
         self._rate: float | None = None
 
     def advance(self, n: int, now: float) -> None:
-        self._steps = self._steps * math.exp(-(now - self._at) / self._window) + n
-        self._at = now
+        gap = max(now - self._at, 0.0)
+        decay = math.exp(-gap / self._window)
+        self._steps = self._steps * decay + n
+        self._seconds = self._seconds * decay + gap
+        self._at = max(now, self._at)
         self.done += n
         self._last = n
-        seconds = -self._window * math.expm1(-(now - self.begun) / self._window)
-        self._rate = self._steps / seconds if seconds > 0 else None
+        self._rate = self._steps / self._seconds if self._seconds > 0 else None
 
     def seconds_left(self, now: float) -> float | None:
         """The estimate at ``now``; None before the first step or without a total."""
@@ -121,7 +125,6 @@ def duration_text(seconds: float) -> str:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
-
 
 
 class Ticker:

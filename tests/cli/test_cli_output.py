@@ -243,6 +243,36 @@ def test_logs_get_plain_progress_lines(
     assert "progress:" not in quiet.stderr
 
 
+def test_run_shows_every_phase_in_order(
+    cli: Invoke, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress from the first second (issue 36): reading, preparing, each scan's search and
+    replicates, writing; on stderr only, stdout holds the report."""
+    import fairscan.cli.common
+    from fairscan.data.load import bytes_text
+
+    monkeypatch.setattr(fairscan.cli.common, "PLAIN_PROGRESS_SECONDS", 0.0)  # every step
+    size = bytes_text(project.data(n=600).stat().st_size)
+    spec = project.spec(spec_text())
+    outcome = cli("run", spec, *FAST, code=None)
+    assert "progress:" not in outcome.stdout
+    begun: list[str] = []  # each task's words, in the order they first appear
+    for line in outcome.stderr.splitlines():
+        if line.startswith("progress: "):
+            words = line.removeprefix("progress: ").split(",")[0].rstrip(" 0123456789/()%")
+            if words not in begun:
+                begun.append(words)
+    assert begun == [
+        f"reading data.csv ({size}",
+        "preparing 600 rows",
+        "scan 1 of 2: fpr: search (5 restarts",
+        "scan 1 of 2: fpr: null replicates",
+        "scan 2 of 2: calibration: search (5 restarts",
+        "scan 2 of 2: calibration: null replicates",
+        "writing the reports",
+    ], outcome.stderr
+
+
 def test_terminal_bar_shows_the_scan_number_and_an_eta() -> None:
     import io
 

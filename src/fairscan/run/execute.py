@@ -42,7 +42,7 @@ from fairscan.scans.roles import bind_roles, threshold_warnings
 
 if TYPE_CHECKING:
     from fairscan.engine.jobs import Executor
-    from fairscan.spec.models import ScanSpecBase
+    from fairscan.spec.base import ScanSpecBase
 
 
 def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:
@@ -151,9 +151,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         from fairscan.run.monitor import record_monitored
 
         report, written = record_monitored(prepared, monitor, report, options)
-    else:
+    elif options.write:
         with phase(options.progress, "writing the reports"):
-            written = write_outcome(prepared, report, options) if options.write else []
+            written = write_outcome(prepared, report, options)
+    else:
+        written = []
     # after the reports are on disk: a failing tracking server loses none of them
     mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
     return AuditOutcome(
