@@ -141,6 +141,26 @@ def test_log_lines_announce_a_phase_after_quiet_and_go_on_without_steps() -> Non
     assert len(lines) == 2
 
 
+def test_log_lines_of_a_long_task_are_a_few() -> None:
+    """999 replicates at 2.1 s each (35 minutes): a line every 10 s (4.8 replicates) for the
+    first minute, then less often, some 30 lines in all instead of 210."""
+    now = [0.0]
+    lines: list[str] = []
+    progress = PlainProgress(lines.append, interval=10.0, clock=lambda: now[0])
+    progress.start("fpr: null replicates", 999)
+    written: list[float] = []
+    for _ in range(999):
+        now[0] += 2.1
+        progress.advance()
+        if len(lines) > len(written):
+            written.append(now[0])
+    gaps = [b - a for a, b in itertools.pairwise([0.0, *written])]
+    assert all(10.0 <= gap < 12.6 for gap, at in zip(gaps, written, strict=True) if at < 60)
+    assert all(gap <= at / 5 + 2.1 for gap, at in zip(gaps, written, strict=True) if at >= 60)
+    assert 20 <= len(lines) <= 40, written
+    assert written[-1] > 1800.0  # still a line in the last minutes
+
+
 def test_background_log_lines_stop_with_the_phase() -> None:
     lines: list[str] = []
     progress = PlainProgress(lines.append, interval=3600.0, background=True)

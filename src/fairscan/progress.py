@@ -144,14 +144,19 @@ class Ticker:
         self._stopped.set()
 
 
+# the longest wait between two log lines of one task
+LONGEST_LOG_SPACING = 300.0
+
+
 class PlainProgress:
     """Progress for logs (no terminal): a plain line at most every ``interval`` seconds, e.g.
-    ``progress: scan 2 of 3: fpr: null replicates 400/999 (40%), 12s elapsed, ETA 18s``.
+    ``progress: scan 2 of 3: fpr: null replicates 400/999 (40%), 12s elapsed, ETA 18s``;
+    in a long task less often (a sixth of its time so far, at most every 5 minutes), so a
+    35-minute task writes some 30 lines, not 200.
 
     Nothing is written for a run shorter than ``interval``. A task that begins after a quiet
-    ``interval`` is announced at once; with ``background`` a thread also writes a line every
-    ``interval`` during a task that makes no steps (reading a file, a search). ``write``
-    receives each line."""
+    ``interval`` is announced at once; with ``background`` a thread also writes lines during a
+    task that makes no steps (reading a file, a search). ``write`` receives each line."""
 
     def __init__(
         self,
@@ -193,7 +198,8 @@ class PlainProgress:
             self._write_if_due(self._clock())
 
     def _write_if_due(self, now: float) -> None:
-        if self._task and now - self._last >= self._interval:
+        spacing = max(self._interval, min((now - self._eta.begun) / 6, LONGEST_LOG_SPACING))
+        if self._task and now - self._last >= spacing:
             self._last = now
             self._write(self.line(now))
 
