@@ -79,11 +79,12 @@ class EtaEstimate:
 
     The rate is steps over seconds, each step counted with the seconds since the step before
     it, both discounted by exp(-age / ``window``): the plain average at first, about the last
-    ``window`` seconds' later, and exact for steps at a steady pace. A burst of steps (two
-    workers' chunks finishing together) moves it by the burst's share of the window's steps,
-    never by a factor of 1000 as a rate measured between two close steps does. Between steps
-    the estimate counts down; it holds, when the next step is late, at what it will be after
-    that step."""
+    ``window`` seconds' later, and exact for steps at a steady pace. The first advance only
+    starts the count (its rate serves until a second one): replicate 0 runs alone, before the
+    worker processes start. A burst of steps (two workers' chunks finishing together) moves
+    the rate by the burst's share of the window's steps, never by a factor of 1000 as a rate
+    measured between two close steps does. Between steps the estimate counts down; it holds,
+    when the next step is late, at what it will be after that step."""
 
     def __init__(self, total: int | None, now: float, window: float = ETA_WINDOW_SECONDS) -> None:
         self.total = total
@@ -98,13 +99,17 @@ class EtaEstimate:
 
     def advance(self, n: int, now: float) -> None:
         gap = max(now - self._at, 0.0)
-        decay = math.exp(-gap / self._window)
-        self._steps = self._steps * decay + n
-        self._seconds = self._seconds * decay + gap
+        if self.done == 0:  # the first step's time: alone, and with the start-up in it
+            self._rate = n / gap if gap > 0 else None
+        else:
+            decay = math.exp(-gap / self._window)
+            self._steps = self._steps * decay + n
+            self._seconds = self._seconds * decay + gap
+            if self._seconds > 0:
+                self._rate = self._steps / self._seconds
         self._at = max(now, self._at)
         self.done += n
         self._last = n
-        self._rate = self._steps / self._seconds if self._seconds > 0 else None
 
     def seconds_left(self, now: float) -> float | None:
         """The estimate at ``now``; None before the first step or without a total."""
