@@ -146,7 +146,10 @@ def test_progress_reports_the_replicate_loop(
     recorder = _Recorder()
     fairscan.audit(credit, **BASE, scans=["fpr_scan"], replicates=9, progress=recorder)
     starts = [args for kind, args in recorder.calls if kind == "start"]
-    assert starts and starts[0][1] == 9
+    # every phase in order (issue 36); only the replicates count steps
+    words = [task.split(" ")[0] for task, _ in starts]
+    assert words == ["reading", "preparing", "fpr_scan:", "fpr_scan:"], starts
+    assert starts[-1] == ("fpr_scan: null replicates", 9)
     assert sum(n for kind, n in recorder.calls if kind == "advance") == 9
     capsys.readouterr()
     # progress=True: a bar on stderr (tqdm), nothing on stdout

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from fairscan.errors import DataError, Issue, SpecError, UsageError
-from fairscan.progress import Progress
+from fairscan.progress import Progress, phase
 from fairscan.report.models import AuditReport
 from fairscan.run.specs import SIGNIFICANCE_SHORTHANDS, locate
 from fairscan.spec.loader import MAX_DEPTH
@@ -231,11 +231,14 @@ def _audit(
         if run_loaded is None:
             where = loaded.path if loaded is not None else ARGUMENTS
             run_loaded = api.resolved_spec(spec_model, where)
-        prepared = api.prepare_lazy(run_loaded, streamed[0], spec=spec_model, located=located)
+        prepared = api.prepare_lazy(
+            run_loaded, streamed[0], spec=spec_model, located=located, progress=observer
+        )
         return api.run_prepared(
             prepared, api.RunOptions(write=False, executor=executor, progress=observer)
         ).report
-    frame, data_path, data_sha256, label = _table(data, loaded)
+    with phase(observer, "reading the table"):
+        frame, data_path, data_sha256, label = _table(data, loaded)
     if model is not None and features is not None and prediction_column is not None:
         from fairscan.data.load import frame_sha256
 
@@ -256,6 +259,7 @@ def _audit(
         data_path=data_path,
         data_sha256=data_sha256,
         located=located,
+        progress=observer,
     )
     return api.run_prepared(
         prepared, api.RunOptions(write=False, executor=executor, progress=observer)

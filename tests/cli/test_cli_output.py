@@ -243,20 +243,50 @@ def test_logs_get_plain_progress_lines(
     assert "progress:" not in quiet.stderr
 
 
+def test_run_shows_every_phase_in_order(
+    cli: Invoke, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress from the first second (issue 36): reading, preparing, each scan's search and
+    replicates, writing; on stderr only, stdout holds the report."""
+    import fairscan.cli.common
+    from fairscan.data.load import bytes_text
+
+    monkeypatch.setattr(fairscan.cli.common, "PLAIN_PROGRESS_SECONDS", 0.0)  # every step
+    size = bytes_text(project.data(n=600).stat().st_size)
+    spec = project.spec(spec_text())
+    outcome = cli("run", spec, *FAST, code=None)
+    assert "progress:" not in outcome.stdout
+    begun: list[str] = []  # each task's words, in the order they first appear
+    for line in outcome.stderr.splitlines():
+        if line.startswith("progress: "):
+            words = line.removeprefix("progress: ").split(",")[0].rstrip(" 0123456789/()%")
+            if words not in begun:
+                begun.append(words)
+    assert begun == [
+        f"reading data.csv ({size}",
+        "preparing 600 rows",
+        "scan 1 of 2: fpr: search (5 restarts",
+        "scan 1 of 2: fpr: null replicates",
+        "scan 2 of 2: calibration: search (5 restarts",
+        "scan 2 of 2: calibration: null replicates",
+        "writing the reports",
+    ], outcome.stderr
+
+
 def test_terminal_bar_shows_the_scan_number_and_an_eta() -> None:
     import io
 
     from rich.console import Console
-    from rich.progress import TimeRemainingColumn
 
     from fairscan.cli import RichProgress
+    from fairscan.cli.progress_bar import EtaColumn
 
     stream = io.StringIO()
     bar = RichProgress(Console(file=stream, force_terminal=True, width=120))
     bar.start("scan 2 of 3: fpr: null replicates", 10)
     bar.advance(4)
     progress = bar._progress
-    assert any(isinstance(c, TimeRemainingColumn) for c in progress.columns)
+    assert any(isinstance(c, EtaColumn) for c in progress.columns)
     progress.refresh()
     bar.done()
     assert "scan 2 of 3: fpr: null replicates" in stream.getvalue()

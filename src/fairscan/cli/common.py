@@ -12,8 +12,9 @@ import os
 import signal
 import sys
 import textwrap
+import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -166,41 +167,44 @@ out = Console(highlight=False)
 
 
 class RichProgress:
-    """Progress observer drawing a transient rich bar on stderr (one bar per task)."""
+    """Progress observer drawing a transient rich bar on stderr (one bar per task): the
+    phase's words, a bar, the steps, the time elapsed and a smoothed time left."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        from fairscan.progress import EtaEstimate
+
         self._console = console
+        self._clock = clock
         self._progress: Any = None
         self._task: Any = None
+        self._eta = EtaEstimate(None, clock())
 
     def start(self, task: str, total: int | None) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, Progress, TimeElapsedColumn
         from rich.text import Text
 
+        from fairscan.cli.progress_bar import EtaColumn, StepsColumn
+        from fairscan.progress import EtaEstimate
+
         self.done()
+        self._eta = EtaEstimate(total, self._clock())
         # a fresh Progress per task: transient bars vanish when their task is done
         self._progress = Progress(
             "{task.description}",
             BarColumn(),
-            MofNCompleteColumn(),
+            StepsColumn(),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            EtaColumn(lambda: self._eta, self._clock),
             console=self._console,
             transient=True,
+            get_time=self._clock,
         )
         self._progress.start()
         self._task = self._progress.add_task(Text(console_text(task)).plain, total=total)
 
     def advance(self, n: int = 1) -> None:
         if self._progress is not None:
+            self._eta.advance(n, self._clock())
             self._progress.advance(self._task, n)
 
     def done(self) -> None:
@@ -230,6 +234,7 @@ def make_progress(enabled: bool) -> Progress:
     return PlainProgress(
         lambda line: err.print(console_text(line), markup=False, highlight=False, soft_wrap=True),
         interval=PLAIN_PROGRESS_SECONDS,
+        background=True,  # a line during a long read or search too
     )
 
 

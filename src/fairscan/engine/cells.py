@@ -105,6 +105,16 @@ def _profile_keys(codes: np.ndarray, cardinality: np.ndarray) -> np.ndarray:
     return inverse.reshape(-1).astype(np.int64)
 
 
+def count_profiles(codes: np.ndarray) -> int:
+    """The distinct rows of ``codes`` (non-negative codes; covariate profiles): one sort of
+    int64 keys, not ``np.unique(codes, axis=0)``'s sort of whole rows (many times slower at
+    10^6 rows)."""
+    if codes.shape[0] == 0:
+        return 0
+    cardinality = codes.max(axis=0).astype(np.int64) + 1
+    return int(np.unique(_profile_keys(codes, cardinality)).size)
+
+
 def compress(
     codes: np.ndarray,
     observed: np.ndarray,

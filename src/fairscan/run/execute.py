@@ -18,7 +18,7 @@ import numpy as np
 from fairscan import __version__
 from fairscan.errors import Issue, ScanError
 from fairscan.interrupts import interrupt_of
-from fairscan.progress import Progress, ScanProgress
+from fairscan.progress import Progress, ScanProgress, phase
 from fairscan.redact import shown_spec, shown_url
 from fairscan.report.baseline import compare_reports
 from fairscan.report.models import (
@@ -42,6 +42,7 @@ from fairscan.scans.roles import bind_roles, threshold_warnings
 
 if TYPE_CHECKING:
     from fairscan.engine.jobs import Executor
+    from fairscan.spec.base import ScanSpecBase
 
 
 def run_audit(spec_path: Path, options: RunOptions | None = None) -> AuditOutcome:
@@ -150,8 +151,11 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         from fairscan.run.monitor import record_monitored
 
         report, written = record_monitored(prepared, monitor, report, options)
+    elif options.write:
+        with phase(options.progress, "writing the reports"):
+            written = write_outcome(prepared, report, options)
     else:
-        written = write_outcome(prepared, report, options) if options.write else []
+        written = []
     # after the reports are on disk: a failing tracking server loses none of them
     mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
     return AuditOutcome(
@@ -272,7 +276,9 @@ def run_scan(
             spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
             detect=detect,
         )
-        result = SCAN_TYPES[scan.type].runner(scan, ctx)
+        # the search's phase; a runner's replicates show as their own phase within it
+        with phase(progress, _search_words(scan)):
+            result = SCAN_TYPES[scan.type].runner(scan, ctx)
         floor = SCAN_TYPES[scan.type].p_value_floor
         if floor is not None:  # what the gate needs to tell an untested scan (issue 34)
             from fairscan.run.gate_correction import result_floor
@@ -307,6 +313,14 @@ def run_scan(
         timing=ScanTiming(search_seconds=elapsed, significance_seconds=0.0, total_seconds=elapsed),
         error=message,
     )
+
+
+def _search_words(scan: ScanSpecBase) -> str:
+    """``fpr: search (20 restarts)``: what a scan shows before its replicates."""
+    restarts = getattr(scan, "restarts", None)
+    if isinstance(restarts, int) and restarts > 0:
+        return f"{scan.id}: search ({restarts} restarts)"
+    return f"{scan.id}: scanning"
 
 
 def _in_scan(error: ScanError, index: int) -> ScanError:

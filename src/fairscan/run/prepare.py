@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairscan.errors import DataError, Issue, ScanError, SpecError
-from fairscan.progress import Progress
+from fairscan.progress import NullProgress, Progress, phase
 from fairscan.run.options import RunOptions
 from fairscan.run.specs import (
     apply_overrides,
@@ -146,9 +146,10 @@ def prepare_loaded(
             loaded, spec, roles, source, extra_roles, spec_issues, options, located
         )
     try:
-        # in a watched thread: Ctrl-C ends a long read at once
-        frame = watched(lambda: read_table(data_path), remote=False)
-        sha = watched(lambda: file_sha256(data_path), remote=False)
+        with phase(options.progress, _reading(data_path)):
+            # in a watched thread: Ctrl-C ends a long read at once
+            frame = watched(lambda: read_table(data_path), remote=False)
+            sha = watched(lambda: file_sha256(data_path), remote=False)
     except DataError as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     return _prepare(
@@ -161,7 +162,18 @@ def prepare_loaded(
         extra_roles,
         located=located,
         spec_issues=spec_issues,
+        progress=options.progress,
     )
+
+
+def _reading(data_path: Path) -> str:
+    """The reading phase's words: the file and its size (read in one call: no steps)."""
+    from fairscan.data.load import bytes_text
+
+    try:
+        return f"reading {data_path.name} ({bytes_text(data_path.stat().st_size)})"
+    except OSError:  # read_table names what is wrong with the path
+        return f"reading {data_path.name}"
 
 
 def _streamed_source(spec: AuditSpec, data_path: Path) -> DatasetSource | None:
@@ -248,6 +260,7 @@ def _prepare_streamed(
         spec_issues,
         prefiltered=aggregation is None,
         aggregated=aggregation,
+        progress=progress,
     )
     prepared = replace(
         prepared, data_source=engine.provenance or getattr(source, "provenance", None)
@@ -400,6 +413,7 @@ def prepare_lazy(
     *,
     spec: AuditSpec | None = None,
     located: bool = True,
+    progress: Progress | None = None,
 ) -> PreparedAudit:
     """Check the spec, then stream a lazy table (``fairscan.audit``): a polars LazyFrame, a
     DuckDB relation / Dask / PySpark DataFrame aggregated where it lives, or a
@@ -410,8 +424,9 @@ def prepare_lazy(
 
     spec = loaded.spec if spec is None else spec
     roles, spec_issues = checked_roles(loaded, spec)
+    options = RunOptions(progress=progress or NullProgress())
     if isinstance(data, DatasetSource):
-        return _prepare_streamed(loaded, spec, roles, data, (), spec_issues, None, located)
+        return _prepare_streamed(loaded, spec, roles, data, (), spec_issues, options, located)
     filter_keys: list[str] = []
     if spec.data.filter is not None:
         try:
@@ -422,7 +437,7 @@ def prepare_lazy(
         source = lazy_table(data, used_columns(spec, roles, ()), filter_keys)
     except DataError as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
-    return _prepare_streamed(loaded, spec, roles, source, (), spec_issues, None, located)
+    return _prepare_streamed(loaded, spec, roles, source, (), spec_issues, options, located)
 
 
 def _stream_progress(progress: Progress, location: str) -> Callable[[int], None]:
@@ -444,6 +459,7 @@ def prepare_frame(
     spec: AuditSpec | None = None,
     located: bool = True,
     extra_roles: Sequence[RoleColumn] = (),
+    progress: Progress | None = None,
 ) -> PreparedAudit:
     """Check the spec, then check and encode a table already loaded (``fairscan.audit``).
 
@@ -453,7 +469,16 @@ def prepare_frame(
     spec = loaded.spec if spec is None else spec
     roles, spec_issues = checked_roles(loaded, spec)
     return _prepare(
-        loaded, spec, roles, frame, data_path, data_sha256, extra_roles, located, spec_issues
+        loaded,
+        spec,
+        roles,
+        frame,
+        data_path,
+        data_sha256,
+        extra_roles,
+        located,
+        spec_issues,
+        progress=progress or NullProgress(),
     )
 
 
@@ -470,6 +495,7 @@ def _prepare(
     *,
     prefiltered: bool = False,
     aggregated: Aggregation | None = None,
+    progress: Progress | None = None,
 ) -> PreparedAudit:
     """Check and encode the table for the checked spec: the step every entry point shares.
 
@@ -485,21 +511,23 @@ def _prepare(
 
     weight = spec.columns.weight
     try:
-        if weight is not None:
-            frame = drop_zero_weights(frame, weight)
-        data = prepare_data(
-            frame,
-            roles=[*(request for r in roles for request in r.requests()), *extra_roles],
-            attributes=list(spec.attributes),
-            discretize=spec.discretize,
-            max_categories=spec.max_categories,
-            filter=None if prefiltered else spec.data.filter,
-            extra_columns=extra_columns(spec, roles),
-            strip_whitespace=spec.data.strip_whitespace,
-            aggregated=aggregated,
-        )
-        if weight is not None:
-            data = apply_weights(data, weight)
+        rows = "distinct rows" if aggregated is not None else "rows"
+        with phase(progress or NullProgress(), f"preparing {frame.height:,} {rows}"):
+            if weight is not None:
+                frame = drop_zero_weights(frame, weight)
+            data = prepare_data(
+                frame,
+                roles=[*(request for r in roles for request in r.requests()), *extra_roles],
+                attributes=list(spec.attributes),
+                discretize=spec.discretize,
+                max_categories=spec.max_categories,
+                filter=None if prefiltered else spec.data.filter,
+                extra_columns=extra_columns(spec, roles),
+                strip_whitespace=spec.data.strip_whitespace,
+                aggregated=aggregated,
+            )
+            if weight is not None:
+                data = apply_weights(data, weight)
     except (DataError, SpecError) as error:
         raise locate(loaded, with_spec_issues(error, spec_issues), located) from error
     if spec_issues:

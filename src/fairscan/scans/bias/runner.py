@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairscan.engine.cells import count_profiles
 from fairscan.engine.critical import critical_value
 from fairscan.engine.expectation_cells import ProfileSums
 from fairscan.engine.mdss import SubgroupScore, direction_code
@@ -119,7 +120,7 @@ def run_calibration_scan(spec: BiasScanSpec, ctx: ScanContext) -> ScanResult:
     if spec.subgroups:  # the critical value screens a search; given subgroups have none
         return result
     # Screening figure of Theorem 2; M = distinct covariate profiles in the scanned data.
-    profiles = int(np.unique(data.codes, axis=0).shape[0]) if data.n_rows else 0
+    profiles = count_profiles(data.codes)
     h = critical_value(ctx.alpha, profiles)
     top = (result.findings[0].statistic.value or 0.0) if result.findings else 0.0
     critical = CriticalValue(
