@@ -38,11 +38,8 @@ from fairscan.engine.subroc_kernels import (
     MEASURE_PR,
     MEASURE_ROC,
     evaluate_children,
-    evaluate_children_weighted,
     measure_sorted,
-    measure_sorted_weighted,
     null_measures,
-    null_measures_weighted,
 )
 
 MEASURES = {"roc_auc": MEASURE_ROC, "pr_auc": MEASURE_PR, "ranking_loss": MEASURE_ARL}
@@ -85,10 +82,9 @@ def _measure_rows(
 ) -> float:
     """The measure of ``rows`` (positions in score order); ``weight`` in the data's order
     (``order`` sorts it), or already sorted when ``order`` is None."""
-    if weight is None:
-        return float(measure_sorted(rows, ys, grp, mcode))
-    ws = np.ascontiguousarray(weight if order is None else weight[order], dtype=np.float64)
-    return float(measure_sorted_weighted(rows, ys, ws, grp, mcode))
+    if weight is not None:
+        weight = np.ascontiguousarray(weight if order is None else weight[order], np.float64)
+    return float(measure_sorted(rows, ys, grp, mcode, weight))
 
 
 def lower_bound(y: np.ndarray, score: np.ndarray, name: str) -> float:
@@ -317,39 +313,22 @@ def search(
         n_out = int(t_size.sum())
         task_ptr = np.searchsorted(t_parent, np.arange(len(parents) + 1)).astype(np.int64)
         n_chunks = max(1, min(len(parents), threads * 8))
-        if ws is None:
-            pos, neg, u2, nb, nt, area = evaluate_children(
-                parents,
-                bits,
-                task_ptr,
-                t_attr,
-                t_out,
-                n_out,
-                codes_t,
-                card,
-                ys,
-                grp,
-                mcode == MEASURE_PR,
-                n_chunks,
-                threads=threads,
-            )
-        else:
-            pos, neg, u2, nb, nt, area = evaluate_children_weighted(
-                parents,
-                bits,
-                task_ptr,
-                t_attr,
-                t_out,
-                n_out,
-                codes_t,
-                card,
-                ys,
-                ws,
-                grp,
-                mcode == MEASURE_PR,
-                n_chunks,
-                threads=threads,
-            )
+        pos, neg, u2, nb, nt, area = evaluate_children(
+            parents,
+            bits,
+            task_ptr,
+            t_attr,
+            t_out,
+            n_out,
+            codes_t,
+            card,
+            ys,
+            grp,
+            mcode == MEASURE_PR,
+            n_chunks,
+            threads=threads,
+            wt=ws,
+        )
         slot = t_out[np.searchsorted(upair, pair)] + (si - offsets[ca])
         pos, neg, u2, nb, nt, area = (a[slot] for a in (pos, neg, u2, nb, nt, area))
         size = pos + neg
@@ -557,12 +536,7 @@ class _SubsetNull:
             up = rng.random((self.subsets, pair[0]))
             un = rng.random((self.subsets, pair[1]))
             args = (up, un, self.pos_rows, self.neg_rows, self.ys)
-            if self.ws is None:
-                values = null_measures(*args, self.grp, self.mcode, threads=self.threads)
-            else:
-                values = null_measures_weighted(
-                    *args, self.ws, self.grp, self.mcode, threads=self.threads
-                )
+            values = null_measures(*args, self.grp, self.mcode, threads=self.threads, wt=self.ws)
             self.cache[pair] = self.sign * (self.overall - values)
         return self.cache[pair]
 
