@@ -123,8 +123,7 @@ cdef struct Scratch:
     int64_t* rows
     double* tmp
     double* cum
-    double* tp
-    double* fp
+    double* group  # PR pass: TP and FP of the current tie group, interleaved per value
     uint8_t* seen
     double* prev
 
@@ -133,7 +132,7 @@ cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a
                           const int8_t* y, const double* wt, const int32_t* grp, int64_t k,
                           bint do_pr, int64_t out, Outputs* o, Scratch* s) noexcept nogil:
     cdef int64_t v, i, j, t, r, g
-    cdef double w, prec
+    cdef double w, prec, tpg, fpg
     for v in range(k):
         s.tmp[v] = 0.0
         s.cum[v] = 0.0
@@ -178,8 +177,8 @@ cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a
     for v in range(k):
         s.tmp[v] = 0.0  # TP so far
         s.cum[v] = 0.0  # FP so far
-        s.tp[v] = 0.0  # TP and FP of the current tie group
-        s.fp[v] = 0.0
+        s.group[2 * v] = 0.0
+        s.group[2 * v + 1] = 0.0
         s.prev[v] = 1.0  # precision at the origin (methods.md S2)
     i = c - 1
     while i >= 0:
@@ -189,20 +188,19 @@ cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a
             j -= 1
         for t in range(j + 1, i + 1):
             r = rows[t]
-            if y[r] == 1:
-                s.tp[codes_a[r]] += _weight(wt, r)
-            else:
-                s.fp[codes_a[r]] += _weight(wt, r)
+            s.group[2 * codes_a[r] + (y[r] == 0)] += _weight(wt, r)  # TP, or FP
         for t in range(j + 1, i + 1):
             v = codes_a[rows[t]]
-            if s.tp[v] + s.fp[v] > 0.0:
-                s.tmp[v] += s.tp[v]
-                s.cum[v] += s.fp[v]
+            tpg = s.group[2 * v]
+            fpg = s.group[2 * v + 1]
+            if tpg + fpg > 0.0:
+                s.tmp[v] += tpg
+                s.cum[v] += fpg
                 prec = s.tmp[v] / (s.tmp[v] + s.cum[v])
-                o.area[out + v] += s.tp[v] * (prec + s.prev[v]) * 0.5
+                o.area[out + v] += tpg * (prec + s.prev[v]) * 0.5
                 s.prev[v] = prec
-                s.tp[v] = 0.0
-                s.fp[v] = 0.0
+                s.group[2 * v] = 0.0
+                s.group[2 * v + 1] = 0.0
         i = j
     for v in range(k):
         if o.pos[out + v] > 0:
@@ -217,12 +215,11 @@ cdef Scratch* _scratch_new(int64_t n, int64_t kmax) noexcept nogil:
     s.rows = <int64_t*>malloc((n + 1) * sizeof(int64_t))
     s.tmp = <double*>calloc(kmax, sizeof(double))
     s.cum = <double*>calloc(kmax, sizeof(double))
-    s.tp = <double*>calloc(kmax, sizeof(double))
-    s.fp = <double*>calloc(kmax, sizeof(double))
+    s.group = <double*>calloc(2 * kmax, sizeof(double))
     s.seen = <uint8_t*>calloc(kmax, sizeof(uint8_t))
     s.prev = <double*>malloc(kmax * sizeof(double))
-    if (s.rows == NULL or s.tmp == NULL or s.cum == NULL or s.tp == NULL or s.fp == NULL
-            or s.seen == NULL or s.prev == NULL):
+    if (s.rows == NULL or s.tmp == NULL or s.cum == NULL or s.group == NULL or s.seen == NULL
+            or s.prev == NULL):
         _scratch_free(s)
         return NULL
     return s
@@ -234,8 +231,7 @@ cdef void _scratch_free(Scratch* s) noexcept nogil:
     free(s.rows)
     free(s.tmp)
     free(s.cum)
-    free(s.tp)
-    free(s.fp)
+    free(s.group)
     free(s.seen)
     free(s.prev)
     free(s)
