@@ -552,7 +552,7 @@ def test_evaluate_children_without_weights_is_unit_weights_bit_for_bit():
     to the brute force's."""
     from fairscan.engine.subroc_kernels import evaluate_children
 
-    args, codes, ys, s, task_out = _children_inputs(5)
+    args, codes, ys, s, _ = _children_inputs(5)
     plain = evaluate_children(*args)
     ones = evaluate_children(*args, wt=np.ones(len(ys)))
     for a, b in zip(plain, ones, strict=True):
@@ -584,7 +584,7 @@ def test_null_measures_weighted_against_the_drawn_subsets(mcode):
 
     rng = np.random.default_rng(6)
     y = (rng.random(120) < 0.4).astype(np.int8)
-    order, ys, grp = _sorted_inputs(y, np.round(rng.random(120), 1))
+    _, ys, grp = _sorted_inputs(y, np.round(rng.random(120), 1))
     s = grp.astype(float)  # the score rank: ties kept
     w = rng.uniform(0.1, 3.0, 120)
     pos_rows, neg_rows = np.flatnonzero(ys == 1), np.flatnonzero(ys == 0)

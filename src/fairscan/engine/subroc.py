@@ -82,9 +82,14 @@ def _measure_rows(
 ) -> float:
     """The measure of ``rows`` (positions in score order); ``weight`` in the data's order
     (``order`` sorts it), or already sorted when ``order`` is None."""
-    if weight is not None:
-        weight = np.ascontiguousarray(weight if order is None else weight[order], np.float64)
-    return float(measure_sorted(rows, ys, grp, mcode, weight))
+    ws = weight if order is None else _sorted_weights(weight, order)
+    return float(measure_sorted(rows, ys, grp, mcode, ws))
+
+
+def _sorted_weights(weight: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
+    """The rows' sample weights in score order, as the kernels take them; None stays None: the
+    kernels' unweighted passes then read no weight array, and counts stay whole numbers."""
+    return None if weight is None else np.ascontiguousarray(weight[order], np.float64)
 
 
 def lower_bound(y: np.ndarray, score: np.ndarray, name: str) -> float:
@@ -247,7 +252,8 @@ def search(
         )
     bits = _bitsets(codes_sorted, offsets)
     root = n_sel
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
+    has_weights = ws is not None
     overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
     n_pos: float = int(ys.sum()) if ws is None else float(ws[ys == 1].sum())
     n_neg: float = n - n_pos if ws is None else float(ws[ys == 0].sum())
@@ -345,7 +351,7 @@ def search(
             elif mcode == MEASURE_PR:
                 value = area
                 relative = overall - value
-                oe_raw = overall - _bound("pr_auc", above, nt, ws is not None)
+                oe_raw = overall - _bound("pr_auc", above, nt, has_weights)
             else:
                 value = neg - u2 / (2.0 * pos)
                 relative = value - overall
@@ -432,9 +438,9 @@ def search(
                     weighted=float(cat["weighted"][i]),
                     relative=float(cat["relative"][i]),
                     value=float(cat["value"][i]),
-                    size=_count(cat["size"][i], ws is not None),
-                    positives=_count(cat["pos"][i], ws is not None),
-                    negatives=_count(cat["neg"][i], ws is not None),
+                    size=_count(cat["size"][i], has_weights),
+                    positives=_count(cat["pos"][i], has_weights),
+                    negatives=_count(cat["neg"][i], has_weights),
                     optimistic=float(cat["oe"][i]),
                     key=int(k),
                 )
@@ -565,7 +571,7 @@ def significance(
     pattern's numbers of positive and negative rows, each drawn row carrying its weight."""
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     codes_sorted = np.asarray(codes)[order]
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
     tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     tests: list[PatternTest] = []
     cov = covers(codes_sorted, patterns)
@@ -613,7 +619,7 @@ def fixed_subset_tests(
     all the rows given: with no search there is nothing to hold out. ``sample_weight``: as in
     :func:`significance`."""
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
     tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     out: list[FixedSubsetTest] = []
     for mask in masks:
