@@ -18,11 +18,13 @@ its own output slots, so results do not depend on the thread count.
 
 Sample weights (``columns.weight``): every pass takes an optional weight pointer ``wt`` (rows in
 score order); NULL means unit weights. Every count is then a sum of the rows' weights, held as a
-double. With unit weights the doubles hold whole numbers, exact below 2^53 (the bound
-``data/weights.py`` enforces on a weighted total), and every operation is the one the counts
-went through, so an unweighted run returns the bits it returned when these were int64 counts.
-The pointer is tested once per row through :func:`_weight`, an inline the C compiler moves out
-of the loops (``-O3`` unswitches them), so the unweighted passes read no weight array.
+double. With unit weights the doubles hold whole numbers, exact below 2^53 (twice the
+Mann-Whitney count, the largest, stays below it up to about 1.3e8 rows in a subgroup), and every
+operation is the one the counts went through, so an unweighted run returns the bits it returned
+when these were int64 counts.
+Rows read their weight through :func:`_weight`, an inline whose NULL test is the same for the
+whole pass (always predicted; ``-O3`` may move it out of the loop): the unweighted passes read no
+weight array and measure as fast as the count passes they replace (benchmarks/bench_subroc.py).
 
 Ctrl-C: both parallel entry points work in batches and check for pending signals between
 batches (holding the GIL), so an interrupt raises within a fraction of a second.
