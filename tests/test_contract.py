@@ -355,9 +355,10 @@ def test_a_reaudit_on_the_same_data_changes_nothing(audited: Any) -> None:
 FRACTIONAL = sorted(
     t
     for t in EXAMPLES
-    if SCAN_TYPES[t].honours_fractional_weights(
+    if SCAN_TYPES[t].weight_use(
         SCAN_TYPES[t].spec_model.model_validate({"id": "x", "type": t, **EXAMPLES[t]})
     )
+    != "rows"
 )
 
 
@@ -430,7 +431,7 @@ def _bias_spec(setting: str) -> Any:
 def test_fractional_weights_in_every_bias_scan_setting(
     tmp_path: Path, fractional_table: Path, setting: str
 ) -> None:
-    assert SCAN_TYPES["bias_scan"].honours_fractional_weights(_bias_spec(setting))
+    assert SCAN_TYPES["bias_scan"].weight_use(_bias_spec(setting)) != "rows"
     _check_fractional(tmp_path, "bias_scan", fractional_table, **BIAS_SETTINGS[setting])
 
 
@@ -460,7 +461,7 @@ def _statistics(scan: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize(
-    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].fractional_weights is True]
+    "scan_type", [t for t in FRACTIONAL if SCAN_TYPES[t].weights == "fractional"]
 )
 def test_the_weighted_rows_path_equals_the_replicated_table(
     tmp_path: Path,

@@ -650,7 +650,7 @@ def test_weighted_subroc_measures_against_brute_force(name):
 
 
 def test_weighted_subroc_null_draws_carry_the_rows_weights():
-    from fairscan.engine.subroc_kernels import MEASURE_ROC, null_measures, null_measures_weighted
+    from fairscan.engine.subroc_kernels import MEASURE_ROC, null_measures
 
     rng = np.random.default_rng(4)
     n = 300
@@ -659,10 +659,10 @@ def test_weighted_subroc_null_draws_carry_the_rows_weights():
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
     up, un = rng.random((50, 20)), rng.random((50, 30))
     plain = null_measures(up, un, pos, neg, y, grp, MEASURE_ROC)
-    ones = null_measures_weighted(up, un, pos, neg, y, np.ones(n), grp, MEASURE_ROC)
+    ones = null_measures(up, un, pos, neg, y, grp, MEASURE_ROC, wt=np.ones(n))
     assert ones == pytest.approx(plain, rel=1e-12)  # the same subsets
     w = rng.uniform(0.2, 3.0, n)
-    weighted = null_measures_weighted(up, un, pos, neg, y, w, grp, MEASURE_ROC)
+    weighted = null_measures(up, un, pos, neg, y, grp, MEASURE_ROC, wt=w)
     assert not np.allclose(weighted, plain)
     assert np.all((weighted >= 0) & (weighted <= 1))
 

@@ -204,3 +204,24 @@ def test_absent_group_contributes_zero_and_unstable_flag():
     assert 0.5 < out.present_share[0] < 0.75
     assert out.present_share[1] == 1.0
     del never
+
+
+def test_unweighted_moments_are_the_plain_moments_to_the_bit():
+    """Without sample weights the weighted formulas (unit weights) give the plain mean and
+    variances exactly: no separate unweighted branch is needed (issue 37)."""
+    import scipy.sparse as sp
+
+    from fairscan.engine.audit_bootstrap import AuditProblem, moments
+
+    rng = np.random.default_rng(11)
+    n = 2500
+    L = rng.normal(size=n) * 1e3
+    pop = rng.random(n) < 0.9
+    ref = rng.random(n) < 0.5
+    groups = sp.csr_matrix((rng.random((5, 3)) < 0.5).astype(float))
+    problem = AuditProblem(L, pop, rng.integers(0, 5, n), groups, reference=ref)
+    m = moments(problem)
+    assert m.n == n and isinstance(m.n, int)
+    assert m.theta == float(L[ref & pop].sum() / int((ref & pop).sum()))
+    assert m.var_L == float(np.var(L[pop]))
+    assert np.array_equal(m.count, groups.T @ np.bincount(problem.atom[pop], minlength=5))

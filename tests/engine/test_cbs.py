@@ -335,3 +335,16 @@ def test_semi_synthetic_detection_uses_whole_table_membership():
         dataset = generate(codes, Injection(mu_sep=1.0), np.random.default_rng(seed))
         accuracy = evaluate_once(dataset, ["sep-rec", "sep-pred"], 20, 1.0, seed=0)
         assert accuracy == {"sep-rec": 1.0, "sep-pred": 1.0}
+
+
+def test_gaussian_sigma_with_unit_weights_is_the_sample_sd_to_the_bit():
+    """The SD rule has one formula, weighted; unit weights give numpy's ddof-1 SD exactly, and
+    whole-number weights the SD of the rows repeated."""
+    rng = np.random.default_rng(3)
+    delta = rng.normal(size=999) * 7.0
+    sd = cbs.gaussian_sigma(delta, cbs.SIGMA_SD, np.ones(len(delta)))
+    assert sd == max(float(np.std(delta, ddof=1)), cbs.SIGMA_FLOOR)
+    counts = rng.integers(1, 4, len(delta))
+    repeated = float(np.std(np.repeat(delta, counts), ddof=1))
+    weighted = cbs.gaussian_sigma(delta, cbs.SIGMA_SD, counts.astype(np.float64))
+    assert weighted == pytest.approx(repeated, rel=1e-12)

@@ -468,3 +468,136 @@ def test_undefined_validation_cover_gets_p_one():
     s = np.arange(30, dtype=float)
     res = significance(codes, y, s, [((0, 1),)], "roc_auc", 50, np.random.SeedSequence(0), "by")
     assert res.tests[0].p_value == 1.0 and np.isnan(res.tests[0].statistic)
+
+
+# --- one pass per measure, with or without sample weights (issue 37) -------------------------
+
+
+def _weighted_oracle(y, s, w):
+    """Brute force over (positive, negative) pairs and score thresholds of one subgroup: the
+    kernel's outputs pos, neg, u2 (twice the weighted Mann-Whitney count), the negatives' weight
+    strictly below and tied with the lowest positive, and the PR AUC (precision 1 at the origin)."""
+    pos, neg = y == 1, y == 0
+    pairs = 2 * (s[pos][:, None] > s[neg][None, :]) + (s[pos][:, None] == s[neg][None, :])
+    u2 = float((w[pos][:, None] * w[neg][None, :] * pairs).sum())
+    lowest = s[pos].min() if pos.any() else np.inf
+    below = float(w[neg & (s < lowest)].sum()) if pos.any() else 0.0
+    tied = float(w[neg & (s == lowest)].sum()) if pos.any() else 0.0
+    area, prev, tp, fp = 0.0, 1.0, 0.0, 0.0
+    for t in np.unique(s)[::-1]:
+        d_tp, d_fp = float(w[pos & (s == t)].sum()), float(w[neg & (s == t)].sum())
+        tp, fp = tp + d_tp, fp + d_fp
+        area += d_tp * (tp / (tp + fp) + prev) / 2
+        prev = tp / (tp + fp)
+    area = area / w[pos].sum() if pos.any() else 0.0
+    return [float(w[pos].sum()), float(w[neg].sum()), u2, below, tied, area]
+
+
+def _children_inputs(seed, n=160, card=(3, 4)):
+    """A tied problem sorted by score, and the kernel's inputs for two parents (all rows, and
+    value 0 of attribute 0) each with one task per attribute."""
+    from fairscan.engine.subroc import _bitsets, _selector_tables, _sorted_inputs
+
+    rng = np.random.default_rng(seed)
+    codes = np.stack([rng.integers(0, k, n) for k in card], 1).astype(np.int32)
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    score = np.round(rng.random(n), 1)  # about ten tie groups
+    order, ys, grp = _sorted_inputs(y, score)
+    card_a = np.array(card, np.int32)
+    offsets, _ = _selector_tables(codes, card_a)
+    codes_sorted = np.ascontiguousarray(codes[order])
+    root = int(offsets[-1])
+    parents = np.array([[root], [0]], np.int32)
+    tasks = np.array([0, 1, 0, 1], np.int32)
+    sizes = card_a[tasks].astype(np.int64)
+    task_out = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    args = (
+        parents,
+        _bitsets(codes_sorted, offsets),
+        np.array([0, 2, 4], np.int64),
+        tasks,
+        task_out,
+        int(sizes.sum()),
+        np.ascontiguousarray(codes_sorted.T),
+        card_a,
+        ys,
+        grp,
+        True,
+        1,
+    )
+    return args, codes_sorted, ys, np.sort(score), task_out
+
+
+def test_evaluate_children_weighted_against_brute_force():
+    """Fractional weights: every child's sums, Mann-Whitney count, lowest-positive neighbours
+    and PR AUC as a brute force over pairs and thresholds gives them."""
+    from fairscan.engine.subroc_kernels import evaluate_children
+
+    args, codes, ys, s, task_out = _children_inputs(3)
+    w = np.random.default_rng(4).uniform(0.05, 5.0, len(ys))
+    outs = evaluate_children(*args, threads=2, wt=w)
+    for t, (parent_rows, a) in enumerate(
+        [(None, 0), (None, 1), (codes[:, 0] == 0, 0), (codes[:, 0] == 0, 1)]
+    ):
+        for v in range(int(codes[:, a].max()) + 1):
+            rows = codes[:, a] == v
+            if parent_rows is not None:
+                rows &= parent_rows
+            got = [float(o[task_out[t] + v]) for o in outs]
+            assert got == pytest.approx(_weighted_oracle(ys[rows], s[rows], w[rows]), rel=1e-12)
+
+
+def test_evaluate_children_without_weights_is_unit_weights_bit_for_bit():
+    """No weights (a NULL pointer) and weights of 1 give the same bits, and whole counts equal
+    to the brute force's."""
+    from fairscan.engine.subroc_kernels import evaluate_children
+
+    args, codes, ys, s, _ = _children_inputs(5)
+    plain = evaluate_children(*args)
+    ones = evaluate_children(*args, wt=np.ones(len(ys)))
+    for a, b in zip(plain, ones, strict=True):
+        assert a.dtype == np.float64 and np.array_equal(a, b)
+    for v in range(3):
+        rows = codes[:, 0] == v
+        want = _weighted_oracle(ys[rows], s[rows], np.ones(int(rows.sum())))
+        assert [float(o[v]) for o in plain[:5]] == want[:5]  # exact whole numbers
+    with pytest.raises(ValueError, match="one weight per row"):
+        evaluate_children(*args, wt=np.ones(len(ys) - 1))
+
+
+def _floyd_subset(u, pool):
+    """Floyd's sampling as the kernel does it: ``len(u)`` distinct items of ``pool``."""
+    n, k, marked = len(pool), len(u), set()
+    for m in range(k):
+        jj = n - k + m
+        t = min(int(u[m] * (jj + 1)), jj)
+        marked.add(jj if t in marked else t)
+    return pool[sorted(marked)]
+
+
+@pytest.mark.parametrize("mcode", [0, 1, 2])
+def test_null_measures_weighted_against_the_drawn_subsets(mcode):
+    """Each null value is the weighted measure of the very rows the uniforms draw, recomputed by
+    brute force; unit weights give the unweighted values bit for bit."""
+    from fairscan.engine.subroc import _sorted_inputs
+    from fairscan.engine.subroc_kernels import measure_sorted, null_measures
+
+    rng = np.random.default_rng(6)
+    y = (rng.random(120) < 0.4).astype(np.int8)
+    _, ys, grp = _sorted_inputs(y, np.round(rng.random(120), 1))
+    s = grp.astype(float)  # the score rank: ties kept
+    w = rng.uniform(0.1, 3.0, 120)
+    pos_rows, neg_rows = np.flatnonzero(ys == 1), np.flatnonzero(ys == 0)
+    up, un = rng.random((15, 9)), rng.random((15, 13))
+    vals = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, wt=w)
+    name = ["roc_auc", "pr_auc", "ranking_loss"][mcode]
+    for r in range(15):
+        rows = np.sort(np.r_[_floyd_subset(up[r], pos_rows), _floyd_subset(un[r], neg_rows)])
+        oracle = _weighted_oracle(ys[rows], s[rows], w[rows])
+        p, n_, u2, area = oracle[0], oracle[1], oracle[2], oracle[5]
+        want = {"roc_auc": u2 / (2 * p * n_), "pr_auc": area, "ranking_loss": n_ - u2 / (2 * p)}
+        assert vals[r] == pytest.approx(want[name], rel=1e-12)
+        assert measure_sorted(rows, ys, grp, mcode, w) == vals[r]
+    plain = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode)
+    ones = null_measures(up, un, pos_rows, neg_rows, ys, grp, mcode, wt=np.ones(120))
+    assert np.array_equal(plain, ones)

@@ -13,8 +13,8 @@
   per row with the weight as a multiplier: Bernoulli null draws (each row's draw times its
   weight), CBS permutations (rows keep their weights), certify/flag/shift bootstrap resamples
   (a resampled row carries its weight), SubROC holdout subsets (the pattern's row counts, each
-  drawn row weighted). A scan type declares that it honours them with
-  ``ScanType.fractional_weights`` (or reads weighted rows); the others refuse them.
+  drawn row weighted). A scan type declares that it honours them with ``ScanType.weights``
+  ("fractional", or "counts" where it reads weighted rows); the others ("rows") refuse them.
 """
 
 from __future__ import annotations

@@ -111,8 +111,7 @@ def group_sums(problem: AuditProblem, values: np.ndarray) -> np.ndarray:
     """``sum_{i in G} values_i`` for every group (rows outside the population count 0), each
     row times its sample weight when weighted."""
     n_atoms = problem.atom_groups.shape[0]
-    if problem.weight is not None:
-        values = values * problem.weight
+    values = values * problem.row_weight  # exact for unit weights
     per_atom = np.bincount(
         problem.atom, weights=np.where(problem.population, values, 0.0), minlength=n_atoms
     )
@@ -133,12 +132,8 @@ def moments(problem: AuditProblem) -> Moments:
         ref = problem.reference & pop
         if not ref.any():
             raise ValueError("the reference set has no rows")
-        if problem.weight is None:
-            n_ref: float | int = int(ref.sum())
-            theta = float(L[ref].sum() / n_ref)
-        else:
-            n_ref = float(w[ref].sum())
-            theta = float((w[ref] * L[ref]).sum() / n_ref)
+        n_ref = float(w[ref].sum())  # a whole number, exact, for unit weights
+        theta = float((w[ref] * L[ref]).sum() / n_ref)
         psi = np.where(ref, (L - theta) / (n_ref / n), 0.0)
     else:
         theta = _known_theta(problem)
@@ -154,18 +149,13 @@ def moments(problem: AuditProblem) -> Moments:
         var_g = np.maximum(sum_L2 / count - mean**2, 0.0)
         cov_g = sum_Lpsi / count - mean * (sum_psi / count)
     share = count / n
-    if problem.weight is None:
-        var_psi = float(np.mean(psi**2) - np.mean(psi) ** 2)
-    else:
-        var_psi = float(np.average(psi**2, weights=w) - np.average(psi, weights=w) ** 2)
+    # weighted averages with unit weights are the plain means (and variances) to the bit
+    var_psi = float(np.average(psi**2, weights=w) - np.average(psi, weights=w) ** 2)
     sigma2 = var_g + share * (var_psi - 2.0 * cov_g)
     sigma2 = np.where(count > 0, np.maximum(sigma2, 0.0), np.nan)  # >= 0 up to rounding
     n_pop = int(pop.sum())
-    if problem.weight is None:
-        var_L = float(np.var(L[pop])) if n_pop else 0.0
-    else:
-        mean_pop = float(np.average(L[pop], weights=w[pop])) if n_pop else 0.0
-        var_L = float(np.average((L[pop] - mean_pop) ** 2, weights=w[pop])) if n_pop else 0.0
+    mean_pop = float(np.average(L[pop], weights=w[pop])) if n_pop else 0.0
+    var_L = float(np.average((L[pop] - mean_pop) ** 2, weights=w[pop])) if n_pop else 0.0
     return Moments(
         n=n,
         theta=theta,

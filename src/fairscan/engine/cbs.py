@@ -504,19 +504,16 @@ def model_name(kind: str, settings: CbsSettings) -> str:
     return "unregularised logistic regression"
 
 
-def gaussian_sigma(
-    delta: np.ndarray, rule: float | str, weight: np.ndarray | None = None
-) -> float | None:
+def gaussian_sigma(delta: np.ndarray, rule: float | str, weight: np.ndarray) -> float | None:
     """sigma of the Gaussian score (methods.md §3.5): a fixed number, or the sample SD (ddof 1)
     of Delta floored at ``SIGMA_FLOOR``; None when the SD rule is degenerate (fewer than two
-    rows or all Delta equal). With sample weights the SD of the weighted rows, ddof 1 on the
-    weights' total (whole-number weights: the SD of the rows repeated)."""
+    rows or all Delta equal). ``weight``: the rows' sample weights (1 each without): the SD of
+    the weighted rows, ddof 1 on the weights' total (whole-number weights: the SD of the rows
+    repeated; unit weights: the plain sample SD, to the bit)."""
     if rule != SIGMA_SD:
         return float(rule)
     if len(delta) < 2 or np.ptp(delta) == 0.0:
         return None
-    if weight is None:
-        return max(float(np.std(delta, ddof=1)), SIGMA_FLOOR)
     total = float(weight.sum())
     mean = float(np.average(delta, weights=weight))
     var = float((weight * (delta - mean) ** 2).sum()) / max(total - 1.0, 1e-12)
@@ -676,7 +673,7 @@ def _model_expectations(
     comparison: np.ndarray,
     protected: np.ndarray,
     train_label: np.ndarray,
-    sample_weight: np.ndarray | None = None,
+    sample_weight: np.ndarray,
 ) -> _Expectations | str:
     """Steps 1-5 of methods.md §3.3: propensity, ATT weights, outcome model, I-hat; or why the
     run is not auditable. ``sample_weight`` (of the comparison rows) multiplies the ATT
@@ -686,7 +683,7 @@ def _model_expectations(
         prop = models.propensity(a)
         pa = np.clip(prop.fitted, EPS, 1.0 - EPS)
         att = pa[comparison] / (1.0 - pa[comparison])
-        weights = att if sample_weight is None else att * sample_weight
+        weights = att * sample_weight
         which = "outcome"
         out = models.outcome(comparison, protected, train_label, weights)
     except ModelDegenerate as exc:
@@ -752,11 +749,11 @@ def estimate(
             comparison,
             protected,
             train_label,
-            None if data.weight is None else data.weight[comparison],
+            data.row_weight(comparison),
         )
     if isinstance(found, str):
         return _not_auditable(found, rows, protected, comparison)
-    weight = None if data.weight is None else data.weight[protected]
+    weight = data.row_weight(protected)
     return _scored(settings, event, rows, protected, comparison, train_label, found, weight)
 
 
@@ -768,7 +765,7 @@ def _scored(
     comparison: np.ndarray,
     train_label: np.ndarray,
     found: _Expectations,
-    weight: np.ndarray | None = None,
+    weight: np.ndarray,
 ) -> CbsEstimate:
     """Observed values (or Delta and sigma, methods.md §3.4-3.5) and expectations of the scan,
     with the event complement applied (event = 0 cells)."""

@@ -353,10 +353,11 @@ def shift_bootstrap(
     n = len(L)
     L = np.asarray(L, dtype=np.float64)
     estimated = theta is None
-    mean = float(L.mean()) if weight is None else float(np.average(L, weights=weight))
+    # np.average without weights is the plain mean and variance, to the bit
+    mean = float(np.average(L, weights=weight))
     theta_hat = mean if theta is None else float(theta)
     Lc = L - theta_hat
-    var = float(np.var(L)) if weight is None else float(np.average((L - mean) ** 2, weights=weight))
+    var = float(np.average((L - mean) ** 2, weights=weight))
     if var <= 0.0:
         zeros = np.zeros(B)
         return ShiftBootstrap(n, theta_hat, estimated, Lc, zeros, 0.0, zeros, zeros, True, None)

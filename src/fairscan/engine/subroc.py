@@ -38,11 +38,8 @@ from fairscan.engine.subroc_kernels import (
     MEASURE_PR,
     MEASURE_ROC,
     evaluate_children,
-    evaluate_children_weighted,
     measure_sorted,
-    measure_sorted_weighted,
     null_measures,
-    null_measures_weighted,
 )
 
 MEASURES = {"roc_auc": MEASURE_ROC, "pr_auc": MEASURE_PR, "ranking_loss": MEASURE_ARL}
@@ -85,10 +82,14 @@ def _measure_rows(
 ) -> float:
     """The measure of ``rows`` (positions in score order); ``weight`` in the data's order
     (``order`` sorts it), or already sorted when ``order`` is None."""
-    if weight is None:
-        return float(measure_sorted(rows, ys, grp, mcode))
-    ws = np.ascontiguousarray(weight if order is None else weight[order], dtype=np.float64)
-    return float(measure_sorted_weighted(rows, ys, ws, grp, mcode))
+    ws = weight if order is None else _sorted_weights(weight, order)
+    return float(measure_sorted(rows, ys, grp, mcode, ws))
+
+
+def _sorted_weights(weight: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
+    """The rows' sample weights in score order, as the kernels take them; None stays None: the
+    kernels' unweighted passes then read no weight array, and counts stay whole numbers."""
+    return None if weight is None else np.ascontiguousarray(weight[order], np.float64)
 
 
 def lower_bound(y: np.ndarray, score: np.ndarray, name: str) -> float:
@@ -251,7 +252,8 @@ def search(
         )
     bits = _bitsets(codes_sorted, offsets)
     root = n_sel
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
+    has_weights = ws is not None
     overall = _measure_rows(np.arange(n, dtype=np.int64), ys, grp, mcode, ws)
     n_pos: float = int(ys.sum()) if ws is None else float(ws[ys == 1].sum())
     n_neg: float = n - n_pos if ws is None else float(ws[ys == 0].sum())
@@ -317,39 +319,22 @@ def search(
         n_out = int(t_size.sum())
         task_ptr = np.searchsorted(t_parent, np.arange(len(parents) + 1)).astype(np.int64)
         n_chunks = max(1, min(len(parents), threads * 8))
-        if ws is None:
-            pos, neg, u2, nb, nt, area = evaluate_children(
-                parents,
-                bits,
-                task_ptr,
-                t_attr,
-                t_out,
-                n_out,
-                codes_t,
-                card,
-                ys,
-                grp,
-                mcode == MEASURE_PR,
-                n_chunks,
-                threads=threads,
-            )
-        else:
-            pos, neg, u2, nb, nt, area = evaluate_children_weighted(
-                parents,
-                bits,
-                task_ptr,
-                t_attr,
-                t_out,
-                n_out,
-                codes_t,
-                card,
-                ys,
-                ws,
-                grp,
-                mcode == MEASURE_PR,
-                n_chunks,
-                threads=threads,
-            )
+        pos, neg, u2, nb, nt, area = evaluate_children(
+            parents,
+            bits,
+            task_ptr,
+            t_attr,
+            t_out,
+            n_out,
+            codes_t,
+            card,
+            ys,
+            grp,
+            mcode == MEASURE_PR,
+            n_chunks,
+            threads=threads,
+            wt=ws,
+        )
         slot = t_out[np.searchsorted(upair, pair)] + (si - offsets[ca])
         pos, neg, u2, nb, nt, area = (a[slot] for a in (pos, neg, u2, nb, nt, area))
         size = pos + neg
@@ -366,7 +351,7 @@ def search(
             elif mcode == MEASURE_PR:
                 value = area
                 relative = overall - value
-                oe_raw = overall - _bound("pr_auc", above, nt, ws is not None)
+                oe_raw = overall - _bound("pr_auc", above, nt, has_weights)
             else:
                 value = neg - u2 / (2.0 * pos)
                 relative = value - overall
@@ -453,9 +438,9 @@ def search(
                     weighted=float(cat["weighted"][i]),
                     relative=float(cat["relative"][i]),
                     value=float(cat["value"][i]),
-                    size=_count(cat["size"][i], ws is not None),
-                    positives=_count(cat["pos"][i], ws is not None),
-                    negatives=_count(cat["neg"][i], ws is not None),
+                    size=_count(cat["size"][i], has_weights),
+                    positives=_count(cat["pos"][i], has_weights),
+                    negatives=_count(cat["neg"][i], has_weights),
                     optimistic=float(cat["oe"][i]),
                     key=int(k),
                 )
@@ -557,12 +542,7 @@ class _SubsetNull:
             up = rng.random((self.subsets, pair[0]))
             un = rng.random((self.subsets, pair[1]))
             args = (up, un, self.pos_rows, self.neg_rows, self.ys)
-            if self.ws is None:
-                values = null_measures(*args, self.grp, self.mcode, threads=self.threads)
-            else:
-                values = null_measures_weighted(
-                    *args, self.ws, self.grp, self.mcode, threads=self.threads
-                )
+            values = null_measures(*args, self.grp, self.mcode, threads=self.threads, wt=self.ws)
             self.cache[pair] = self.sign * (self.overall - values)
         return self.cache[pair]
 
@@ -591,7 +571,7 @@ def significance(
     pattern's numbers of positive and negative rows, each drawn row carrying its weight."""
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
     codes_sorted = np.asarray(codes)[order]
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
     tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     tests: list[PatternTest] = []
     cov = covers(codes_sorted, patterns)
@@ -639,7 +619,7 @@ def fixed_subset_tests(
     all the rows given: with no search there is nothing to hold out. ``sample_weight``: as in
     :func:`significance`."""
     order, ys, grp = _sorted_inputs(np.asarray(y), score)
-    ws = None if sample_weight is None else np.ascontiguousarray(sample_weight[order], np.float64)
+    ws = _sorted_weights(sample_weight, order)
     tester = _SubsetNull(ys, grp, MEASURES[measure_name], ws, subsets, seed, workers)
     out: list[FixedSubsetTest] = []
     for mask in masks:

@@ -16,6 +16,16 @@ cover in a single pass, i.e. for all children of a parent that add a selector on
 attribute. Parents are processed by ``threads`` OpenMP threads in chunks; every parent writes
 its own output slots, so results do not depend on the thread count.
 
+Sample weights (``columns.weight``): every pass takes an optional weight pointer ``wt`` (rows in
+score order); NULL means unit weights. Every count is then a sum of the rows' weights, held as a
+double. With unit weights the doubles hold whole numbers, exact below 2^53 (twice the
+Mann-Whitney count, the largest, stays below it up to about 1.3e8 rows in a subgroup), and every
+operation is the one the counts went through, so an unweighted run returns the bits it returned
+when these were int64 counts.
+Rows read their weight through :func:`_weight`, an inline whose NULL test is the same for the
+whole pass (always predicted; ``-O3`` may move it out of the loop): the unweighted passes read no
+weight array and measure as fast as the count passes they replace (benchmarks/bench_subroc.py).
+
 Ctrl-C: both parallel entry points work in batches and check for pending signals between
 batches (holding the GIL), so an interrupt raises within a fraction of a second.
 """
@@ -88,38 +98,52 @@ cdef int64_t _cover_rows(const int32_t* parent, int64_t plen, const uint64_t* bi
     return c
 
 
+cdef inline double _weight(const double* wt, int64_t r) noexcept nogil:
+    """The weight of row ``r``: 1 without weights (``wt`` NULL)."""
+    return 1.0 if wt == NULL else wt[r]
+
+
+cdef const double* _weights_or_null(const double[::1] wt, int64_t n) except? NULL:
+    """The caller's weights ``wt`` (one per row) as a pointer, or NULL for None (unit weights)."""
+    if wt is None:
+        return NULL
+    if wt.shape[0] != n:
+        raise ValueError("wt must have one weight per row")
+    return &wt[0] if n > 0 else NULL
+
+
 cdef struct Outputs:
-    int64_t* pos
-    int64_t* neg
-    int64_t* u2
-    int64_t* negbelow
-    int64_t* negtied
+    double* pos
+    double* neg
+    double* u2
+    double* negbelow
+    double* negtied
     double* area
 
 
 cdef struct Scratch:
     int64_t* rows
-    int64_t* tmp
-    int64_t* cum
+    double* tmp
+    double* cum
+    double* group  # PR pass: TP and FP of the current tie group, interleaved per value
     uint8_t* seen
-    int64_t* tmp2
     double* prev
 
 
 cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a,
-                          const int8_t* y, const int32_t* grp, int64_t k, bint do_pr,
-                          int64_t out, Outputs* o, Scratch* s) noexcept nogil:
-    cdef int64_t v, i, j, t, r, g, packed, tpg, fpg
-    cdef double prec
+                          const int8_t* y, const double* wt, const int32_t* grp, int64_t k,
+                          bint do_pr, int64_t out, Outputs* o, Scratch* s) noexcept nogil:
+    cdef int64_t v, i, j, t, r, g
+    cdef double w, prec, tpg, fpg
     for v in range(k):
-        s.tmp[v] = 0
-        s.cum[v] = 0
+        s.tmp[v] = 0.0
+        s.cum[v] = 0.0
         s.seen[v] = 0
-        o.pos[out + v] = 0
-        o.neg[out + v] = 0
-        o.u2[out + v] = 0
-        o.negbelow[out + v] = 0
-        o.negtied[out + v] = 0
+        o.pos[out + v] = 0.0
+        o.neg[out + v] = 0.0
+        o.u2[out + v] = 0.0
+        o.negbelow[out + v] = 0.0
+        o.negtied[out + v] = 0.0
         o.area[out + v] = 0.0
     i = 0
     while i < c:
@@ -130,32 +154,33 @@ cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a
         for t in range(i, j):
             r = rows[t]
             if y[r] == 0:
-                s.tmp[codes_a[r]] += 1
+                s.tmp[codes_a[r]] += _weight(wt, r)
         for t in range(i, j):
             r = rows[t]
             if y[r] == 1:
                 v = codes_a[r]
-                o.u2[out + v] += 2 * s.cum[v] + s.tmp[v]
-                o.pos[out + v] += 1
+                w = _weight(wt, r)
+                o.u2[out + v] += w * (2.0 * s.cum[v] + s.tmp[v])
+                o.pos[out + v] += w
                 if not s.seen[v]:
                     s.seen[v] = 1
                     o.negbelow[out + v] = s.cum[v]
                     o.negtied[out + v] = s.tmp[v]
         for t in range(i, j):
-            r = rows[t]
-            v = codes_a[r]
-            if s.tmp[v] > 0:
+            v = codes_a[rows[t]]
+            if s.tmp[v] > 0.0:  # weights are positive (data/weights.py drops weight 0)
                 s.cum[v] += s.tmp[v]
                 o.neg[out + v] += s.tmp[v]
-                s.tmp[v] = 0
+                s.tmp[v] = 0.0
         i = j
     if not do_pr:
         return
     # descending pass: PR curve points at each distinct score present in the subgroup
     for v in range(k):
-        s.tmp[v] = 0  # TP so far
-        s.cum[v] = 0  # FP so far
-        s.tmp2[v] = 0  # packed per-group counts: tp in low 32 bits, fp in high bits
+        s.tmp[v] = 0.0  # TP so far
+        s.cum[v] = 0.0  # FP so far
+        s.group[2 * v] = 0.0
+        s.group[2 * v + 1] = 0.0
         s.prev[v] = 1.0  # precision at the origin (methods.md S2)
     i = c - 1
     while i >= 0:
@@ -165,24 +190,19 @@ cdef void _pass_attribute(const int64_t* rows, int64_t c, const int32_t* codes_a
             j -= 1
         for t in range(j + 1, i + 1):
             r = rows[t]
-            v = codes_a[r]
-            if y[r] == 1:
-                s.tmp2[v] += 1
-            else:
-                s.tmp2[v] += (<int64_t>1) << 32
+            s.group[2 * codes_a[r] + (y[r] == 0)] += _weight(wt, r)  # TP, or FP
         for t in range(j + 1, i + 1):
-            r = rows[t]
-            v = codes_a[r]
-            packed = s.tmp2[v]
-            if packed != 0:
-                tpg = packed & (<int64_t>0xFFFFFFFF)
-                fpg = packed >> 32
+            v = codes_a[rows[t]]
+            tpg = s.group[2 * v]
+            fpg = s.group[2 * v + 1]
+            if tpg + fpg > 0.0:
                 s.tmp[v] += tpg
                 s.cum[v] += fpg
-                prec = <double>s.tmp[v] / <double>(s.tmp[v] + s.cum[v])
+                prec = s.tmp[v] / (s.tmp[v] + s.cum[v])
                 o.area[out + v] += tpg * (prec + s.prev[v]) * 0.5
                 s.prev[v] = prec
-                s.tmp2[v] = 0
+                s.group[2 * v] = 0.0
+                s.group[2 * v + 1] = 0.0
         i = j
     for v in range(k):
         if o.pos[out + v] > 0:
@@ -195,13 +215,13 @@ cdef Scratch* _scratch_new(int64_t n, int64_t kmax) noexcept nogil:
     if s == NULL:
         return NULL
     s.rows = <int64_t*>malloc((n + 1) * sizeof(int64_t))
-    s.tmp = <int64_t*>calloc(kmax, sizeof(int64_t))
-    s.cum = <int64_t*>calloc(kmax, sizeof(int64_t))
+    s.tmp = <double*>calloc(kmax, sizeof(double))
+    s.cum = <double*>calloc(kmax, sizeof(double))
+    s.group = <double*>calloc(2 * kmax, sizeof(double))
     s.seen = <uint8_t*>calloc(kmax, sizeof(uint8_t))
-    s.tmp2 = <int64_t*>calloc(kmax, sizeof(int64_t))
     s.prev = <double*>malloc(kmax * sizeof(double))
-    if (s.rows == NULL or s.tmp == NULL or s.cum == NULL or s.seen == NULL
-            or s.tmp2 == NULL or s.prev == NULL):
+    if (s.rows == NULL or s.tmp == NULL or s.cum == NULL or s.group == NULL or s.seen == NULL
+            or s.prev == NULL):
         _scratch_free(s)
         return NULL
     return s
@@ -213,8 +233,8 @@ cdef void _scratch_free(Scratch* s) noexcept nogil:
     free(s.rows)
     free(s.tmp)
     free(s.cum)
+    free(s.group)
     free(s.seen)
-    free(s.tmp2)
     free(s.prev)
     free(s)
 
@@ -233,10 +253,12 @@ def evaluate_children(
     bint do_pr,
     int64_t n_chunks,
     int threads=1,
+    const double[::1] wt=None,  # (n,) sample weights in score order; None: unit weights
 ):
-    """Counts and measures of every child (parent x attribute value), see the module doc.
+    """Counts (sums of weights) and measures of every child (parent x attribute value), see the
+    module doc.
 
-    Returns ``pos, neg, u2, negbelow, negtied, area`` arrays of length ``n_out``."""
+    Returns ``pos, neg, u2, negbelow, negtied, area`` (float64) arrays of length ``n_out``."""
     cdef int64_t n_parents = parents.shape[0]
     cdef int64_t plen = parents.shape[1]
     cdef int64_t nwords = bits.shape[1]
@@ -247,20 +269,16 @@ def evaluate_children(
         kmax = max(kmax, <int64_t>card[a])
     if task_ptr.shape[0] != n_parents + 1:
         raise ValueError("task_ptr must have n_parents + 1 entries")
-    pos_a = np.zeros(n_out, np.int64)
-    neg_a = np.zeros(n_out, np.int64)
-    u2_a = np.zeros(n_out, np.int64)
-    negbelow_a = np.zeros(n_out, np.int64)
-    negtied_a = np.zeros(n_out, np.int64)
-    area_a = np.zeros(n_out, np.float64)
+    cdef const double* w = _weights_or_null(wt, n)
+    outs = [np.zeros(n_out, np.float64) for _ in range(6)]
     if n_parents == 0 or n_out == 0 or plen == 0:
-        return pos_a, neg_a, u2_a, negbelow_a, negtied_a, area_a
-    cdef int64_t[::1] pos = pos_a
-    cdef int64_t[::1] neg = neg_a
-    cdef int64_t[::1] u2 = u2_a
-    cdef int64_t[::1] negbelow = negbelow_a
-    cdef int64_t[::1] negtied = negtied_a
-    cdef double[::1] area = area_a
+        return tuple(outs)
+    cdef double[::1] pos = outs[0]
+    cdef double[::1] neg = outs[1]
+    cdef double[::1] u2 = outs[2]
+    cdef double[::1] negbelow = outs[3]
+    cdef double[::1] negtied = outs[4]
+    cdef double[::1] area = outs[5]
     cdef Outputs o
     o.pos = &pos[0]
     o.neg = &neg[0]
@@ -272,7 +290,7 @@ def evaluate_children(
     cdef int64_t chunks = max(1, min(n_chunks, n_parents))
     cdef int64_t per_batch = max(<int64_t>1, BATCH_PER_THREAD * nthreads)
     cdef int64_t batch_lo = 0
-    cdef int64_t batch_hi, chunk, lo, hi, p, t, c, first
+    cdef int64_t batch_hi, chunk, lo, hi, p, t, c
     cdef int failed[1]
     cdef Scratch* s
     failed[0] = 0
@@ -294,51 +312,51 @@ def evaluate_children(
                         c = _cover_rows(&parents[p, 0], plen, &bits[0, 0], nwords, s.rows)
                         for t in range(task_ptr[p], task_ptr[p + 1]):
                             a = task_attr[t]
-                            _pass_attribute(s.rows, c, &codes_t[a, 0], &y[0], &grp[0],
+                            _pass_attribute(s.rows, c, &codes_t[a, 0], &y[0], w, &grp[0],
                                             card[a], do_pr, task_out[t], &o, s)
             _scratch_free(s)
         if failed[0]:
             raise MemoryError("not enough memory for the SubROC search buffers")
         PyErr_CheckSignals()
         batch_lo = batch_hi
-    return pos_a, neg_a, u2_a, negbelow_a, negtied_a, area_a
+    return tuple(outs)
 
 
-cdef double _measure_sorted(const int64_t* rows, int64_t c, const int8_t* y, const int32_t* grp,
-                            int measure) noexcept nogil:
-    cdef int64_t p = 0
-    cdef int64_t nneg = 0
-    cdef int64_t u2 = 0
+cdef double _measure_sorted(const int64_t* rows, int64_t c, const int8_t* y, const double* wt,
+                            const int32_t* grp, int measure) noexcept nogil:
+    cdef double p = 0.0
+    cdef double nneg = 0.0
+    cdef double u2 = 0.0
     cdef int64_t i = 0
-    cdef int64_t j, t, g, tn, tp, tpc, fpc, tpg, fpg
-    cdef double prec, prev, total
+    cdef int64_t j, t, g
+    cdef double tn, tp, tpc, fpc, tpg, fpg, prec, prev, total
     while i < c:
         g = grp[rows[i]]
         j = i
         while j < c and grp[rows[j]] == g:
             j += 1
-        tn = 0
-        tp = 0
+        tn = 0.0
+        tp = 0.0
         for t in range(i, j):
             if y[rows[t]] == 0:
-                tn += 1
+                tn += _weight(wt, rows[t])
             else:
-                tp += 1
-        u2 += tp * (2 * nneg + tn)
+                tp += _weight(wt, rows[t])
+        u2 += tp * (2.0 * nneg + tn)
         p += tp
         nneg += tn
         i = j
     if measure == C_ROC:
-        if p == 0 or nneg == 0:
+        if p <= 0.0 or nneg <= 0.0:
             return NAN
         return u2 / (2.0 * p * nneg)
-    if p == 0:
+    if p <= 0.0:
         return NAN
     if measure == C_ARL:
         return nneg - u2 / (2.0 * p)
     # PR AUC, descending
-    tpc = 0
-    fpc = 0
+    tpc = 0.0
+    fpc = 0.0
     prev = 1.0
     total = 0.0
     i = c - 1
@@ -347,16 +365,16 @@ cdef double _measure_sorted(const int64_t* rows, int64_t c, const int8_t* y, con
         j = i
         while j >= 0 and grp[rows[j]] == g:
             j -= 1
-        tpg = 0
-        fpg = 0
+        tpg = 0.0
+        fpg = 0.0
         for t in range(j + 1, i + 1):
             if y[rows[t]] == 1:
-                tpg += 1
+                tpg += _weight(wt, rows[t])
             else:
-                fpg += 1
+                fpg += _weight(wt, rows[t])
         tpc += tpg
         fpc += fpg
-        prec = <double>tpc / <double>(tpc + fpc)
+        prec = tpc / (tpc + fpc)
         total += tpg * (prec + prev) * 0.5
         prev = prec
         i = j
@@ -364,13 +382,15 @@ cdef double _measure_sorted(const int64_t* rows, int64_t c, const int8_t* y, con
 
 
 def measure_sorted(const int64_t[::1] rows, const int8_t[::1] y, const int32_t[::1] grp,
-                   int measure):
-    """The measure of the rows ``rows`` (ascending positions in score order); NaN if undefined."""
+                   int measure, const double[::1] wt=None):
+    """The measure of the rows ``rows`` (ascending positions in score order); NaN if undefined.
+    ``wt``: float64 sample weights of all rows in score order (None: unit weights)."""
     if measure not in (C_ROC, C_PR, C_ARL):
         raise ValueError(f"unknown measure code {measure}")
+    cdef const double* w = _weights_or_null(wt, y.shape[0])
     if rows.shape[0] == 0:
         return NAN
-    return _measure_sorted(&rows[0], rows.shape[0], &y[0], &grp[0], measure)
+    return _measure_sorted(&rows[0], rows.shape[0], &y[0], w, &grp[0], measure)
 
 
 cdef void _floyd(const double* u, int64_t k, const int64_t* pool, int64_t n, int64_t* chosen,
@@ -408,9 +428,11 @@ def null_measures(
     grp,
     int measure,
     int threads=1,
+    wt=None,  # sample weights of the rows in score order; None: unit weights
 ):
     """Measure of R random subsets with exactly n_pos_draw positives and n_neg_draw negatives,
-    drawn without replacement (Floyd's algorithm driven by the given uniforms)."""
+    drawn without replacement (Floyd's algorithm driven by the given uniforms). With weights
+    ``wt`` the subsets are the same rows, each carrying its weight into the measure."""
     return _null_measures(
         np.ascontiguousarray(uniforms_pos, dtype=np.float64),
         np.ascontiguousarray(uniforms_neg, dtype=np.float64),
@@ -418,6 +440,7 @@ def null_measures(
         np.ascontiguousarray(neg_rows, dtype=np.int64),
         np.ascontiguousarray(y, dtype=np.int8),
         np.ascontiguousarray(grp, dtype=np.int32),
+        None if wt is None else np.ascontiguousarray(wt, dtype=np.float64),
         measure,
         threads,
     )
@@ -430,6 +453,7 @@ cdef _null_measures(
     const int64_t[::1] neg_rows,
     const int8_t[::1] y,
     const int32_t[::1] grp,
+    const double[::1] wt,
     int measure,
     int threads,
 ):
@@ -445,6 +469,7 @@ cdef _null_measures(
         raise ValueError("uniforms_pos and uniforms_neg need the same number of rows")
     if kp > n_pos or kn > n_neg:
         raise ValueError("cannot draw more rows than the pools hold")
+    cdef const double* w = _weights_or_null(wt, n)
     out_a = np.empty(r_total, np.float64)
     if r_total == 0:
         return out_a
@@ -488,400 +513,7 @@ cdef _null_measures(
                                 chosen[cnt] = q
                                 cnt = cnt + 1
                                 flag[q] = 0
-                    out[r] = _measure_sorted(chosen, k, &y[0], &grp[0], measure)
-            free(chosen)
-            free(picked)
-            free(mark)
-            free(flag)
-        if failed[0]:
-            raise MemoryError("not enough memory for the SubROC null draws")
-        PyErr_CheckSignals()
-        batch_lo = batch_hi
-    return out_a
-
-
-# --- sample weights (columns.weight, fractional) ---------------------------------------------
-# The same passes with every count a sum of the rows' weights (doubles). Kept apart from the
-# count kernels above, which stay as they are (seeded unweighted runs do not change).
-
-
-cdef struct WOutputs:
-    double* pos
-    double* neg
-    double* u2
-    double* negbelow
-    double* negtied
-    double* area
-
-
-cdef struct WScratch:
-    int64_t* rows
-    double* tmp
-    double* cum
-    double* tp
-    double* fp
-    uint8_t* seen
-    uint8_t* touched
-    double* prev
-
-
-cdef void _pass_attribute_w(const int64_t* rows, int64_t c, const int32_t* codes_a,
-                            const int8_t* y, const double* wt, const int32_t* grp, int64_t k,
-                            bint do_pr, int64_t out, WOutputs* o, WScratch* s) noexcept nogil:
-    cdef int64_t v, i, j, t, r, g
-    cdef double prec
-    for v in range(k):
-        s.tmp[v] = 0.0
-        s.cum[v] = 0.0
-        s.seen[v] = 0
-        s.touched[v] = 0
-        o.pos[out + v] = 0.0
-        o.neg[out + v] = 0.0
-        o.u2[out + v] = 0.0
-        o.negbelow[out + v] = 0.0
-        o.negtied[out + v] = 0.0
-        o.area[out + v] = 0.0
-    i = 0
-    while i < c:
-        g = grp[rows[i]]
-        j = i
-        while j < c and grp[rows[j]] == g:
-            j += 1
-        for t in range(i, j):
-            r = rows[t]
-            if y[r] == 0:
-                s.tmp[codes_a[r]] += wt[r]
-                s.touched[codes_a[r]] = 1
-        for t in range(i, j):
-            r = rows[t]
-            if y[r] == 1:
-                v = codes_a[r]
-                o.u2[out + v] += wt[r] * (2.0 * s.cum[v] + s.tmp[v])
-                o.pos[out + v] += wt[r]
-                if not s.seen[v]:
-                    s.seen[v] = 1
-                    o.negbelow[out + v] = s.cum[v]
-                    o.negtied[out + v] = s.tmp[v]
-        for t in range(i, j):
-            r = rows[t]
-            v = codes_a[r]
-            if s.touched[v]:
-                s.cum[v] += s.tmp[v]
-                o.neg[out + v] += s.tmp[v]
-                s.tmp[v] = 0.0
-                s.touched[v] = 0
-        i = j
-    if not do_pr:
-        return
-    # descending pass: PR curve points at each distinct score present in the subgroup
-    for v in range(k):
-        s.tmp[v] = 0.0  # TP weight so far
-        s.cum[v] = 0.0  # FP weight so far
-        s.tp[v] = 0.0
-        s.fp[v] = 0.0
-        s.touched[v] = 0
-        s.prev[v] = 1.0  # precision at the origin (methods.md S2)
-    i = c - 1
-    while i >= 0:
-        g = grp[rows[i]]
-        j = i
-        while j >= 0 and grp[rows[j]] == g:
-            j -= 1
-        for t in range(j + 1, i + 1):
-            r = rows[t]
-            v = codes_a[r]
-            s.touched[v] = 1
-            if y[r] == 1:
-                s.tp[v] += wt[r]
-            else:
-                s.fp[v] += wt[r]
-        for t in range(j + 1, i + 1):
-            r = rows[t]
-            v = codes_a[r]
-            if s.touched[v]:
-                s.tmp[v] += s.tp[v]
-                s.cum[v] += s.fp[v]
-                prec = s.tmp[v] / (s.tmp[v] + s.cum[v])
-                o.area[out + v] += s.tp[v] * (prec + s.prev[v]) * 0.5
-                s.prev[v] = prec
-                s.tp[v] = 0.0
-                s.fp[v] = 0.0
-                s.touched[v] = 0
-        i = j
-    for v in range(k):
-        if o.pos[out + v] > 0:
-            o.area[out + v] /= o.pos[out + v]
-
-
-cdef void _wscratch_free(WScratch* s) noexcept nogil:
-    if s == NULL:
-        return
-    free(s.rows)
-    free(s.tmp)
-    free(s.cum)
-    free(s.tp)
-    free(s.fp)
-    free(s.seen)
-    free(s.touched)
-    free(s.prev)
-    free(s)
-
-
-cdef WScratch* _wscratch_new(int64_t n, int64_t kmax) noexcept nogil:
-    """Per-thread buffers of the weighted pass (NULL when memory is short)."""
-    cdef WScratch* s = <WScratch*>calloc(1, sizeof(WScratch))
-    if s == NULL:
-        return NULL
-    s.rows = <int64_t*>malloc((n + 1) * sizeof(int64_t))
-    s.tmp = <double*>calloc(kmax, sizeof(double))
-    s.cum = <double*>calloc(kmax, sizeof(double))
-    s.tp = <double*>calloc(kmax, sizeof(double))
-    s.fp = <double*>calloc(kmax, sizeof(double))
-    s.seen = <uint8_t*>calloc(kmax, sizeof(uint8_t))
-    s.touched = <uint8_t*>calloc(kmax, sizeof(uint8_t))
-    s.prev = <double*>malloc(kmax * sizeof(double))
-    if (s.rows == NULL or s.tmp == NULL or s.cum == NULL or s.tp == NULL or s.fp == NULL
-            or s.seen == NULL or s.touched == NULL or s.prev == NULL):
-        _wscratch_free(s)
-        return NULL
-    return s
-
-
-def evaluate_children_weighted(
-    const int32_t[:, ::1] parents,
-    const uint64_t[:, ::1] bits,
-    const int64_t[::1] task_ptr,
-    const int32_t[::1] task_attr,
-    const int64_t[::1] task_out,
-    int64_t n_out,
-    const int32_t[:, ::1] codes_t,
-    const int32_t[::1] card,
-    const int8_t[::1] y,
-    const double[::1] wt,  # (n,) sample weights in score order
-    const int32_t[::1] grp,
-    bint do_pr,
-    int64_t n_chunks,
-    int threads=1,
-):
-    """:func:`evaluate_children` with every count a sum of the rows' weights ``wt``.
-
-    Returns ``pos, neg, u2, negbelow, negtied, area`` (float64) of length ``n_out``."""
-    cdef int64_t n_parents = parents.shape[0]
-    cdef int64_t plen = parents.shape[1]
-    cdef int64_t nwords = bits.shape[1]
-    cdef int64_t n = y.shape[0]
-    cdef int64_t kmax = 1
-    cdef int64_t a
-    for a in range(card.shape[0]):
-        kmax = max(kmax, <int64_t>card[a])
-    if task_ptr.shape[0] != n_parents + 1:
-        raise ValueError("task_ptr must have n_parents + 1 entries")
-    if wt.shape[0] != n:
-        raise ValueError("wt must have one weight per row")
-    outs = [np.zeros(n_out, np.float64) for _ in range(6)]
-    if n_parents == 0 or n_out == 0 or plen == 0:
-        return tuple(outs)
-    cdef double[::1] pos = outs[0]
-    cdef double[::1] neg = outs[1]
-    cdef double[::1] u2 = outs[2]
-    cdef double[::1] negbelow = outs[3]
-    cdef double[::1] negtied = outs[4]
-    cdef double[::1] area = outs[5]
-    cdef WOutputs o
-    o.pos = &pos[0]
-    o.neg = &neg[0]
-    o.u2 = &u2[0]
-    o.negbelow = &negbelow[0]
-    o.negtied = &negtied[0]
-    o.area = &area[0]
-    cdef int nthreads = max(1, threads)
-    cdef int64_t chunks = max(1, min(n_chunks, n_parents))
-    cdef int64_t per_batch = max(<int64_t>1, BATCH_PER_THREAD * nthreads)
-    cdef int64_t batch_lo = 0
-    cdef int64_t batch_hi, chunk, lo, hi, p, t, c
-    cdef int failed[1]
-    cdef WScratch* s
-    failed[0] = 0
-    while batch_lo < chunks:
-        batch_hi = min(chunks, batch_lo + per_batch)
-        with nogil, parallel(num_threads=nthreads):
-            s = _wscratch_new(n, kmax)
-            if s == NULL:
-                failed[0] = 1
-            else:
-                for chunk in prange(batch_lo, batch_hi, schedule="dynamic"):
-                    lo = chunk * n_parents // chunks
-                    hi = (chunk + 1) * n_parents // chunks
-                    for p in range(lo, hi):
-                        if task_ptr[p + 1] == task_ptr[p]:
-                            continue
-                        c = _cover_rows(&parents[p, 0], plen, &bits[0, 0], nwords, s.rows)
-                        for t in range(task_ptr[p], task_ptr[p + 1]):
-                            a = task_attr[t]
-                            _pass_attribute_w(s.rows, c, &codes_t[a, 0], &y[0], &wt[0], &grp[0],
-                                              card[a], do_pr, task_out[t], &o, s)
-            _wscratch_free(s)
-        if failed[0]:
-            raise MemoryError("not enough memory for the SubROC search buffers")
-        PyErr_CheckSignals()
-        batch_lo = batch_hi
-    return tuple(outs)
-
-
-cdef double _measure_sorted_w(const int64_t* rows, int64_t c, const int8_t* y, const double* wt,
-                              const int32_t* grp, int measure) noexcept nogil:
-    cdef double p = 0.0
-    cdef double nneg = 0.0
-    cdef double u2 = 0.0
-    cdef int64_t i = 0
-    cdef int64_t j, t, g
-    cdef double tn, tp, tpc, fpc, tpg, fpg, prec, prev, total
-    while i < c:
-        g = grp[rows[i]]
-        j = i
-        while j < c and grp[rows[j]] == g:
-            j += 1
-        tn = 0.0
-        tp = 0.0
-        for t in range(i, j):
-            if y[rows[t]] == 0:
-                tn += wt[rows[t]]
-            else:
-                tp += wt[rows[t]]
-        u2 += tp * (2.0 * nneg + tn)
-        p += tp
-        nneg += tn
-        i = j
-    if measure == C_ROC:
-        if p <= 0.0 or nneg <= 0.0:
-            return NAN
-        return u2 / (2.0 * p * nneg)
-    if p <= 0.0:
-        return NAN
-    if measure == C_ARL:
-        return nneg - u2 / (2.0 * p)
-    tpc = 0.0
-    fpc = 0.0
-    prev = 1.0
-    total = 0.0
-    i = c - 1
-    while i >= 0:
-        g = grp[rows[i]]
-        j = i
-        while j >= 0 and grp[rows[j]] == g:
-            j -= 1
-        tpg = 0.0
-        fpg = 0.0
-        for t in range(j + 1, i + 1):
-            if y[rows[t]] == 1:
-                tpg += wt[rows[t]]
-            else:
-                fpg += wt[rows[t]]
-        tpc += tpg
-        fpc += fpg
-        prec = tpc / (tpc + fpc)
-        total += tpg * (prec + prev) * 0.5
-        prev = prec
-        i = j
-    return total / p
-
-
-def measure_sorted_weighted(const int64_t[::1] rows, const int8_t[::1] y, const double[::1] wt,
-                            const int32_t[::1] grp, int measure):
-    """:func:`measure_sorted` with the rows' weights ``wt``."""
-    if measure not in (C_ROC, C_PR, C_ARL):
-        raise ValueError(f"unknown measure code {measure}")
-    if rows.shape[0] == 0:
-        return NAN
-    return _measure_sorted_w(&rows[0], rows.shape[0], &y[0], &wt[0], &grp[0], measure)
-
-
-def null_measures_weighted(uniforms_pos, uniforms_neg, pos_rows, neg_rows, y, wt, grp,
-                           int measure, int threads=1):
-    """:func:`null_measures` with the rows' weights: subsets of rows with exactly the given
-    numbers of positive and negative rows, each row carrying its weight into the measure."""
-    return _null_measures_w(
-        np.ascontiguousarray(uniforms_pos, dtype=np.float64),
-        np.ascontiguousarray(uniforms_neg, dtype=np.float64),
-        np.ascontiguousarray(pos_rows, dtype=np.int64),
-        np.ascontiguousarray(neg_rows, dtype=np.int64),
-        np.ascontiguousarray(y, dtype=np.int8),
-        np.ascontiguousarray(wt, dtype=np.float64),
-        np.ascontiguousarray(grp, dtype=np.int32),
-        measure,
-        threads,
-    )
-
-
-cdef _null_measures_w(
-    const double[:, ::1] uniforms_pos,
-    const double[:, ::1] uniforms_neg,
-    const int64_t[::1] pos_rows,
-    const int64_t[::1] neg_rows,
-    const int8_t[::1] y,
-    const double[::1] wt,
-    const int32_t[::1] grp,
-    int measure,
-    int threads,
-):
-    if measure not in (C_ROC, C_PR, C_ARL):
-        raise ValueError(f"unknown measure code {measure}")
-    cdef int64_t r_total = uniforms_pos.shape[0]
-    cdef int64_t kp = uniforms_pos.shape[1]
-    cdef int64_t kn = uniforms_neg.shape[1]
-    cdef int64_t n = y.shape[0]
-    cdef int64_t n_pos = pos_rows.shape[0]
-    cdef int64_t n_neg = neg_rows.shape[0]
-    if uniforms_neg.shape[0] != r_total:
-        raise ValueError("uniforms_pos and uniforms_neg need the same number of rows")
-    if kp > n_pos or kn > n_neg:
-        raise ValueError("cannot draw more rows than the pools hold")
-    if wt.shape[0] != n:
-        raise ValueError("wt must have one weight per row")
-    out_a = np.empty(r_total, np.float64)
-    if r_total == 0:
-        return out_a
-    cdef double[::1] out = out_a
-    cdef int nthreads = max(1, threads)
-    cdef int64_t per_batch = max(<int64_t>1, BATCH_PER_THREAD * nthreads)
-    cdef int64_t batch_lo = 0
-    cdef int64_t batch_hi, r, k, q, cnt
-    cdef int failed[1]
-    cdef int64_t* chosen
-    cdef int64_t* picked
-    cdef uint8_t* mark
-    cdef uint8_t* flag
-    cdef const double* up = &uniforms_pos[0, 0] if kp > 0 else NULL
-    cdef const double* un = &uniforms_neg[0, 0] if kn > 0 else NULL
-    cdef const int64_t* prow = &pos_rows[0] if n_pos > 0 else NULL
-    cdef const int64_t* nrow = &neg_rows[0] if n_neg > 0 else NULL
-    k = kp + kn
-    failed[0] = 0
-    while batch_lo < r_total:
-        batch_hi = min(r_total, batch_lo + per_batch)
-        with nogil, parallel(num_threads=nthreads):
-            chosen = <int64_t*>malloc((k + 1) * sizeof(int64_t))
-            picked = <int64_t*>malloc((k + 1) * sizeof(int64_t))
-            mark = <uint8_t*>calloc(max(n_pos, n_neg) + 1, sizeof(uint8_t))
-            flag = <uint8_t*>calloc(n + 1, sizeof(uint8_t))
-            if chosen == NULL or picked == NULL or mark == NULL or flag == NULL:
-                failed[0] = 1
-            else:
-                for r in prange(batch_lo, batch_hi, schedule="static"):
-                    _floyd(up + r * kp, kp, prow, n_pos, chosen, picked, mark)
-                    _floyd(un + r * kn, kn, nrow, n_neg, chosen + kp, picked, mark)
-                    if k * 16 < n:
-                        qsort(chosen, k, sizeof(int64_t), _cmp_int64)
-                    else:
-                        for q in range(k):
-                            flag[chosen[q]] = 1
-                        cnt = 0
-                        for q in range(n):
-                            if flag[q]:
-                                chosen[cnt] = q
-                                cnt = cnt + 1
-                                flag[q] = 0
-                    out[r] = _measure_sorted_w(chosen, k, &y[0], &wt[0], &grp[0], measure)
+                    out[r] = _measure_sorted(chosen, k, &y[0], w, &grp[0], measure)
             free(chosen)
             free(picked)
             free(mark)

@@ -253,11 +253,12 @@ def run_scan(
     roles = prepared.roles[index]
     started = time.perf_counter()
     try:
-        weighted_rows = SCAN_TYPES[scan.type].reads_weighted_rows(scan)
+        use = SCAN_TYPES[scan.type].weight_use(scan)
+        weighted_rows = use == "counts"
         if prepared.spec.columns.weight is not None:
             from fairscan.data.weights import check_weight_support, whole_numbers
 
-            fractional = SCAN_TYPES[scan.type].honours_fractional_weights(scan)
+            fractional = use != "rows"
             check_weight_support(scan.type, fractional, prepared.data, prepared.spec.columns.weight)
             weighted_rows = weighted_rows or (fractional and not whole_numbers(prepared.data))
         data = prepared.data_for(weighted_rows)

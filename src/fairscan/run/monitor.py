@@ -115,7 +115,7 @@ def plan_monitor(prepared: PreparedAudit) -> MonitorPlan | None:
             unsupported.append(MonitorUnsupported(scan=scan.id, scan_type=scan.type, reason=reason))
             continue
         assert entry.monitor_evidence is not None
-        data = prepared.data_for(entry.reads_weighted_rows(scan))
+        data = prepared.data_for(entry.weight_use(scan) == "counts")
         if id(data) not in profiles_of:
             profiles_of[id(data)] = Profiles.of(data.codes)
         profiles = profiles_of[id(data)]

@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 # prediction as the expected outcome if one is given (a probability for binary outcomes, a mean
 # otherwise), else none: the scan then expects the outcome's overall mean.
 Role = Literal["outcome", "probability", "score", "recommendation", "expectation"]
+# How a scan type's runner takes sample weights (columns.weight) and a streamed dataset's row
+# counts, both ``ctx.data.row_weight``:
+# * "rows": one row per data row: counts and whole-number weights repeat rows, fractional
+#   weights are refused;
+# * "fractional": as "rows", but fractional weights come as weighted rows (weighted statistics,
+#   fits and resamples);
+# * "counts": always the weighted rows (counts, whole-number and fractional weights alike).
+WeightUse = Literal["rows", "fractional", "counts"]
 
 
 @dataclass(frozen=True)
@@ -248,13 +256,9 @@ class ScanType:
     reading: str | None = None
     # `audit explain`: the roles in words, when `needs` depends on the settings
     needs_doc: str | None = None
-    # the runner reads aggregated data (``ctx.data.row_weight``, a streamed dataset's distinct
-    # rows with their counts), always or for the specs this says; the others get the data
-    # expanded to one row per data row
-    weighted_rows: bool | Callable[[Any], bool] = False
-    # the runner honours fractional sample weights (columns.weight) as ``ctx.data.row_weight``
-    # (weighted statistics, fits and resamples); whole-number weights still repeat the rows
-    fractional_weights: bool | Callable[[Any], bool] = False
+    # how the runner takes sample weights and row counts (:data:`WeightUse`), for every spec
+    # or per spec
+    weights: WeightUse | Callable[[Any], WeightUse] = "rows"
     # baseline re-test (issue 26): the effect of a finding of this type, as the parameter its
     # given-subgroup test computes a power against (None: default, the finding's odds or rate
     # multiplier ``detail.q``); and what besides the subgroup tells its findings apart (CBS:
@@ -285,17 +289,9 @@ class ScanType:
     def finding_key(self, finding: Finding) -> str | None:
         return self.retest_key(finding) if self.retest_key is not None else None
 
-    def reads_weighted_rows(self, spec: Any) -> bool:
-        """Whether the runner of ``spec`` works on aggregated rows with their counts."""
-        if callable(self.weighted_rows):
-            return self.weighted_rows(spec)
-        return self.weighted_rows
-
-    def honours_fractional_weights(self, spec: Any) -> bool:
-        """Whether the runner of ``spec`` takes fractional sample weights (as weighted rows)."""
-        if callable(self.fractional_weights):
-            return self.fractional_weights(spec)
-        return self.fractional_weights or self.reads_weighted_rows(spec)
+    def weight_use(self, spec: Any) -> WeightUse:
+        """How the runner of ``spec`` takes sample weights and row counts."""
+        return self.weights(spec) if callable(self.weights) else self.weights
 
     def roles_for(self, spec: Any) -> frozenset[Role]:
         """The roles this scan needs for ``spec``."""

@@ -34,11 +34,10 @@ def design_matrix(ctx: ScanContext, names: list[str]) -> np.ndarray:
     for name in names:
         raw = data.extra.get(name)
         if raw is not None and raw.dtype != object:
-            if data.row_weight is None:
-                mean, sd = raw.mean(), raw.std()
-            else:  # sample weights: the weighted rows' mean and SD (those of the rows repeated)
-                mean = np.average(raw, weights=data.row_weight)
-                sd = np.sqrt(np.average((raw - mean) ** 2, weights=data.row_weight))
+            # with sample weights the weighted rows' mean and SD (those of the rows repeated);
+            # without (weights None) np.average is the plain mean, and this the SD, to the bit
+            mean = np.average(raw, weights=data.row_weight)
+            sd = np.sqrt(np.average((raw - mean) ** 2, weights=data.row_weight))
             blocks.append(((raw - mean) / (sd if sd > 0 else 1.0))[:, None])
             continue
         if raw is not None:

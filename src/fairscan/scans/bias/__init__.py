@@ -30,11 +30,12 @@ BIAS_SCAN = ScanType(
     spec_model=BiasScanSpec,
     runner=lazy_runner("fairscan.scans.bias.runner", "run_bias_scan"),
     needs=needs,
-    # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows
-    weighted_rows=lambda spec: spec.outcome_type == "binary" and spec.score == "bernoulli",
-    # fractional sample weights: weighted counts and likelihoods (a continuous outcome for
+    # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows.
+    # Fractional sample weights: weighted counts and likelihoods (a continuous outcome for
     # Berk-Jones binarised at its weighted quantile), null draws per row times its weight
-    fractional_weights=True,
+    weights=lambda spec: (
+        "counts" if spec.outcome_type == "binary" and spec.score == "bernoulli" else "fractional"
+    ),
     needs_doc=(
         "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
         "binary outcome, else the expected value; optional: the outcome's overall mean when "

@@ -78,7 +78,7 @@ CBS = ScanType(
     extra_columns=extra_columns,
     check=check,
     render=lazy_hooks("fairscan.scans.cbs.render", "CBS_HOOKS"),
-    fractional_weights=True,
+    weights="fractional",
 )
 
 __all__ = [

@@ -39,7 +39,7 @@ FLAG = ScanType(
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
     retest_named=retest_flag,
-    fractional_weights=True,
+    weights="fractional",
 )
 
 CERTIFY = ScanType(
@@ -55,7 +55,7 @@ CERTIFY = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.certification.render", "CERTIFICATION_HOOKS"),
-    fractional_weights=True,
+    weights="fractional",
 )
 
 __all__ = [

@@ -49,7 +49,7 @@ IJDI_SCAN = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.ijdi_scan.render", "IJDI_HOOKS"),
-    fractional_weights=True,
+    weights="fractional",
 )
 
 __all__ = [

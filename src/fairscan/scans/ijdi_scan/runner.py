@@ -65,10 +65,13 @@ class IjdiInputs:
     # fractional sample weights (columns.weight), per row of the table; None: one per row
     weight: np.ndarray | None = None
 
+    def weight_of(self, rows: np.ndarray) -> np.ndarray | None:
+        """The sample weights of ``rows``, None without weights."""
+        return None if self.weight is None else self.weight[rows]
+
     def mean(self, values: np.ndarray, rows: np.ndarray) -> float:
         """The (weighted) mean of ``values`` over ``rows``."""
-        w = None if self.weight is None else self.weight[rows]
-        return float(np.average(values[rows], weights=w))
+        return float(np.average(values[rows], weights=self.weight_of(rows)))
 
     def count(self, rows: np.ndarray) -> float:
         """The (weighted) number of ``rows``."""
@@ -163,7 +166,7 @@ def _scan_pass(
         recommendation[rows],
         inputs.base_rate[rows],
         problem.cardinality,
-        None if inputs.weight is None else inputs.weight[rows],
+        inputs.weight_of(rows),
     )
     outcome = ijdi_loop(
         cells,
@@ -242,7 +245,7 @@ def _mitigate(
                 prediction[inside_rows],
                 level,
                 method="inverted_cdf",
-                weights=None if inputs.weight is None else inputs.weight[inside_rows],
+                weights=inputs.weight_of(inside_rows),
             )
         )
         everyone = inputs.problem.rows_in(ctx.data.codes, best.selection)

@@ -56,7 +56,7 @@ SHIFT = ScanType(
         "and the worst-case tilt (where the bootstrap's least favourable direction puts its "
         "weight) are in the scan's detail."
     ),
-    fractional_weights=True,
+    weights="fractional",
 )
 
 __all__ = ["SHIFT", "ShiftResult", "ShiftSpec", "TiltResult"]

@@ -466,12 +466,9 @@ def _run_shift(spec: ShiftSpec, ctx: ScanContext) -> ScanResult:
     mu = np.zeros(d)
     sd = np.ones(d)
     if spec.kernel.standardize:
-        if weight is None:
-            mu = Xraw.mean(axis=0)
-            sd = Xraw.std(axis=0)
-        else:
-            mu = np.average(Xraw, axis=0, weights=weight)
-            sd = np.sqrt(np.average((Xraw - mu) ** 2, axis=0, weights=weight))
+        # without weights np.average is the plain mean, and this the plain SD, to the bit
+        mu = np.average(Xraw, axis=0, weights=weight)
+        sd = np.sqrt(np.average((Xraw - mu) ** 2, axis=0, weights=weight))
         for k in np.flatnonzero(sd <= 0):
             warnings.append(f"feature {spec.features[k]!r} is constant: not rescaled")
         sd = np.where(sd > 0, sd, 1.0)

@@ -78,7 +78,7 @@ SUBROC = ScanType(
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.subroc.render", "SUBROC_HOOKS"),
-    fractional_weights=True,
+    weights="fractional",
 )
 
 __all__ = [

@@ -271,24 +271,18 @@ def roc_points(
     down-sampled to at most ``limit`` points; None without both classes. ``weight``: the
     rows' sample weights (rates of weighted counts)."""
     y = np.asarray(y)
-    if weight is not None:
-        pos, neg = float(weight[y == 1].sum()), float(weight[y == 0].sum())
-    else:
-        pos = int(y.sum())
-        neg = len(y) - pos
+    # unit weights: whole-number sums, exact, so the same rates as counts to the bit
+    w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    pos, neg = float(w[y == 1].sum()), float(w[y == 0].sum())
     if pos == 0 or neg == 0:
         return None
     order = np.argsort(-np.asarray(score, dtype=np.float64), kind="stable")
     s = np.asarray(score, dtype=np.float64)[order]
     ys = y[order]
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]  # last row of each tie group
-    if weight is not None:
-        ws = weight[order]
-        tp = np.cumsum(ws * ys)[last]
-        fp = np.cumsum(ws * (1 - ys))[last]
-    else:
-        tp = np.cumsum(ys)[last]
-        fp = (last + 1) - tp
+    ws = w[order]
+    tp = np.cumsum(ws * ys)[last]
+    fp = np.cumsum(ws * (1 - ys))[last]
     fpr = np.r_[0.0, fp / neg]
     tpr = np.r_[0.0, tp / pos]
     if len(fpr) > limit:
@@ -508,7 +502,7 @@ def _run_given(
     y, score, codes = inputs.y[rows], inputs.score[rows], inputs.codes[rows]
     subsets = spec.significance.subsets if ctx.replicates > 0 else 0
     masks = [subgroup_rows(s, ctx.data.attributes, codes) for s in given]
-    weight = None if inputs.weight is None else inputs.weight[rows]
+    weight = inputs.weight_of(rows)
     overall, tests = fixed_subset_tests(
         y,
         score,
