@@ -47,7 +47,7 @@ from fairscan.data.stream import (
     _ranks,
     _too_many_distinct,
 )
-from fairscan.data.table import Aggregation
+from fairscan.data.table import Aggregation, raw_column
 from fairscan.errors import DataError
 from fairscan.redact import mask_text as mask
 from fairscan.spec.models import DiscretizeSpec, SampleSpec
@@ -746,6 +746,7 @@ def prepared_table(
     max_rows: int | None,
     calibrations: Mapping[str, Calibration] | None = None,
     max_categories: int | None = None,
+    by_value: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
     (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps.
@@ -753,7 +754,8 @@ def prepared_table(
     ``calibrations``: probability columns only calibration bias scans read; they come back
     in bins (each bin's mean) with their exact per-profile sums in the aggregation's
     ``profile_sums``. ``max_categories``: checked by the database (a bounded count of each
-    categorical attribute's values) before the aggregate is built.
+    categorical attribute's values) before the aggregate is built. ``by_value``: columns some
+    scan reads by value (model covariates, roles): a binned one comes back by value too.
 
     The passes' row counts must agree (the first pass's rows are those the aggregate adds up,
     and the table is counted again after the last pass): a table written while it is read is
@@ -816,6 +818,8 @@ def prepared_table(
     if binned:
         how = " and ".join(sorted(methods))
         plan.steps.append(f"discretize (quantiles exact, by {how})" if how else "discretize")
+    raw = {name: raw_column(name) for name in by_value if name in binned}
+    keyed.update({column: filtered[name] for name, column in raw.items()})
     sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
     for name in sided:
         keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
@@ -831,6 +835,7 @@ def prepared_table(
     grouped = filtered.mutate(**keyed) if keyed else filtered
     group_keys = [
         *present,
+        *raw.values(),
         *(_side_column(n) for n in sided),
         *(_bin_column(n) for n in calibrated),
     ]
@@ -852,7 +857,7 @@ def prepared_table(
     for name in calibrated:
         frame = _with_bin_means(frame, name)
     for i, name in enumerate(sided):
-        keys = [*present, *(_side_column(n) for n in sided[i + 1 :])]
+        keys = [*present, *raw.values(), *(_side_column(n) for n in sided[i + 1 :])]
         frame = _with_sides(source, filtered, frame, name, cuts[name], keys)
     frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
     for name in binned:
@@ -866,7 +871,7 @@ def prepared_table(
         for a in binned:
             sums_frame = sums_frame.with_columns(pl.col(a).cast(pl.Int32))
         frame, summed = _attach_sums(frame, sums_frame, profile, calibration)
-        frame = frame.sort(present, nulls_last=True)
+        frame = frame.sort([*present, *raw.values()], nulls_last=True)
         rows_profile = frame["__fairscan_profile__"]
         frame = frame.drop("__fairscan_profile__")
         if summed is not None:
@@ -875,7 +880,7 @@ def prepared_table(
                 f"probabilities of {name!r}: per-profile sums at the expansion nodes, "
                 f"{calibration.bins} bins per profile and outcome"
             )
-    frame = frame.sort(present, nulls_last=True)
+    frame = frame.sort([*present, *raw.values()], nulls_last=True)
     n_rows = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
     if n_rows == 0:
         raise DataError(
@@ -887,7 +892,7 @@ def prepared_table(
         )
     _check_unchanged(source, table, counts.raw)
     source.provenance.update(_provenance(plan, n_raw, frame))
-    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
+    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed, raw), None
 
 
 @dataclass(frozen=True)
@@ -1046,6 +1051,7 @@ def pushed_down(
     columns: Sequence[str],
     cuts: Mapping[str, tuple[tuple[float, ...], Literal["ge", "gt"], bool]],
     calibrations: Mapping[str, tuple[int, ...]] | None = None,
+    by_value: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
     """:func:`prepared_table` for an audit spec (``spec.data``, ``spec.attributes``,
     ``spec.discretize``); ``cuts`` from :func:`fairscan.run.prepare.threshold_only_columns`,
@@ -1072,4 +1078,5 @@ def pushed_down(
                 name: Calibration(tuple(sorted(set(directions))))
                 for name, directions in (calibrations or {}).items()
             },
+            by_value=by_value,
         )

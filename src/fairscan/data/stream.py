@@ -27,7 +27,7 @@ import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
 from fairscan.data.load import bytes_text, first_line
-from fairscan.data.table import Aggregation
+from fairscan.data.table import Aggregation, raw_column
 from fairscan.errors import DataError
 from fairscan.spec.models import DiscretizeSpec
 
@@ -382,12 +382,17 @@ def aggregate(
     binned: dict[str, tuple[float, ...]],
     *,
     max_rows: int | None = None,
+    raw: Mapping[str, str] | None = None,
 ) -> AggregatedTable:
     """Stream the table into its distinct (filtered, binned) rows with their counts; a
-    :class:`DataError` naming ``data.sample`` once they exceed ``max_rows``."""
-    keys = list(query.columns)
+    :class:`DataError` naming ``data.sample`` once they exceed ``max_rows``. ``raw``: binned
+    attributes also kept by value, in the column it names (attribute -> column)."""
+    raw = dict(raw or {})
+    keys = [*query.columns, *raw.values()]
 
     def step(lazy: pl.LazyFrame) -> pl.LazyFrame:
+        if raw:
+            lazy = lazy.with_columns(pl.col(name).alias(column) for name, column in raw.items())
         if binned:
             lazy = lazy.with_columns(bin_codes(name, e) for name, e in binned.items())
         return lazy.group_by(keys).agg(_rows(query).cast(pl.Int64).alias(WEIGHT_COLUMN))
@@ -471,12 +476,15 @@ def aggregated_table(
     attributes: Sequence[str],
     discretize: Mapping[str, DiscretizeSpec],
     max_rows: int | None = None,
+    by_value: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, Aggregation]:
     """The filtered data as distinct rows with counts, ready for
-    :func:`fairscan.data.prepare.prepare_data` (``aggregated=``)."""
+    :func:`fairscan.data.prepare.prepare_data` (``aggregated=``). ``by_value``: columns some
+    scan reads by value (model covariates, roles): a binned one is kept by value too."""
     n_raw = count_rows(query.lazy, query.weight)
     binned = bin_edges(query, n_raw, schema, discretize, attributes)
-    table = aggregate(query, n_raw, binned, max_rows=max_rows)
+    raw = {name: raw_column(name) for name in by_value if name in binned}
+    table = aggregate(query, n_raw, binned, max_rows=max_rows, raw=raw)
     if table.n_rows == 0:
         raise DataError(
             f"the filter keeps 0 of {n_raw} rows" if query.filter is not None else "no data rows",
@@ -485,7 +493,7 @@ def aggregated_table(
             if query.filter is not None
             else "point data.path at data with rows",
         )
-    return table.frame, Aggregation(WEIGHT_COLUMN, n_raw, binned)
+    return table.frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, raw=raw)
 
 
 def sampled_table(query: StreamQuery, rows: int, seed: int) -> tuple[pl.DataFrame, int, int]:

@@ -294,7 +294,8 @@ def _read_streamed(
         calibrations = calibration_only_columns(spec, roles, other)
         if isinstance(source, PushdownSource):  # prepared in the database (or engine) itself
             _check_names(spec, roles, extra_roles, source.columns(columns))
-            return pushed_down(source, spec, columns, cuts, calibrations)
+            by_value = read_by_value(spec, roles, extra_roles)
+            return pushed_down(source, spec, columns, cuts, calibrations, by_value)
         return _pushed_to_engine(spec, roles, extra_roles, source, engine, columns, cuts)
     progress = engine.progress or (lambda rows: None)
     query, schema = stream_query(
@@ -326,6 +327,7 @@ def _read_streamed(
         attributes=list(spec.attributes),
         discretize=spec.discretize,
         max_rows=max_rows,
+        by_value=read_by_value(spec, roles, extra_roles),
     )
     return frame, aggregation, None
 
@@ -388,7 +390,8 @@ def _pushed_to_engine(
     _check_names(spec, roles, extra_roles, list(schema))
     # probabilities stay per row (not binned as for a database table): the seeded null
     # replicates of a calibration scan are those of the rows, as in memory
-    frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, {})
+    by_value = read_by_value(spec, roles, extra_roles)
+    frame, aggregation, note = pushed_down(pushdown, spec, columns, cuts, {}, by_value)
     replaced = [*cuts, *(aggregation.binned if aggregation else ())]
     engine.provenance = pushdown.provenance
     return restore_types(frame, schema, replaced), aggregation, note
@@ -513,6 +516,16 @@ def _prepare(
         roles=tuple(roles),
         located=located,
     )
+
+
+def read_by_value(
+    spec: AuditSpec, roles: list[ScanRoles], extra_roles: Sequence[RoleColumn]
+) -> list[str]:
+    """The columns some scan reads by value (its roles, model covariates and other extra
+    columns): a binned attribute among them is kept by value beside its bins, so that every
+    engine fits a scan's models on the values a file read into memory gives (issue 37)."""
+    requests = [*(request for r in roles for request in r.requests()), *extra_roles]
+    return list(dict.fromkeys([*(r.column for r in requests), *extra_columns(spec, roles)]))
 
 
 def calibration_only_columns(
