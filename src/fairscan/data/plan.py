@@ -3,9 +3,9 @@
 As a polars IO plugin receives the projection and predicate pushed down to it
 (``polars.io.plugins.register_io_source``), a :class:`~fairscan.data.source.Source` receives a
 :class:`ReadPlan`: the columns, the filter, the bins, the columns read only through thresholds
-or as probabilities summed per profile, the sample, the weight, and the columns the scans read
-by value. A source does as much of it where the data lives as its engine can; every source
-hands back the same table for the same plan (tests/data/test_same_answer_every_source.py).
+or as probabilities summed per profile, the sample, and the columns the scans read by value. A
+source does as much of it where the data lives as its engine can; every source hands back the
+same table for the same plan (tests/data/test_same_answer_every_source.py).
 
 The run layer builds the plan from the spec, the scans' roles and what each scan type declares
 (:mod:`fairscan.run.plan`); nothing here knows a scan type.
@@ -62,8 +62,9 @@ class ReadPlan:
     cuts: Mapping[str, Cut] = field(default_factory=dict)
     # probability column -> the directions of the calibration scans that alone read it
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
-    sample: SampleSpec | None = None  # data.sample
-    weight: str | None = None  # columns.weight: sample weights, a column like any other here
+    # data.sample (sample weights, columns.weight, are one of the further columns: read as
+    # any other, they keep probabilities per row, so ``calibrations`` is empty with them)
+    sample: SampleSpec | None = None
 
     @property
     def columns(self) -> list[str]:

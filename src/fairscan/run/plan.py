@@ -39,7 +39,6 @@ def read_plan(
         cuts=threshold_only_columns(list(spec.scans), roles, other),
         calibrations={c: Calibration(d) for c, d in calibrations.items()},
         sample=spec.data.sample,
-        weight=spec.columns.weight,
     )
 
 
