@@ -127,3 +127,24 @@ def test_no_scan_type_is_named_in_the_data_and_run_layers(package: str) -> None:
         for line in _named_types(path, names)
     ]
     assert not found, "\n".join(found)
+
+
+def test_fairscan_audit_of_a_file_path_reads_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fairscan.audit(path)`` hashes the bytes it parses too (no second pass to hash)."""
+    import fairscan
+
+    def second_read(path: Path, **_: Any) -> str:
+        raise AssertionError("the file was read a second time to hash it")
+
+    monkeypatch.setattr(load, "file_sha256", second_read)
+    report = fairscan.audit(
+        CREDIT,
+        outcome="default",
+        recommendation="high_risk",
+        attributes=["sex"],
+        scans=[{"type": "fpr_scan", "restarts": 2}],
+        replicates=0,
+    )
+    assert report.provenance.data_sha256 == hashlib.sha256(CREDIT.read_bytes()).hexdigest()
