@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from fairscan.errors import DataError, Issue, SpecError, UsageError
 from fairscan.progress import Progress, phase
 from fairscan.report.models import AuditReport
-from fairscan.run.specs import SIGNIFICANCE_SHORTHANDS, locate
+from fairscan.run.specs import SIGNIFICANCE_SHORTHANDS, errors_located, locate
 from fairscan.spec.loader import MAX_DEPTH
 from fairscan.spec.models import AuditSpec, ColumnsSpec
 
@@ -464,23 +464,12 @@ def _as_keyword(issue: Issue, shorthands: tuple[str, ...] = ()) -> Issue:
 
 
 def _streamed(data: Any, model: Any) -> tuple[Any, str] | None:
-    """(what to stream, the report's data path) for lazy tables (a polars LazyFrame, a
-    DuckDB relation, a Dask or PySpark DataFrame) and paths of datasets (a directory, glob
-    or URL); None for tables read into memory (and whenever a model adds predictions)."""
-    from fairscan.data.backends import engine_of
-    from fairscan.data.pushdown import PushdownSource
-    from fairscan.data.sources import dataset_source
+    """(what to stream, the report's data path) for lazy tables and datasets
+    (:func:`fairscan.data.source.lazy_of`); None for tables read into memory (and whenever
+    a model adds predictions to a table that is not in a database)."""
+    from fairscan.data.source import lazy_of
 
-    if isinstance(data, PushdownSource):
-        return data, data.location
-    if model is not None:
-        return None
-    if isinstance(data, str | os.PathLike):
-        text = os.fspath(data)
-        source = dataset_source(text, Path(text).expanduser().resolve())
-        return None if source is None else (source, text)
-    engine = engine_of(data)
-    return None if engine is None else (data, f"<in-memory {engine}>")
+    return lazy_of(data, only_database=model is not None)
 
 
 def _database(loaded: LoadedSpec, spec: AuditSpec) -> Any:
@@ -488,7 +477,7 @@ def _database(loaded: LoadedSpec, spec: AuditSpec) -> Any:
     from fairscan.data.database import database_source
 
     base = Path(loaded.file_of("data.connection")).parent
-    try:
+    with errors_located(loaded):
         return database_source(
             str(spec.data.connection),
             spec.data.table,
@@ -496,13 +485,11 @@ def _database(loaded: LoadedSpec, spec: AuditSpec) -> Any:
             base,
             allow_file_access=spec.data.allow_file_access,
         )
-    except DataError as error:
-        raise locate(loaded, error) from error
 
 
 def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str, str | None]:
     """(frame, the provenance's data_path, data_sha256, the spec's data.path or None to keep)."""
-    from fairscan.data.load import file_sha256, frame_sha256, read_in_memory, read_table
+    from fairscan.data.load import frame_sha256, read_in_memory, read_table_hashed
 
     if data is None:
         if loaded is None:
@@ -512,13 +499,13 @@ def _table(data: Any, loaded: LoadedSpec | None) -> tuple[pl.DataFrame, str, str
                 "pyarrow Table or a data file path, or spec='NAME.audit.yaml' for its data file",
             )
         path = (Path(loaded.file_of("data.path")).parent / str(loaded.spec.data.path)).resolve()
-        try:
-            return read_table(path), str(path), file_sha256(path), None
-        except DataError as error:
-            raise locate(loaded, error) from error
+        with errors_located(loaded):
+            frame, sha = read_table_hashed(path)  # one read: hashed while it is read
+        return frame, str(path), sha, None
     if isinstance(data, str | os.PathLike):
         path = Path(data).expanduser().resolve()
-        return read_table(path), str(path), file_sha256(path), os.fspath(data)
+        frame, sha = read_table_hashed(path)
+        return frame, str(path), sha, os.fspath(data)
     frame, label = read_in_memory(data)
     return frame, label, frame_sha256(frame), label
 

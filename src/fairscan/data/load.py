@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -45,7 +46,7 @@ _HINTS = {
 }
 
 
-def _read_csv(path: Path) -> pl.DataFrame:
+def _read_csv(path: Path | io.BytesIO) -> pl.DataFrame:
     # Only empty fields are null: strings such as "NA" or "N/A" stay strings.
     return pl.read_csv(
         path,
@@ -56,19 +57,19 @@ def _read_csv(path: Path) -> pl.DataFrame:
     )
 
 
-def _read_parquet(path: Path) -> pl.DataFrame:
+def _read_parquet(path: Path | io.BytesIO) -> pl.DataFrame:
     return pl.read_parquet(path, glob=False)
 
 
 NESTED_JSON_FIELD = "json"  # the one field of the struct that marks a mixed nested column
 
 
-def _read_ndjson(path: Path) -> pl.DataFrame:
+def _read_ndjson(path: Path | io.BytesIO) -> pl.DataFrame:
     frame = pl.read_ndjson(path, infer_schema_length=None)
     return _mark_nested_strings(path, frame)
 
 
-def _mark_nested_strings(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
+def _mark_nested_strings(path: Path | io.BytesIO, frame: pl.DataFrame) -> pl.DataFrame:
     """polars reads a key holding objects or lists on some lines and scalars on others as a
     string column (the objects as JSON text): wrap such a column in a one-field struct, so that
     using it is reported as nested JSON instead of scanning the JSON text as categories.
@@ -84,7 +85,7 @@ def _mark_nested_strings(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
     ]
     if not suspects:
         return frame
-    raw = path.read_bytes()
+    raw = path.getvalue() if isinstance(path, io.BytesIO) else path.read_bytes()
     marked = []
     for name in suspects:
         key = json.dumps(name)[1:-1].encode("utf-8")  # as written inside the JSON quotes
@@ -93,11 +94,11 @@ def _mark_nested_strings(path: Path, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(marked) if marked else frame
 
 
-def _read_ipc(path: Path) -> pl.DataFrame:
+def _read_ipc(path: Path | io.BytesIO) -> pl.DataFrame:
     return pl.read_ipc(path)
 
 
-_READERS: dict[str, Callable[[Path], pl.DataFrame]] = {
+_READERS: dict[str, Callable[[Path | io.BytesIO], pl.DataFrame]] = {
     "csv": _read_csv,
     "parquet": _read_parquet,
     "ndjson": _read_ndjson,
@@ -205,6 +206,14 @@ def fits_in_memory(path: Path, share: float = 0.5) -> bool:
     return estimate_memory(Path(path), fmt) <= available * share
 
 
+def held_rows(columns: int) -> int | None:
+    """The most distinct rows of ``columns`` columns an aggregate may hold in memory (about 3
+    copies of ~16 bytes a column, while the parts are merged); None when the memory available
+    is not known."""
+    available = available_memory()
+    return None if available is None else available // (3 * 16 * (columns + 1))
+
+
 def check_memory(path: Path, fmt: str) -> None:
     """A :class:`DataError` before reading a file that needs more memory than is available."""
     available = available_memory()
@@ -238,8 +247,9 @@ def _missing_hint(path: Path) -> str:
     return "check data.path; a relative path is resolved against the spec file's folder"
 
 
-def read_table(path: Path) -> pl.DataFrame:
-    """Read a data file; the format follows the extension.
+def read_table(path: Path, digest: Any = None) -> pl.DataFrame:
+    """Read a data file; the format follows the extension. ``digest`` (a :mod:`hashlib`
+    object): updated with the file's bytes, which are then read once (hashed, then parsed).
 
     ``.csv``, ``.parquet``, ``.ndjson``/``.jsonl``, ``.arrow``/``.ipc``/``.feather``.
     Every failure (unknown extension, missing file, unreadable or unparseable content, no rows)
@@ -285,7 +295,13 @@ def read_table(path: Path) -> pl.DataFrame:
         )
     check_memory(path, fmt)
     try:
-        frame = _READERS[fmt](path)
+        if digest is None:
+            frame = _READERS[fmt](path)
+        else:
+            raw = path.read_bytes()
+            digest.update(raw)
+            frame = _READERS[fmt](io.BytesIO(raw))
+            del raw
     except (Exception, pl.exceptions.PanicException) as exc:
         raise DataError(
             f"cannot read {str(path)!r} as {_FORMAT_NAMES[fmt]}: {first_line(exc)}",
@@ -311,6 +327,13 @@ def read_table(path: Path) -> pl.DataFrame:
             hint="the file has column names but no data rows; point data.path at a file with data",
         )
     return frame
+
+
+def read_table_hashed(path: Path) -> tuple[pl.DataFrame, str]:
+    """:func:`read_table` and the hex SHA-256 of the file's bytes, read once."""
+    digest = hashlib.sha256()
+    frame = read_table(path, digest)
+    return frame, digest.hexdigest()
 
 
 def file_sha256(path: Path, *, chunk_size: int = 1 << 20) -> str:

@@ -11,7 +11,7 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -1112,6 +1112,16 @@ def _finish_attribute(ctx: _Context, name: str, enc: _Encoded) -> EncodedAttribu
     )
 
 
+def _by_value(ctx: _Context, raw: Mapping[str, str]) -> _Context:
+    """``ctx`` with each binned attribute of an aggregate read by value (``raw``: attribute ->
+    the aggregate's column of its values); its issues and warnings are ``ctx``'s own."""
+    present = {name: column for name, column in raw.items() if column in ctx.frame.columns}
+    if not present:
+        return ctx
+    frame = ctx.frame.with_columns(pl.col(c).alias(name) for name, c in present.items())
+    return replace(ctx, frame=frame)
+
+
 def _read_extra(ctx: _Context, extra_columns: Mapping[str, str]) -> dict[str, np.ndarray]:
     """Extra columns: numbers as float64 (nulls are errors), anything else as strings."""
     extra: dict[str, np.ndarray] = {}
@@ -1202,15 +1212,18 @@ def prepare_data(
     if aggregated is None:
         ctx = _filtered(frame, filter, present, issues)
     else:
-        ctx = _filtered(frame, None, [*present, aggregated.weight_column], issues)
+        raw = [c for c in aggregated.raw.values() if c in frame.columns]
+        ctx = _filtered(frame, None, [*present, aggregated.weight_column, *raw], issues)
         ctx.filter, ctx.n_raw = filter, aggregated.n_rows_raw
         ctx.weights = ctx.frame[aggregated.weight_column].to_numpy().astype(np.int64)
         ctx.binned = aggregated.binned
     ctx.warnings.extend(strip_warnings)
     ctx.attribute_fields = {name: f"attributes[{i}]" for i, name in enumerate(attributes)}
-    role_values = _read_roles(ctx, requests)
+    # roles and extra columns read a binned attribute's values, not its bin codes
+    by_value = _by_value(ctx, aggregated.raw if aggregated is not None else {})
+    role_values = _read_roles(by_value, requests)
     encoded, codes = _encode_attributes(ctx, attributes, discretize, max_categories)
-    extra = _read_extra(ctx, extra_columns)
+    extra = _read_extra(by_value, extra_columns)
     if ctx.issues:
         raise DataError(issues=ctx.issues)
     return PreparedData(

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -38,45 +38,21 @@ import polars as pl
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
 from fairscan.data.engine_scan import Engine
 from fairscan.data.load import first_line
-from fairscan.data.stream import (
+from fairscan.data.plan import Calibration, Cut, ReadPlan
+from fairscan.data.quantiles import (
     MAX_VALUE_COUNTS,
-    WEIGHT_COLUMN,
-    _edges_from,
-    _numeric_or_error,
-    _order_statistics,
-    _ranks,
-    _too_many_distinct,
+    check_numeric,
+    edges_from,
+    order_statistics,
+    ranks,
 )
-from fairscan.data.table import Aggregation
+from fairscan.data.stream import WEIGHT_COLUMN, too_many_distinct
+from fairscan.data.table import Aggregation, raw_column
 from fairscan.errors import DataError
 from fairscan.redact import mask_text as mask
-from fairscan.spec.models import DiscretizeSpec, SampleSpec
+from fairscan.spec.models import SampleSpec
 
 _INPUT = "fairscan_input"
-
-
-# A probability column only calibration bias scans read comes back as this many bins per
-# (profile, outcome): each bin's row count and mean probability (what null replicates draw
-# from: Binomial(count, mean) per bin), with the profiles' exact sums beside it.
-PROBABILITY_BINS = 1000
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A probability column read only as per-row expectations by calibration bias scans in
-    ``directions`` (+1 positive, -1 negative): summarised per profile in the engine."""
-
-    directions: tuple[int, ...]
-    bins: int = PROBABILITY_BINS
-
-
-@dataclass(frozen=True)
-class Cut:
-    """A prediction column the audit reads only through thresholds (``rule``: ge or gt)."""
-
-    thresholds: tuple[float, ...]
-    rule: Literal["ge", "gt"]
-    probability: bool  # values outside [0, 1] are kept as they are (the checks report them)
 
 
 class QueryTimeout(Exception):
@@ -382,13 +358,6 @@ class PushdownSource:
             ) from None
 
 
-@dataclass
-class _Plan:
-    """What ran in the engine, for the report's provenance."""
-
-    steps: list[str] = field(default_factory=list)
-
-
 _UNUSABLE = ("array", "struct", "map", "json", "binary", "uuid", "geospatial", "inet", "macaddr")
 
 
@@ -434,7 +403,7 @@ def _quantile_edges(
 ) -> tuple[tuple[float, ...], str]:
     """Exact quantile edges computed by the engine: the values at numpy's ``higher`` ranks,
     from the column's value counts (one ``GROUP BY``, any SQL engine) when it has at most
-    :data:`~fairscan.data.stream.MAX_VALUE_COUNTS` distinct values, else picked by
+    :data:`~fairscan.data.quantiles.MAX_VALUE_COUNTS` distinct values, else picked by
     ``ROW_NUMBER()`` (a sort); and how they were computed."""
     x, ok = _present(source, table, column)
     values = table.filter(ok).select(v=x)
@@ -447,7 +416,7 @@ def _quantile_edges(
         if n == 0:
             return (), "value counts"
         counts = counts.with_columns(pl.col("n").cast(pl.Int64))
-        return _edges_from(_order_statistics(counts, _ranks(n, quantiles))), "value counts"
+        return edges_from(order_statistics(counts, ranks(n, quantiles))), "value counts"
     return _ranked_edges(source, values, column, quantiles), "ROW_NUMBER"
 
 
@@ -458,16 +427,16 @@ def _ranked_edges(source: PushdownSource, values: Any, column: str, quantiles: i
     n = _count(source, values, f"counting the values of {column!r}")
     if n == 0:
         return ()
-    ranks = sorted({int(r) for r in _ranks(n, quantiles)})
+    wanted = sorted({int(r) for r in ranks(n, quantiles)})
     ranked = values.mutate(r=ibis.row_number().over(order_by=values.v))
     picked = source.run(
-        ranked.filter(ranked.r.isin(ranks)).select("r", "v"),
+        ranked.filter(ranked.r.isin(wanted)).select("r", "v"),
         f"computing the quantiles of {column!r}",
         hint=f"exact quantiles need ROW_NUMBER() over the column; give explicit edges instead: "
         f"discretize: {{{column}: {{edges: [...]}}}}",
     )
     by_rank = dict(zip(picked["r"].to_list(), picked["v"].to_list(), strict=True))
-    return _edges_from(np.array([by_rank[int(r)] for r in _ranks(n, quantiles)], dtype=float))
+    return edges_from(np.array([by_rank[int(r)] for r in ranks(n, quantiles)], dtype=float))
 
 
 def _bin_codes(source: PushdownSource, table: Any, column: str, edges: Sequence[float]) -> Any:
@@ -733,169 +702,261 @@ def _with_bin_means(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     ).drop(_bin_column(column), _psum_column(column))
 
 
-def prepared_table(
-    source: PushdownSource,
-    *,
-    columns: Sequence[str],
-    attributes: Sequence[str],
-    filter: str | None,
-    strip_whitespace: bool,
-    discretize: Mapping[str, DiscretizeSpec],
-    cuts: Mapping[str, Cut],
-    sample: SampleSpec | None,
-    max_rows: int | None,
-    calibrations: Mapping[str, Calibration] | None = None,
-    max_categories: int | None = None,
-) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
-    """As :func:`fairscan.api._read_streamed`: (table, its aggregation or None for a sample,
-    (data rows, note) of a sample); the provenance's ``pushdown`` lists the steps.
-
-    ``calibrations``: probability columns only calibration bias scans read; they come back
-    in bins (each bin's mean) with their exact per-profile sums in the aggregation's
-    ``profile_sums``. ``max_categories``: checked by the database (a bounded count of each
-    categorical attribute's values) before the aggregate is built.
-
-    The passes' row counts must agree (the first pass's rows are those the aggregate adds up,
-    and the table is counted again after the last pass): a table written while it is read is
-    a DataError, not a report that mixes two versions of it."""
-    from fairscan.data.filter_sql import filter_ibis
-
-    plan = _Plan()
-    table = source.relation.table()
-    schema = _polars_schema(source, table, columns)
-    present = [c for c in dict.fromkeys(columns) if c in schema]
-    if not present:  # nothing to group by (the run checks the columns first: a direct caller)
-        raise DataError(
-            f"the table has none of the audited columns ({', '.join(map(repr, columns))})",
-            field=source.spec_field,
-            hint=f"the table's columns are: {', '.join(map(repr, list(schema)[:20]))}",
-        )
-    stripped = [
-        a for a in attributes if strip_whitespace and a in present and schema[a] == pl.String
-    ]
-    deferred = _strip_after_grouping(stripped, filter, sample, calibrations)
-    if stripped and not deferred:
-        table = table.mutate(**{a: table[a].strip() for a in stripped})
-        plan.steps.append("strip_whitespace")
-    keep = filter_ibis(filter, table, schema) if filter is not None else None
-    counts = _first_pass(source, table, keep)
-    n_raw = counts.raw
-    filtered = table
-    if keep is not None:
-        filtered = table.filter(keep)
-        plan.steps.append("filter")
-    checked = [] if sample is not None or not source.extra_passes else attributes
-    categorical = _categorical(filtered, schema, checked, discretize, stripped)
-    _check_categories(source, filtered, categorical, attributes, max_categories)
-    if sample is not None:
-        frame = _sampled(source, filtered, present, sample, counts.kept)
-        n_filtered = counts.kept
-        _check_unchanged(source, table, counts.raw)
-        plan.steps.append("sample")
-        source.provenance.update(_provenance(plan, n_raw))
-        note = (
-            f"audited a sample of {frame.height:,} of the {n_filtered:,} rows the filter keeps, "
-            f"drawn in the database (data.sample, seed {sample.seed})"
-        )
-        return frame, None, (n_raw, note)
-    binned: dict[str, tuple[float, ...]] = {}
-    keyed: dict[str, Any] = {}
-    methods: set[str] = set()
-    for name in attributes:
-        rule = discretize.get(name)
-        if rule is None or name not in present:
-            continue
-        _numeric_or_error(schema, name)
-        if rule.edges is not None:
-            binned[name] = explicit_edges(rule.edges)
-        else:
-            quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
-            binned[name], method = _quantile_edges(source, filtered, name, quantiles)
-            methods.add(method)
-        keyed[name] = _bin_codes(source, filtered, name, binned[name])
-    if binned:
-        how = " and ".join(sorted(methods))
-        plan.steps.append(f"discretize (quantiles exact, by {how})" if how else "discretize")
-    sided = [n for n in cuts if n in present and n not in keyed and schema[n].is_numeric()]
-    for name in sided:
-        keyed.update(_threshold_keys(source, filtered, name, cuts[name]))
-        plan.steps.append(f"threshold on {name!r}")
-    binned_keys = {a: keyed[a] for a in binned}  # the attributes as the profile sums group them
-    calibrated = [
-        n
-        for n in (calibrations or {})
-        if n in present and n not in keyed and n not in attributes and schema[n].is_numeric()
-    ]
-    for name in calibrated:
-        keyed.update(_probability_keys(source, filtered, name, (calibrations or {})[name].bins))
-    grouped = filtered.mutate(**keyed) if keyed else filtered
-    group_keys = [
-        *present,
-        *(_side_column(n) for n in sided),
-        *(_bin_column(n) for n in calibrated),
-    ]
-    sums = {_psum_column(n): grouped[_psum_column(n)].sum() for n in calibrated}
-    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()}, **sums)
-    if max_rows is not None:
-        aggregate = aggregate.limit(max_rows + 1)
-    frame = source.run(aggregate, "aggregating the audited columns")
-    plan.steps.append("group by")
-    if max_rows is not None and frame.height > max_rows:
-        raise _too_many_distinct(frame, max_rows)
-    aggregated = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
-    if aggregated != counts.kept:
-        raise _changed(source, counts.kept, aggregated, "the aggregation")
-    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
-    if deferred:
-        frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
-        plan.steps.append("strip_whitespace (of the distinct values)")
-    for name in calibrated:
-        frame = _with_bin_means(frame, name)
-    for i, name in enumerate(sided):
-        keys = [*present, *(_side_column(n) for n in sided[i + 1 :])]
-        frame = _with_sides(source, filtered, frame, name, cuts[name], keys)
-    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
-    for name in binned:
-        frame = frame.with_columns(pl.col(name).cast(pl.Int32))
-    profile = [a for a in attributes if a in present]
-    pushed: dict[str, Any] = {}
-    for name in calibrated:
-        calibration = (calibrations or {})[name]
-        with_binned = filtered.mutate(**binned_keys) if binned_keys else filtered
-        sums_frame = profile_sums(source, with_binned, name, profile, calibration)
-        for a in binned:
-            sums_frame = sums_frame.with_columns(pl.col(a).cast(pl.Int32))
-        frame, summed = _attach_sums(frame, sums_frame, profile, calibration)
-        frame = frame.sort(present, nulls_last=True)
-        rows_profile = frame["__fairscan_profile__"]
-        frame = frame.drop("__fairscan_profile__")
-        if summed is not None:
-            pushed[name] = (rows_profile.to_numpy().astype(np.int64), summed)
-            plan.steps.append(
-                f"probabilities of {name!r}: per-profile sums at the expansion nodes, "
-                f"{calibration.bins} bins per profile and outcome"
-            )
-    frame = frame.sort(present, nulls_last=True)
-    n_rows = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
-    if n_rows == 0:
-        raise DataError(
-            f"the filter keeps 0 of {n_raw} rows" if filter is not None else "no data rows",
-            field="data.filter" if filter is not None else source.spec_field,
-            hint="check the filter's values (string comparisons are case-sensitive)"
-            if filter is not None
-            else "point the source at a table with rows",
-        )
-    _check_unchanged(source, table, counts.raw)
-    source.provenance.update(_provenance(plan, n_raw, frame))
-    return frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, pushed), None
-
-
 @dataclass(frozen=True)
 class _Counts:
     """What the first pass over the table counts."""
 
     raw: int  # the table's rows
     kept: int  # the rows the filter keeps (all without a filter)
+
+
+@dataclass
+class _Pass:
+    """One preparation in the engine: the plan, the table as the steps so far left it, and the
+    steps that ran (the report's provenance lists them)."""
+
+    source: PushdownSource
+    plan: ReadPlan
+    schema: pl.Schema
+    present: list[str]  # the audited columns the table has
+    table: Any  # the source's table (text attributes stripped where that comes first)
+    filtered: Any = None  # the rows data.filter keeps
+    counts: _Counts | None = None
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> int:
+        assert self.counts is not None
+        return self.counts.kept
+
+
+def prepared_table(
+    source: PushdownSource, plan: ReadPlan, max_rows: int | None
+) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
+    """(table, its aggregation or None for a sample, (data rows, note) of a sample), the
+    ``plan`` done in the source's engine; the provenance's ``pushdown`` lists the steps.
+
+    Probability columns of ``plan.calibrations`` come back in bins (each bin's mean) with
+    their exact per-profile sums in the aggregation's ``profile_sums``; ``max_categories`` is
+    checked by the database (a bounded count of each categorical attribute's values) before
+    the aggregate is built; a binned attribute of ``plan.by_value`` comes back by value too.
+
+    The passes' row counts must agree (the first pass's rows are those the aggregate adds up,
+    and the table is counted again after the last pass): a table written while it is read is
+    a DataError, not a report that mixes two versions of it."""
+    step = _started(source, plan)
+    stripped = _stripped_attributes(step)
+    deferred = _strip_after_grouping(stripped, plan.filter, plan.sample, plan.calibrations)
+    if stripped and not deferred:
+        step.table = step.table.mutate(**{a: step.table[a].strip() for a in stripped})
+        step.steps.append("strip_whitespace")
+    _filtered(step)
+    checked = [] if plan.sample is not None or not source.extra_passes else plan.attributes
+    categorical = _categorical(step.filtered, step.schema, checked, plan.discretize, stripped)
+    _check_categories(source, step.filtered, categorical, plan.attributes, plan.max_categories)
+    if plan.sample is not None:
+        return _sample_of(step, plan.sample)
+    frame, aggregation = _aggregate_of(step, deferred, max_rows)
+    return frame, aggregation, None
+
+
+def _started(source: PushdownSource, plan: ReadPlan) -> _Pass:
+    """The pass over the table's audited columns (a DataError when it has none of them)."""
+    table = source.relation.table()
+    schema = _polars_schema(source, table, plan.columns)
+    present = [c for c in plan.columns if c in schema]
+    if not present:  # nothing to group by (the run checks the columns first: a direct caller)
+        raise DataError(
+            f"the table has none of the audited columns ({', '.join(map(repr, plan.columns))})",
+            field=source.spec_field,
+            hint=f"the table's columns are: {', '.join(map(repr, list(schema)[:20]))}",
+        )
+    return _Pass(source, plan, schema, present, table)
+
+
+def _stripped_attributes(step: _Pass) -> list[str]:
+    """The text attributes whose surrounding whitespace is stripped (data.strip_whitespace)."""
+    if not step.plan.strip_whitespace:
+        return []
+    return [a for a in step.plan.attributes if a in step.present and step.schema[a] == pl.String]
+
+
+def _filtered(step: _Pass) -> None:
+    """The first pass (the rows, and those data.filter keeps) and the filtered table."""
+    from fairscan.data.filter_sql import filter_ibis
+
+    plan = step.plan
+    keep = filter_ibis(plan.filter, step.table, step.schema) if plan.filter is not None else None
+    step.counts = _first_pass(step.source, step.table, keep)
+    step.filtered = step.table
+    if keep is not None:
+        step.filtered = step.table.filter(keep)
+        step.steps.append("filter")
+
+
+def _sample_of(step: _Pass, sample: SampleSpec) -> tuple[pl.DataFrame, None, tuple[int, str]]:
+    """The rows of a sample the engine draws, and the note the report carries."""
+    assert step.counts is not None
+    frame = _sampled(step.source, step.filtered, step.present, sample, step.kept)
+    _check_unchanged(step.source, step.table, step.counts.raw)
+    step.steps.append("sample")
+    step.source.provenance.update(_provenance(step.steps, step.counts.raw))
+    note = (
+        f"audited a sample of {frame.height:,} of the {step.kept:,} rows the filter keeps, "
+        f"drawn in the database (data.sample, seed {sample.seed})"
+    )
+    return frame, None, (step.counts.raw, note)
+
+
+@dataclass
+class _Keys:
+    """The group keys computed in the engine besides the audited columns themselves."""
+
+    binned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # attribute -> edges
+    exprs: dict[str, Any] = field(default_factory=dict)  # column -> its expression
+    raw: dict[str, str] = field(default_factory=dict)  # binned attribute -> its values' column
+    sided: list[str] = field(default_factory=list)  # columns read through thresholds
+    calibrated: list[str] = field(default_factory=list)  # probabilities summed per profile
+
+
+def _keys(step: _Pass) -> _Keys:
+    """Bins, values kept beside their bins, threshold sides and probability bins."""
+    plan, schema, present = step.plan, step.schema, step.present
+    keys = _Keys()
+    _bins(step, keys)
+    keys.raw = {name: raw_column(name) for name in plan.by_value if name in keys.binned}
+    keys.exprs.update({column: step.filtered[name] for name, column in keys.raw.items()})
+    keys.sided = [
+        n for n in plan.cuts if n in present and n not in keys.exprs and schema[n].is_numeric()
+    ]
+    for name in keys.sided:
+        keys.exprs.update(_threshold_keys(step.source, step.filtered, name, plan.cuts[name]))
+        step.steps.append(f"threshold on {name!r}")
+    keys.calibrated = [
+        n
+        for n in plan.calibrations
+        if n in present
+        and n not in keys.exprs
+        and n not in plan.attributes
+        and schema[n].is_numeric()
+    ]
+    for name in keys.calibrated:
+        bins = plan.calibrations[name].bins
+        keys.exprs.update(_probability_keys(step.source, step.filtered, name, bins))
+    return keys
+
+
+def _bins(step: _Pass, keys: _Keys) -> None:
+    """The edges of each discretised attribute (quantiles computed by the engine, exactly) and
+    its bin codes as a group key."""
+    methods: set[str] = set()
+    for name in step.plan.attributes:
+        rule = step.plan.discretize.get(name)
+        if rule is None or name not in step.present:
+            continue
+        check_numeric(step.schema, name)
+        if rule.edges is not None:
+            keys.binned[name] = explicit_edges(rule.edges)
+        else:
+            quantiles = DEFAULT_QUANTILES if rule.quantiles is None else rule.quantiles
+            keys.binned[name], method = _quantile_edges(step.source, step.filtered, name, quantiles)
+            methods.add(method)
+        keys.exprs[name] = _bin_codes(step.source, step.filtered, name, keys.binned[name])
+    if keys.binned:
+        how = " and ".join(sorted(methods))
+        step.steps.append(f"discretize (quantiles exact, by {how})" if how else "discretize")
+
+
+def _aggregate_of(
+    step: _Pass, deferred: list[str], max_rows: int | None
+) -> tuple[pl.DataFrame, Aggregation]:
+    """The distinct rows of the audited columns with their counts, as the scans read them."""
+    assert step.counts is not None
+    keys = _keys(step)
+    rows = [*step.present, *keys.raw.values()]  # the columns the aggregate is sorted by
+    group_keys = [
+        *rows,
+        *(_side_column(n) for n in keys.sided),
+        *(_bin_column(n) for n in keys.calibrated),
+    ]
+    sums = [_psum_column(n) for n in keys.calibrated]
+    frame = _grouped(step, keys, group_keys, sums, max_rows)
+    if deferred:
+        frame = _stripped(frame, deferred, group_keys, [WEIGHT_COLUMN, *sums])
+        step.steps.append("strip_whitespace (of the distinct values)")
+    for name in keys.calibrated:
+        frame = _with_bin_means(frame, name)
+    for i, name in enumerate(keys.sided):
+        later = [*rows, *(_side_column(n) for n in keys.sided[i + 1 :])]
+        frame = _with_sides(step.source, step.filtered, frame, name, step.plan.cuts[name], later)
+    frame = frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+    frame = frame.with_columns(pl.col(name).cast(pl.Int32) for name in keys.binned)
+    frame, pushed = _with_profile_sums(step, keys, frame, rows)
+    frame = frame.sort(rows, nulls_last=True)
+    _check_rows(step, frame)
+    _check_unchanged(step.source, step.table, step.counts.raw)
+    step.source.provenance.update(_provenance(step.steps, step.counts.raw, frame))
+    return frame, Aggregation(WEIGHT_COLUMN, step.counts.raw, keys.binned, pushed, keys.raw)
+
+
+def _grouped(
+    step: _Pass, keys: _Keys, group_keys: list[str], sums: list[str], max_rows: int | None
+) -> pl.DataFrame:
+    """The GROUP BY in the engine, its rows checked against the first pass's."""
+    grouped = step.filtered.mutate(**keys.exprs) if keys.exprs else step.filtered
+    summed = {column: grouped[column].sum() for column in sums}
+    aggregate = grouped.group_by(group_keys).aggregate(**{WEIGHT_COLUMN: grouped.count()}, **summed)
+    if max_rows is not None:
+        aggregate = aggregate.limit(max_rows + 1)
+    frame = step.source.run(aggregate, "aggregating the audited columns")
+    step.steps.append("group by")
+    if max_rows is not None and frame.height > max_rows:
+        raise too_many_distinct(frame, max_rows)
+    aggregated = int(frame[WEIGHT_COLUMN].sum()) if frame.height else 0
+    if aggregated != step.kept:
+        raise _changed(step.source, step.kept, aggregated, "the aggregation")
+    return frame.with_columns(pl.col(WEIGHT_COLUMN).cast(pl.Int64))
+
+
+def _with_profile_sums(
+    step: _Pass, keys: _Keys, frame: pl.DataFrame, rows: list[str]
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """The calibrated probabilities' exact per-profile sums (one GROUP BY each)."""
+    profile = [a for a in step.plan.attributes if a in step.present]
+    binned_keys = {a: keys.exprs[a] for a in keys.binned}  # the profiles as the sums group them
+    pushed: dict[str, Any] = {}
+    for name in keys.calibrated:
+        calibration = step.plan.calibrations[name]
+        with_binned = step.filtered.mutate(**binned_keys) if binned_keys else step.filtered
+        sums_frame = profile_sums(step.source, with_binned, name, profile, calibration)
+        sums_frame = sums_frame.with_columns(pl.col(a).cast(pl.Int32) for a in keys.binned)
+        frame, summed = _attach_sums(frame, sums_frame, profile, calibration)
+        frame = frame.sort(rows, nulls_last=True)
+        rows_profile = frame["__fairscan_profile__"]
+        frame = frame.drop("__fairscan_profile__")
+        if summed is not None:
+            pushed[name] = (rows_profile.to_numpy().astype(np.int64), summed)
+            step.steps.append(
+                f"probabilities of {name!r}: per-profile sums at the expansion nodes, "
+                f"{calibration.bins} bins per profile and outcome"
+            )
+    return frame, pushed
+
+
+def _check_rows(step: _Pass, frame: pl.DataFrame) -> None:
+    """A DataError when no row is left (the filter keeps none, or the table has none)."""
+    assert step.counts is not None
+    if frame.height and int(frame[WEIGHT_COLUMN].sum()):
+        return
+    if step.plan.filter is not None:
+        raise DataError(
+            f"the filter keeps 0 of {step.counts.raw} rows",
+            field="data.filter",
+            hint="check the filter's values (string comparisons are case-sensitive)",
+        )
+    raise DataError(
+        "no data rows", field=step.source.spec_field, hint="point the source at a table with rows"
+    )
 
 
 def _categorical(
@@ -1033,43 +1094,21 @@ def _sampled(
     return source.run(selected, "drawing the sample")
 
 
-def _provenance(plan: _Plan, n_raw: int, frame: pl.DataFrame | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"rows": n_raw, "pushdown": list(plan.steps)}
+def _provenance(
+    steps: Sequence[str], n_raw: int, frame: pl.DataFrame | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"rows": n_raw, "pushdown": list(steps)}
     if frame is not None:
         out["aggregated_rows"] = frame.height
     return out
 
 
 def pushed_down(
-    source: PushdownSource,
-    spec: Any,
-    columns: Sequence[str],
-    cuts: Mapping[str, tuple[tuple[float, ...], Literal["ge", "gt"], bool]],
-    calibrations: Mapping[str, tuple[int, ...]] | None = None,
+    source: PushdownSource, plan: ReadPlan
 ) -> tuple[pl.DataFrame, Aggregation | None, tuple[int, str] | None]:
-    """:func:`prepared_table` for an audit spec (``spec.data``, ``spec.attributes``,
-    ``spec.discretize``); ``cuts`` from :func:`fairscan.run.prepare.threshold_only_columns`,
-    ``calibrations`` (column -> scan directions) from
-    :func:`fairscan.run.prepare.calibration_only_columns`."""
-    from fairscan.data.load import available_memory
+    """:func:`prepared_table` in one snapshot of the table where the engine gives one, the
+    aggregate bounded by the memory available."""
+    from fairscan.data.load import held_rows
 
-    available = available_memory()
-    # the aggregate held in memory: about 3 copies of ~16 bytes a column
-    max_rows = None if available is None else available // (3 * 16 * (len(columns) + 1))
     with source.relation.snapshot():  # one snapshot for every pass, where there is one
-        return prepared_table(
-            source,
-            columns=columns,
-            attributes=list(spec.attributes),
-            filter=spec.data.filter,
-            strip_whitespace=spec.data.strip_whitespace,
-            discretize=spec.discretize,
-            cuts={name: Cut(*cut) for name, cut in cuts.items()},
-            sample=spec.data.sample,
-            max_rows=max_rows,
-            max_categories=spec.max_categories,
-            calibrations={
-                name: Calibration(tuple(sorted(set(directions))))
-                for name, directions in (calibrations or {}).items()
-            },
-        )
+        return prepared_table(source, plan, held_rows(len(plan.columns)))

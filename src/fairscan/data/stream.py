@@ -27,7 +27,14 @@ import polars as pl
 
 from fairscan.data.discretize import DEFAULT_QUANTILES, explicit_edges
 from fairscan.data.load import bytes_text, first_line
-from fairscan.data.table import Aggregation
+from fairscan.data.quantiles import (
+    MAX_VALUE_COUNTS,
+    check_numeric,
+    edges_from,
+    order_statistics,
+    ranks,
+)
+from fairscan.data.table import Aggregation, raw_column
 from fairscan.errors import DataError
 from fairscan.spec.models import DiscretizeSpec
 
@@ -35,8 +42,6 @@ SLICE_ROWS = 2_000_000
 WEIGHT_COLUMN = "__fairscan_rows__"
 # merge the partial tables once they hold this many rows more than the merged table
 MERGE_ROWS = 1_000_000
-# above this many distinct values, quantiles come from a histogram pass instead of value counts
-MAX_VALUE_COUNTS = 1_000_000
 HISTOGRAM_BUCKETS = 4096
 # the values kept around the quantiles in the histogram method, at most
 MAX_QUANTILE_VALUES = 20_000_000
@@ -130,14 +135,14 @@ def _merge(
             merged = _sum_by(([merged] if merged is not None else []) + pending, keys, weight)
             pending, pending_rows = [], 0
             if max_rows is not None and merged.height > max_rows:
-                raise _too_many_distinct(merged, max_rows)
+                raise too_many_distinct(merged, max_rows)
     merged = _sum_by(([merged] if merged is not None else []) + pending, keys, weight)
     if max_rows is not None and merged.height > max_rows:
-        raise _too_many_distinct(merged, max_rows)
+        raise too_many_distinct(merged, max_rows)
     return merged
 
 
-def _too_many_distinct(merged: pl.DataFrame, max_rows: int) -> DataError:
+def too_many_distinct(merged: pl.DataFrame, max_rows: int) -> DataError:
     return DataError(
         f"the data has more than {max_rows:,} distinct rows in the columns the audit uses "
         f"(so far {merged.height:,}, {bytes_text(merged.estimated_size())}): streaming it into "
@@ -208,33 +213,11 @@ def _value_counts(query: StreamQuery, n_rows: int, column: str) -> pl.DataFrame 
     return merged if merged.height <= MAX_VALUE_COUNTS else None
 
 
-def _ranks(n: int, quantiles: int) -> np.ndarray:
-    """0-based ranks of numpy's ``method="higher"`` quantiles at 0, 1/q, ..., 1."""
-    probs = np.linspace(0.0, 1.0, quantiles + 1)
-    return np.ceil(probs * (n - 1)).astype(np.int64)
-
-
-def _order_statistics(counts: pl.DataFrame, ranks: np.ndarray) -> np.ndarray:
-    """Values at ``ranks`` of the sorted multiset given by (value, count) rows."""
-    table = counts.sort("v")
-    values = table["v"].to_numpy()
-    cumulative = np.cumsum(table["n"].to_numpy())
-    return values[np.searchsorted(cumulative, ranks, side="right")]
-
-
-def _edges_from(values: np.ndarray) -> tuple[float, ...]:
-    """Like :func:`fairscan.data.discretize.quantile_edges`: duplicates collapsed."""
-    edges = np.unique(values)
-    if edges.size == 1:
-        return (float(edges[0]), float(edges[0]))
-    return tuple(float(e) for e in edges)
-
-
 def _histogram_statistics(
-    query: StreamQuery, n_rows: int, column: str, ranks: np.ndarray
+    query: StreamQuery, n_rows: int, column: str, at: np.ndarray
 ) -> np.ndarray:
     """Order statistics of a column with very many distinct values: a histogram pass finds the
-    bucket of each rank, a second pass keeps the values of those buckets only."""
+    bucket of each rank in ``at``, a second pass keeps the values of those buckets only."""
     bounds = pl.concat(
         list(
             _frames(
@@ -265,7 +248,7 @@ def _histogram_statistics(
         "len",
     ).sort("b")
     cumulative = np.cumsum(histogram["len"].to_numpy())
-    hit = np.searchsorted(cumulative, ranks, side="right")
+    hit = np.searchsorted(cumulative, at, side="right")
     wanted = np.unique(histogram["b"].to_numpy()[hit])
     below = np.concatenate([[0], cumulative])[hit]
     if int(histogram.filter(pl.col("b").is_in(wanted.tolist()))["len"].sum()) > MAX_QUANTILE_VALUES:
@@ -295,10 +278,10 @@ def _histogram_statistics(
             )
         )
     )
-    out = np.empty(len(ranks))
+    out = np.empty(len(at))
     for i, (b, offset) in enumerate(zip(histogram["b"].to_numpy()[hit], below, strict=True)):
         counts = kept.filter(pl.col("b") == b).group_by("v").agg(pl.col("n").sum())
-        out[i] = _order_statistics(counts, np.array([ranks[i] - offset]))[0]
+        out[i] = order_statistics(counts, np.array([at[i] - offset]))[0]
     return out
 
 
@@ -312,12 +295,12 @@ def streamed_quantile_edges(
         n = int(counts["n"].sum()) if counts.height else 0
         if n == 0:
             return ()
-        return _edges_from(_order_statistics(counts, _ranks(n, quantiles)))
+        return edges_from(order_statistics(counts, ranks(n, quantiles)))
     n = sum(
         int(f.item() or 0)
         for f in _frames(query, n_rows, lambda lf: lf.select(_present_rows(query, column)))
     )
-    return _edges_from(_histogram_statistics(query, n_rows, column, _ranks(n, quantiles)))
+    return edges_from(_histogram_statistics(query, n_rows, column, ranks(n, quantiles)))
 
 
 def bin_codes(column: str, edges: Sequence[float]) -> pl.Expr:
@@ -343,17 +326,6 @@ class AggregatedTable:
     binned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # attribute -> edges
 
 
-def _numeric_or_error(schema: pl.Schema, name: str) -> None:
-    dtype = schema[name]
-    if dtype == pl.Boolean or not dtype.is_numeric():
-        raise DataError(
-            f"discretize applies to numeric columns; attribute {name!r} has type {dtype}",
-            field=f"discretize.{name}",
-            column=name,
-            hint=f"remove the discretize.{name} entry; non-numeric attributes are scanned by value",
-        )
-
-
 def bin_edges(
     query: StreamQuery,
     n_rows: int,
@@ -367,7 +339,7 @@ def bin_edges(
         rule = discretize.get(name)
         if rule is None or name not in schema:
             continue
-        _numeric_or_error(schema, name)
+        check_numeric(schema, name)
         if rule.edges is not None:
             edges[name] = explicit_edges(rule.edges)
         else:
@@ -382,12 +354,17 @@ def aggregate(
     binned: dict[str, tuple[float, ...]],
     *,
     max_rows: int | None = None,
+    raw: Mapping[str, str] | None = None,
 ) -> AggregatedTable:
     """Stream the table into its distinct (filtered, binned) rows with their counts; a
-    :class:`DataError` naming ``data.sample`` once they exceed ``max_rows``."""
-    keys = list(query.columns)
+    :class:`DataError` naming ``data.sample`` once they exceed ``max_rows``. ``raw``: binned
+    attributes also kept by value, in the column it names (attribute -> column)."""
+    raw = dict(raw or {})
+    keys = [*query.columns, *raw.values()]
 
     def step(lazy: pl.LazyFrame) -> pl.LazyFrame:
+        if raw:
+            lazy = lazy.with_columns(pl.col(name).alias(column) for name, column in raw.items())
         if binned:
             lazy = lazy.with_columns(bin_codes(name, e) for name, e in binned.items())
         return lazy.group_by(keys).agg(_rows(query).cast(pl.Int64).alias(WEIGHT_COLUMN))
@@ -471,12 +448,15 @@ def aggregated_table(
     attributes: Sequence[str],
     discretize: Mapping[str, DiscretizeSpec],
     max_rows: int | None = None,
+    by_value: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, Aggregation]:
     """The filtered data as distinct rows with counts, ready for
-    :func:`fairscan.data.prepare.prepare_data` (``aggregated=``)."""
+    :func:`fairscan.data.prepare.prepare_data` (``aggregated=``). ``by_value``: columns some
+    scan reads by value (model covariates, roles): a binned one is kept by value too."""
     n_raw = count_rows(query.lazy, query.weight)
     binned = bin_edges(query, n_raw, schema, discretize, attributes)
-    table = aggregate(query, n_raw, binned, max_rows=max_rows)
+    raw = {name: raw_column(name) for name in by_value if name in binned}
+    table = aggregate(query, n_raw, binned, max_rows=max_rows, raw=raw)
     if table.n_rows == 0:
         raise DataError(
             f"the filter keeps 0 of {n_raw} rows" if query.filter is not None else "no data rows",
@@ -485,7 +465,7 @@ def aggregated_table(
             if query.filter is not None
             else "point data.path at data with rows",
         )
-    return table.frame, Aggregation(WEIGHT_COLUMN, n_raw, binned)
+    return table.frame, Aggregation(WEIGHT_COLUMN, n_raw, binned, raw=raw)
 
 
 def sampled_table(query: StreamQuery, rows: int, seed: int) -> tuple[pl.DataFrame, int, int]:

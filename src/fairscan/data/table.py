@@ -79,6 +79,15 @@ class Aggregation:
     binned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # attribute -> edges
     # probability column -> its pushed-down profile sums (calibration bias scans)
     profile_sums: dict[str, PushedSums] = field(default_factory=dict)
+    # a binned attribute some scan also reads by value (a model covariate, a role) -> the
+    # column of ``frame`` that holds its values as read (:func:`raw_column`); the attribute's
+    # own column holds its bin codes
+    raw: dict[str, str] = field(default_factory=dict)
+
+
+def raw_column(name: str) -> str:
+    """The aggregate's column holding the values of binned attribute ``name`` as read."""
+    return f"__fairscan_raw_{name}__"
 
 
 @dataclass(frozen=True)

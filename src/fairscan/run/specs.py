@@ -9,15 +9,16 @@ through a temporary file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from fairscan.errors import FairscanError, Issue, SpecError
+from fairscan.errors import DataError, FairscanError, Issue, SpecError
 from fairscan.run.options import RunOptions
 from fairscan.scans import AUDIT_SPEC, SCAN_TYPES
 from fairscan.scans.roles import resolve_roles
@@ -170,6 +171,19 @@ def locate(loaded: LoadedSpec, error: FairscanError, located: bool = True) -> Fa
             issue = issue.located(str(loaded.path), None, None)
         issues.append(issue)
     return error.with_issues(issues)
+
+
+@contextlib.contextmanager
+def errors_located(
+    loaded: LoadedSpec, spec_issues: Sequence[Issue] = (), located: bool = True
+) -> Iterator[None]:
+    """A data or spec error of the block re-raised with the spec's own issues first and each
+    issue located at the spec file's lines (:func:`locate`): the one place a preparation's
+    errors get their file:line:col."""
+    try:
+        yield
+    except (DataError, SpecError) as error:
+        raise locate(loaded, with_spec_issues(error, list(spec_issues)), located) from error
 
 
 def with_spec_issues(error: FairscanError, spec_issues: list[Issue]) -> FairscanError:

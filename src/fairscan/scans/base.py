@@ -278,6 +278,11 @@ class ScanType:
     # null (:data:`MonitorHook`). None: no anytime-valid evidence is known for this type, and
     # the monitor reports its scans as unsupported
     monitor_evidence: MonitorHook | None = None
+    # what a source may push down of this type's prediction: (scan spec, the prediction's kind)
+    # -> the direction (+1 positive, -1 negative) when the scan reads its probability column
+    # only as per-row expectations that an engine may return in bins with exact per-profile
+    # sums (fairscan.data.plan.Calibration); None: the scan reads the values themselves
+    probability_summary: Callable[[Any, str], int | None] | None = None
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""

@@ -25,6 +25,16 @@ from fairscan.scans.bias.spec import (
     needs,
 )
 
+
+def probability_summary(spec: BiasScanSpec, prediction_kind: str) -> int | None:
+    """A calibration scan (binary outcome, Bernoulli score, probabilities) reads its prediction
+    only as the rows' expectations, summed per profile: its direction; else None."""
+    calibration = spec.outcome_type == "binary" and spec.score == "bernoulli"
+    if not calibration or prediction_kind != "probability":
+        return None
+    return -1 if spec.direction == "negative" else 1
+
+
 BIAS_SCAN = ScanType(
     type="bias_scan",
     spec_model=BiasScanSpec,
@@ -46,6 +56,7 @@ BIAS_SCAN = ScanType(
     render=lazy_hooks("fairscan.scans.bias.render", "BIAS_HOOKS"),
     p_value_floor=replicate_floor,
     monitor_evidence=calibration_evidence,
+    probability_summary=probability_summary,
     summary=(
         "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
         "(over-estimated risk for direction negative, under-estimated for positive); with "
