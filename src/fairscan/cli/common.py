@@ -299,6 +299,36 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     return int(ExitCode.ERROR)
 
 
+class CommandFailed(typer.Exit):
+    """The exit of a command whose work failed (exit code 2): ``internal`` when the failure was
+    a bug rather than a spec, data, usage or environment error. A command running several
+    specs catches it to go on with the next one."""
+
+    def __init__(self, code: int, *, internal: bool) -> None:
+        super().__init__(code)
+        self.internal = internal
+
+
+@contextlib.contextmanager
+def cli_errors(debug: bool = False) -> Iterator[None]:
+    """The one way a command turns a failure into its message and exit code: a
+    :class:`~fairscan.errors.FairscanError` is printed (file:line:col, help line, GitHub
+    annotation) and exits 2, an interrupt exits 130/143, anything else is an internal error
+    (exit 2, the traceback with ``--debug``). Both failures leave as :class:`CommandFailed`;
+    an exit the body raises itself passes through untouched."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except FairscanError as error:
+        print_error(error)
+        raise CommandFailed(int(ExitCode.ERROR), internal=False) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:  # internal error: a bug, reported as such
+        raise CommandFailed(internal_error(exc, debug), internal=True) from None
+
+
 # Signals received (SIGINT, SIGTERM), in order; the first one sets the exit code 128 + signum.
 _SIGNALS: list[int] = []
 _ANNOUNCED: list[bool] = []

@@ -12,19 +12,20 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli.common import (
+    CommandFailed,
     DebugOption,
     ExitZeroOption,
     ProgressOption,
     app,
+    cli_errors,
     err,
-    internal_error,
     interrupted,
     make_progress,
     print_error,
     print_summary,
 )
 from fairscan.cli.github import annotate_report
-from fairscan.errors import FairscanError, UsageError
+from fairscan.errors import UsageError
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -281,7 +282,7 @@ def run(
 
     worst = int(ExitCode.OK)
     to_stdout = out_dir == STDOUT
-    try:
+    with cli_errors(debug):
         check_overrides(out_dir=out_dir, replicates=replicates, workers=workers, executor=executor)
         chosen = check_formats(formats, to_stdout)
         spec_paths = expand_specs(specs)
@@ -291,9 +292,6 @@ def run(
                 field="--out",
                 hint="run one spec per command, or give --out DIR for several",
             )
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
     from fairscan.cli.config import outside_settings
 
     given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
@@ -319,17 +317,13 @@ def run(
     try:
         for spec_path in spec_paths:
             try:
-                outcome = run_audit_verbosely(spec_path, options, verbose)
-            except FairscanError as error:
-                print_error(error)
-                worst = max(worst, int(ExitCode.ERROR))
-                rows.append((str(spec_path), "error", "-", int(ExitCode.ERROR)))
+                with cli_errors(debug):
+                    outcome = run_audit_verbosely(spec_path, options, verbose)
+            except CommandFailed as failed:  # printed: the next spec runs
                 github.failed()
-                continue
-            except Exception as exc:  # internal error: a bug, reported as such
-                github.failed()
-                worst = max(worst, internal_error(exc, debug))
-                rows.append((str(spec_path), "internal error", "-", int(ExitCode.ERROR)))
+                worst = max(worst, failed.exit_code)
+                status = "internal error" if failed.internal else "error"
+                rows.append((str(spec_path), status, "-", int(ExitCode.ERROR)))
                 continue
             report = outcome.report
             written = [str(p) for p in outcome.written]
@@ -523,12 +517,9 @@ def validate(
     from fairscan.errors import SpecError
 
     worst = 0
-    try:
+    with cli_errors(debug):
         check_overrides(replicates=replicates, workers=workers, executor=executor)
         spec_paths = expand_specs(specs)
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
     options = RunOptions(seed=seed, replicates=replicates, workers=workers, executor=executor)
     from fairscan.cli.config import outside_settings
 
@@ -537,47 +528,44 @@ def validate(
     sources = _override_sources(ctx, given)
     for spec_path in spec_paths:
         try:
-            if no_data:
-                loaded = load_spec(spec_path)
-                issues = check_spec(loaded.spec)
-                if issues:
-                    raise SpecError(
-                        issues=[
-                            i.located(
-                                loaded.file_of(i.field or ""), *loaded.locate_field(i.field or "")
-                            )
-                            for i in issues
-                        ]
-                    )
-                shown = escape(console_text(str(spec_path)))
-                err.print(f"[green]ok[/] {shown} (spec only)", soft_wrap=True)
-            else:
-                prepared = prepare_audit(spec_path)
-                data = prepared.data
-                err.print(
-                    f"[green]ok[/] {escape(console_text(str(spec_path)))}: "
-                    f"{len(prepared.spec.scans)} scan(s), "
-                    f"{data.n_data_rows} rows after filter, "
-                    f"{len(data.attributes)} attributes",
-                    soft_wrap=True,
-                )
-                for warning in data.warnings:
+            with cli_errors(debug):
+                if no_data:
+                    loaded = load_spec(spec_path)
+                    issues = check_spec(loaded.spec)
+                    if issues:
+                        raise SpecError(
+                            issues=[
+                                i.located(
+                                    loaded.file_of(i.field or ""),
+                                    *loaded.locate_field(i.field or ""),
+                                )
+                                for i in issues
+                            ]
+                        )
+                    shown = escape(console_text(str(spec_path)))
+                    err.print(f"[green]ok[/] {shown} (spec only)", soft_wrap=True)
+                else:
+                    prepared = prepare_audit(spec_path)
+                    data = prepared.data
                     err.print(
-                        f"[yellow]warning[/]: {escape(console_text(warning))}", soft_wrap=True
+                        f"[green]ok[/] {escape(console_text(str(spec_path)))}: "
+                        f"{len(prepared.spec.scans)} scan(s), "
+                        f"{data.n_data_rows} rows after filter, "
+                        f"{len(data.attributes)} attributes",
+                        soft_wrap=True,
                     )
-                loaded = prepared.loaded
-            for warning in _untested_warnings(loaded, options, sources):
-                err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
-            if show_resolved:
-                resolved = apply_overrides(loaded.spec, options)
-                sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
-        except FairscanError as error:
-            print_error(error)
-            worst = int(ExitCode.ERROR)
-        except KeyboardInterrupt:
-            raise interrupted() from None
-        except Exception as exc:
-            worst = internal_error(exc, debug)
+                    for warning in data.warnings:
+                        err.print(
+                            f"[yellow]warning[/]: {escape(console_text(warning))}", soft_wrap=True
+                        )
+                    loaded = prepared.loaded
+                for warning in _untested_warnings(loaded, options, sources):
+                    err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+                if show_resolved:
+                    resolved = apply_overrides(loaded.spec, options)
+                    sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
+        except CommandFailed as failed:  # printed: the next spec is checked
+            worst = failed.exit_code
     raise typer.Exit(worst)
 
 

@@ -22,11 +22,9 @@ from fairscan.cli.common import (
     ExitZeroOption,
     ProgressOption,
     app,
+    cli_errors,
     err,
-    internal_error,
-    interrupted,
     make_progress,
-    print_error,
     print_summary,
 )
 from fairscan.cli.config import outside_settings
@@ -49,7 +47,7 @@ from fairscan.cli.scan_spec import (
 )
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.sink_escape import console_text
-from fairscan.report.verdict import ExitCode, process_exit_code
+from fairscan.report.verdict import process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
 if TYPE_CHECKING:
@@ -305,7 +303,7 @@ def scan(
         workers=workers,
         formats=formats or [],
     )
-    try:
+    with cli_errors(debug):
         # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
         check_overrides(out_dir=out_text, replicates=replicates, workers=workers, executor=executor)
         chosen = check_formats(formats, True) if to_stdout else None
@@ -350,13 +348,6 @@ def scan(
         elif to_stdout and chosen is not None:
             write_stdout(report, chosen[0])
             written = [Path("stdout")]
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise interrupted() from None
-    except Exception as exc:  # internal error: a bug, reported as such
-        raise typer.Exit(internal_error(exc, debug)) from None
     print_summary(report, [str(p) for p in written], report_formats, quiet)
     if out_dir is None and not to_stdout and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
