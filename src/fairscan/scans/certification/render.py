@@ -223,10 +223,6 @@ def certification_table_html(scan: ScanResult) -> str:
     return "<h3>All groups</h3>" + html_table(head, rows, {1, 2, 3, 4, 5, 6}) + more
 
 
-def certification_html(scan: ScanResult) -> str:
-    """Summary, forest plot of the gap bounds per group, and the first groups as a table."""
-    return certification_lead_html(scan) + certification_table_html(scan)
-
 
 # the forest plot (HTML) and the group table (Markdown) come first, before the findings
 CERTIFICATION_HOOKS = RenderHooks(
