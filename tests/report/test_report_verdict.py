@@ -7,6 +7,7 @@ from report_builders import finding, report, scan
 
 from fairscan.report.baseline import compare_reports
 from fairscan.report.verdict import (
+    DEFAULT_FAIL_ON,
     FAIL_ON,
     ExitCode,
     build_verdict,
@@ -192,3 +193,13 @@ def test_diff_never_trusts_the_stored_verdict() -> None:
     )
     comparison = compare_reports(new, edited, fail_on="significant")
     assert diff_exit_code(edited, comparison) == ExitCode.FINDINGS
+
+
+def test_the_spec_accepts_exactly_the_gate_values_in_order() -> None:
+    """The spec layer cannot import the report layer: its schema's copy is pinned here."""
+    import typing
+
+    from fairscan.spec.models import GateSpec
+
+    assert typing.get_args(GateSpec.model_fields["fail_on"].annotation) == FAIL_ON
+    assert GateSpec().fail_on == DEFAULT_FAIL_ON

@@ -26,6 +26,7 @@ from fairscan.cli.common import (
 )
 from fairscan.cli.github import annotate_report
 from fairscan.errors import UsageError
+from fairscan.report.formats import FORMATS, format_list
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -371,8 +372,6 @@ STDOUT = "-"  # --out -: the report goes to stdout
 
 def format_names(incomplete: str) -> list[str]:
     """Shell completion of --format: the registered formats."""
-    from fairscan.report.formats import FORMATS
-
     return [name for name in FORMATS if name.startswith(incomplete)]
 
 
@@ -382,8 +381,8 @@ FormatOption = Annotated[
         "--format",
         "-f",
         metavar="FORMAT",
-        help="Report format (overrides output.formats): json, markdown, html, junit, github, "
-        "sarif; repeat for more. With --out - one format (default json).",
+        help=f"Report format (overrides output.formats): {format_list()}; repeat for more. "
+        "With --out - one format (default json).",
         autocompletion=format_names,
     ),
 ]
@@ -393,8 +392,6 @@ def check_formats(formats: list[str] | None, to_stdout: bool) -> tuple[str, ...]
     """The formats ``--format`` chose (None: the spec's); a :class:`UsageError` for an unknown
     one, or for several when the report goes to stdout (default there: json)."""
     import difflib
-
-    from fairscan.report.formats import FORMATS
 
     chosen = tuple(dict.fromkeys(formats or ()))
     for name in chosen:

@@ -46,6 +46,7 @@ from fairscan.cli.scan_spec import (
     spec_text,
 )
 from fairscan.errors import FairscanError, UsageError
+from fairscan.report.formats import format_list
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -59,7 +60,7 @@ NO_SPEC_FILE = "<audit scan>"
 
 
 def _save(target: Path, text: str) -> None:
-    from fairscan.report.formats import atomic_write_text
+    from fairscan.report.atomic_write import atomic_write_text
 
     try:
         atomic_write_text(target, text)
@@ -252,8 +253,8 @@ def scan(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="Report format for --out: json, markdown, junit, github, html, sarif; repeat "
-            "for more (default: json and markdown).",
+            help=f"Report format for --out: {format_list()}; repeat for more (default: json "
+            "and markdown).",
             autocompletion=format_names,
         ),
     ] = None,

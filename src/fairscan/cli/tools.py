@@ -228,7 +228,7 @@ def init(
     debug: DebugOption = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
-    from fairscan.report.formats import atomic_write_text
+    from fairscan.report.atomic_write import atomic_write_text
     from fairscan.starter import starter_spec
 
     with cli_errors(debug):

@@ -147,7 +147,6 @@ class LocalExecutor:
 LOCAL_EXECUTOR = LocalExecutor()
 
 
-
 def _reraise_interrupt(exc: BaseException) -> None:
     """An interrupt wrapped by a library call (e.g. a SystemError around it): raise the interrupt."""
     interrupt = interrupt_of(exc)

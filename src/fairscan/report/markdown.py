@@ -125,7 +125,6 @@ def expected_shown(e: Effect) -> bool:
     return e.reference is None or abs(e.expected - e.reference) > 1e-12 * max(1.0, abs(e.expected))
 
 
-
 def finding_columns(
     finding: Finding, label: str | None = None
 ) -> tuple[list[str], list[object], set[int]]:

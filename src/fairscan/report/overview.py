@@ -137,7 +137,6 @@ def constrained_attributes(
     return out
 
 
-
 # --- "What was audited" ---------------------------------------------------------------------
 
 
