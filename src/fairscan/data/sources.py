@@ -211,7 +211,6 @@ def _common_root(files: tuple[Path, ...]) -> str:
     return root
 
 
-
 def _format_of(name: str, where: str) -> str:
     suffix = Path(name.split("?", 1)[0]).suffix.lower()
     fmt = _SCAN_FORMATS.get(suffix)

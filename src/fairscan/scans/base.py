@@ -230,24 +230,53 @@ SpecCheck = Callable[[Any, Any], list[Issue]]
 
 
 @dataclass(frozen=True)
+class ScanDocs:
+    """What ``audit explain`` and the documentation site say about a scan type (its own words,
+    kept in its package: :mod:`fairscan.explain` only lays them out)."""
+
+    title: str
+    # what the scan tests; may end with "Null hypothesis: ..."
+    summary: str
+    # how to read a result
+    reading: str
+    # the null hypothesis, when the summary does not state it
+    null_hypothesis: str | None = None
+    # the data roles in words, when ScanType.needs depends on the settings
+    needs: str | None = None
+
+
+@dataclass(frozen=True)
+class Retest:
+    """How a baseline re-test (issue 26) treats this type's findings.
+
+    ``effect``: the effect of a finding, as the parameter its given-subgroup test computes a
+    power against (None: default, the finding's odds or rate multiplier ``detail.q``). ``key``:
+    what besides the subgroup tells its findings apart (CBS: the protected class), so a re-test
+    is matched with the baseline finding it re-tests. ``named``: for a type of named groups
+    that the run itself evaluates on the new data (flag), the re-test of a baseline finding
+    read from this run's scan, (baseline finding, scan) -> (the re-test as a finding with a
+    ``given_subgroup`` block, or None and the reason)."""
+
+    effect: Callable[[Finding], float | None] | None = None
+    key: Callable[[Finding], str | None] | None = None
+    named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+
+
+@dataclass(frozen=True)
 class ScanType:
-    """Registry entry: a scan ``type`` with its spec model, roles, checks, runner and hooks."""
+    """Registry entry: a scan ``type`` with its spec model, roles, checks, runner and hooks;
+    its words (:class:`ScanDocs`) and re-test rules (:class:`Retest`) as records of their own."""
 
     type: str
     spec_model: builtins.type[ScanSpecBase]  # `type` is a field name here
     runner: Runner
     # data roles the scan needs: fixed, or computed from its spec (e.g. by its metric)
     needs: tuple[Role, ...] | Callable[[Any], Iterable[Role]]
-    title: str
-    summary: str
+    docs: ScanDocs
     # further data columns a scan spec names: spec -> {column: field path within the scan spec}
     extra_columns: Callable[[Any], dict[str, str]] | None = None
     check: SpecCheck | None = None
     render: RenderHooks = field(default_factory=RenderHooks)
-    # `audit explain`: how to read a result (fairscan.explain has the defaults when None)
-    reading: str | None = None
-    # `audit explain`: the roles in words, when `needs` depends on the settings
-    needs_doc: str | None = None
     # the runner reads aggregated data (``ctx.data.row_weight``, a streamed dataset's distinct
     # rows with their counts), always or for the specs this says; the others get the data
     # expanded to one row per data row
@@ -255,16 +284,7 @@ class ScanType:
     # the runner honours fractional sample weights (columns.weight) as ``ctx.data.row_weight``
     # (weighted statistics, fits and resamples); whole-number weights still repeat the rows
     fractional_weights: bool | Callable[[Any], bool] = False
-    # baseline re-test (issue 26): the effect of a finding of this type, as the parameter its
-    # given-subgroup test computes a power against (None: default, the finding's odds or rate
-    # multiplier ``detail.q``); and what besides the subgroup tells its findings apart (CBS:
-    # the protected class), so a re-test is matched with the baseline finding it re-tests
-    retest_effect: Callable[[Finding], float | None] | None = None
-    retest_key: Callable[[Finding], str | None] | None = None
-    # a type of named groups that the run itself evaluates on the new data (flag): the re-test
-    # of a baseline finding read from this run's scan, (baseline finding, scan) -> (the
-    # re-test as a finding with a ``given_subgroup`` block, or None and the reason)
-    retest_named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+    retest: Retest = field(default_factory=Retest)
     # a type whose p-values come from a randomization test: the smallest p-value that test
     # can give for a spec under ``significance.replicates`` (:func:`replicate_floor`), so the
     # gate can tell a scan that could never reach alpha (untested) from a clean one. None: no
@@ -277,13 +297,13 @@ class ScanType:
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""
-        if self.retest_effect is not None:
-            return self.retest_effect(finding)
+        if self.retest.effect is not None:
+            return self.retest.effect(finding)
         q = finding.detail.get("q")
         return float(q) if isinstance(q, int | float) else None
 
     def finding_key(self, finding: Finding) -> str | None:
-        return self.retest_key(finding) if self.retest_key is not None else None
+        return self.retest.key(finding) if self.retest.key is not None else None
 
     def reads_weighted_rows(self, spec: Any) -> bool:
         """Whether the runner of ``spec`` works on aggregated rows with their counts."""

@@ -21,10 +21,11 @@ from fairscan.scans.base import (
     RoleArrays,
     RunEvidence,
     ScanContext,
+    ScanDocs,
     ScanType,
     replicate_floor,
 )
-from fairscan.scans.mdss_render import MDSS_HOOKS
+from fairscan.scans.mdss_render import MDSS_HOOKS, MDSS_READING
 from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBase, ScoreOptions
 
 if TYPE_CHECKING:
@@ -169,16 +170,19 @@ FPR_SCAN = ScanType(
     spec_model=FprScanSpec,
     runner=run_fpr_scan,
     needs=("outcome", "recommendation"),
+    docs=ScanDocs(
+        title="FPR-Scan",
+        summary=(
+            "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
+            "(share recommended positive) most exceeds the overall false positive rate. "
+            "Null hypothesis: every true negative is flagged with the overall FPR."
+        ),
+        reading=MDSS_READING,
+    ),
     weighted_rows=True,
-    title="FPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
     monitor_evidence=error_rate_evidence(0),
-    summary=(
-        "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
-        "(share recommended positive) most exceeds the overall false positive rate. "
-        "Null hypothesis: every true negative is flagged with the overall FPR."
-    ),
 )
 
 TPR_SCAN = ScanType(
@@ -186,14 +190,17 @@ TPR_SCAN = ScanType(
     spec_model=TprScanSpec,
     runner=run_tpr_scan,
     needs=("outcome", "recommendation"),
+    docs=ScanDocs(
+        title="TPR-Scan",
+        summary=(
+            "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
+            "(share recommended positive) most exceeds the overall true positive rate. "
+            "Null hypothesis: every true positive is flagged with the overall TPR."
+        ),
+        reading=MDSS_READING,
+    ),
     weighted_rows=True,
-    title="TPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
     monitor_evidence=error_rate_evidence(1),
-    summary=(
-        "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
-        "(share recommended positive) most exceeds the overall true positive rate. "
-        "Null hypothesis: every true positive is flagged with the overall TPR."
-    ),
 )

@@ -223,7 +223,6 @@ def certification_table_html(scan: ScanResult) -> str:
     return "<h3>All groups</h3>" + html_table(head, rows, {1, 2, 3, 4, 5, 6}) + more
 
 
-
 # the forest plot (HTML) and the group table (Markdown) come first, before the findings
 CERTIFICATION_HOOKS = RenderHooks(
     lead_markdown=certification_markdown,
