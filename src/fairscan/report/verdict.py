@@ -277,12 +277,6 @@ def diff_verdict_of(current: AuditReport, comparison: BaselineComparison) -> Ver
     )
 
 
-def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
-    """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
-    gate ``comparison.fail_on`` applied to the current scans and the new findings."""
-    return ExitCode(diff_verdict_of(current, comparison).exit_code)
-
-
 def still_significant(comparison: BaselineComparison) -> int:
     """Baseline findings still significant: persists and shifted (the matching's persisting and
     changed in reports made before re-tests)."""
