@@ -372,25 +372,26 @@ def install_signal_handlers() -> None:
             signal.signal(signum, _on_signal)
 
 
-def deliver_sinks(report: AuditReport, formats: tuple[str, ...]) -> None:
-    """The report formats that are not files (``github``): append each one's text to the file
-    its environment variable names ($GITHUB_STEP_SUMMARY), when that variable is set."""
+def deliver_sinks(report: AuditReport, formats: tuple[str, ...]) -> tuple[FairscanError, ...]:
+    """The report formats that are not files (``github``): each one's text appended to the
+    file its environment variable names ($GITHUB_STEP_SUMMARY), when that variable is set,
+    under the run's one failure policy (:mod:`fairscan.run.delivery`): a failure is printed as
+    an error and returned (the command exits 2), the other deliveries still happen."""
+    from pathlib import Path
+
     from fairscan.report.formats import sink_formats
+    from fairscan.run.delivery import SinkDelivery, deliver
     from fairscan.scans import render_hooks
 
-    for fmt in sink_formats(formats):
-        target = os.environ.get(fmt.sink or "")
-        if not target:
-            continue
-        try:
-            with open(target, "a", encoding="utf-8") as handle:
-                handle.write(fmt.render(report, render_hooks()))
-        except OSError as exc:
-            err.print(
-                f"[yellow]warning[/]: cannot append to {fmt.sink}: "
-                f"{escape(console_text(str(exc.strerror or exc)))}",
-                soft_wrap=True,
-            )
+    sinks = [
+        SinkDelivery(fmt, Path(target), render_hooks())
+        for fmt in sink_formats(formats)
+        if (target := os.environ.get(fmt.sink or ""))
+    ]
+    errors = deliver(report, sinks).errors
+    for error in errors:
+        print_error(error)
+    return errors
 
 
 WARNING_CHARS = 300
@@ -422,9 +423,10 @@ def print_warnings(report: AuditReport) -> None:
 
 def print_summary(
     report: AuditReport, written: list[str], formats: tuple[str, ...], quiet: bool
-) -> None:
+) -> tuple[FairscanError, ...]:
     """The console summary of one audit (``audit run`` per spec, ``audit scan``): the table
-    and the significant findings (unless ``quiet``), scan errors, the verdict line."""
+    and the significant findings (unless ``quiet``), scan errors, the verdict line. The sinks
+    (``github``) are delivered on the way; their errors are returned (printed already)."""
     from fairscan.cli.console import findings_text, summary_lines, summary_table, verdict_text
 
     if not quiet:
@@ -445,7 +447,7 @@ def print_summary(
         if result.error:  # the other scans' results are kept; say why this one failed
             text = console_text(f"scan error: {result.id}: {result.error}")
             err.print(text, markup=False, soft_wrap=True)
-    deliver_sinks(report, formats)
+    sink_errors = deliver_sinks(report, formats)
     err.print(verdict_text(report, written), soft_wrap=True)
     if report.baseline is not None:
         b = report.baseline
@@ -461,3 +463,4 @@ def print_summary(
 
         for line in monitor_text(report.monitor, quiet=quiet):
             err.print(line, markup=False, soft_wrap=True)
+    return sink_errors

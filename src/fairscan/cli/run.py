@@ -336,11 +336,13 @@ def run(
             sinks = () if to_stdout else outcome.formats
             if job_summary and "github" not in sinks:
                 sinks = (*sinks, "github")
-            print_summary(report, written, sinks, quiet)
+            sink_errors = print_summary(report, written, sinks, quiet)
             _print_delivery(outcome, quiet)
             annotate_report(report, scan_places(spec_path, report))
             github.add(report, written if not to_stdout else [])
             code = int(process_exit_code(outcome.exit_code, exit_zero))
+            if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
+                code = max(code, int(ExitCode.ERROR))
             worst = max(worst, code)
             rows.append(
                 (

@@ -48,7 +48,7 @@ from fairscan.cli.scan_spec import (
 from fairscan.errors import FairscanError, UsageError
 from fairscan.report.formats import format_list
 from fairscan.report.sink_escape import console_text
-from fairscan.report.verdict import process_exit_code
+from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
 
 if TYPE_CHECKING:
@@ -349,9 +349,11 @@ def scan(
         elif to_stdout and chosen is not None:
             write_stdout(report, chosen[0])
             written = [Path("stdout")]
-    print_summary(report, [str(p) for p in written], report_formats, quiet)
+    sink_errors = print_summary(report, [str(p) for p in written], report_formats, quiet)
     if out_dir is None and not to_stdout and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
+    if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
+        raise typer.Exit(int(ExitCode.ERROR))
     raise typer.Exit(int(process_exit_code(report.verdict.exit_code, exit_zero)))
 
 

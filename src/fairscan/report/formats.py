@@ -14,7 +14,6 @@ contract alone.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,20 +45,16 @@ class ReportFormat(Protocol):
 
 @dataclass(frozen=True)
 class Format:
-    """A registry entry: its name, its file extension or sink, and its renderer as
-    ``"module:function"`` (imported on the first render: the names cost nothing to read)."""
+    """A registry entry: a renderer with its name and its file extension or sink. The renderers
+    import their modules when called: the CLI reads the names at start-up."""
 
     name: str
-    renderer: str
+    renderer: Callable[[AuditReport, HookMap], str]
     extension: str | None = None
     sink: str | None = None
 
     def render(self, report: AuditReport, hooks: HookMap) -> str:
-        module, function = self.renderer.split(":")
-        renderer: Callable[[AuditReport, HookMap], str] = getattr(
-            importlib.import_module(module), function
-        )
-        return renderer(report, hooks)
+        return self.renderer(report, hooks)
 
 
 def report_json(report: AuditReport) -> str:
@@ -81,6 +76,18 @@ def _json(report: AuditReport, hooks: HookMap) -> str:
     return report_json(report)
 
 
+def _markdown(report: AuditReport, hooks: HookMap) -> str:
+    from fairscan.report.markdown import render_markdown
+
+    return render_markdown(report, hooks)
+
+
+def _html(report: AuditReport, hooks: HookMap) -> str:
+    from fairscan.report.html import render_html
+
+    return render_html(report, hooks)
+
+
 def _junit(report: AuditReport, hooks: HookMap) -> str:
     from fairscan.report.junit import render_junit
 
@@ -94,21 +101,18 @@ def _sarif(report: AuditReport, hooks: HookMap) -> str:
 
 
 def _step_summary(report: AuditReport, hooks: HookMap) -> str:
-    from fairscan.report.markdown import render_markdown
-
-    return render_markdown(report, hooks) + "\n"
+    return _markdown(report, hooks) + "\n"
 
 
-_HERE = __name__
 # name -> format: the one list of report formats, in the order the spec schema, the
 # documentation, `--format`'s help and its shell completion list them
 FORMATS: Final[dict[str, ReportFormat]] = {
-    "json": Format("json", f"{_HERE}:_json", extension=".json"),
-    "markdown": Format("markdown", "fairscan.report.markdown:render_markdown", extension=".md"),
-    "junit": Format("junit", f"{_HERE}:_junit", extension=".junit.xml"),
-    "github": Format("github", f"{_HERE}:_step_summary", sink="GITHUB_STEP_SUMMARY"),
-    "html": Format("html", "fairscan.report.html:render_html", extension=".html"),
-    "sarif": Format("sarif", f"{_HERE}:_sarif", extension=".sarif"),
+    "json": Format("json", _json, extension=".json"),
+    "markdown": Format("markdown", _markdown, extension=".md"),
+    "junit": Format("junit", _junit, extension=".junit.xml"),
+    "github": Format("github", _step_summary, sink="GITHUB_STEP_SUMMARY"),
+    "html": Format("html", _html, extension=".html"),
+    "sarif": Format("sarif", _sarif, extension=".sarif"),
 }
 
 

@@ -21,6 +21,7 @@ from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress
 from fairscan.redact import shown_spec, shown_url
 from fairscan.report.baseline import compare_reports
+from fairscan.report.mlflow_log import MlflowRun
 from fairscan.report.models import (
     AuditedModel,
     AuditReport,
@@ -33,9 +34,10 @@ from fairscan.report.models import (
 )
 from fairscan.report.verdict import build_verdict, gate_verdict, still_significant
 from fairscan.report.view import ReportView
+from fairscan.run.delivery import Delivered
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
-from fairscan.run.reports import load_report, log_outcome, write_outcome
+from fairscan.run.reports import deliver_outcome, load_report, write_report_files
 from fairscan.run.specs import apply_overrides, locate
 from fairscan.scans import SCAN_TYPES, ScanContext, render_hooks
 from fairscan.scans.roles import bind_roles, threshold_warnings
@@ -151,15 +153,20 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
 
         report, written = record_monitored(prepared, monitor, report, options)
     else:
-        written = write_outcome(prepared, report, options) if options.write else []
-    # after the reports are on disk: a failing tracking server loses none of them
-    mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
+        written = write_report_files(prepared, report, options) if options.write else []
+    # after the reports are on disk, each on its own (run/delivery.py: one failure policy)
+    delivered = (
+        deliver_outcome(prepared, report, monitored=monitor is not None)
+        if options.write
+        else Delivered()
+    )
+    mlflow_run = delivered.results.get("output.mlflow")
     return AuditOutcome(
         report=report,
         written=written,
         formats=options.report_formats(spec.output.formats),
-        mlflow_run=mlflow_run,
-        delivery_errors=delivery_errors,
+        mlflow_run=mlflow_run if isinstance(mlflow_run, MlflowRun) else None,
+        delivery_errors=delivered.errors,
     )
 
 
