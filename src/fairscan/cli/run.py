@@ -326,47 +326,71 @@ def run(
                 status = "internal error" if failed.internal else "error"
                 rows.append((str(spec_path), status, "-", int(ExitCode.ERROR)))
                 continue
-            report = outcome.report
-            written = [str(p) for p in outcome.written]
-            if to_stdout:
-                assert chosen is not None
-                write_stdout(report, chosen[0])
-                written = ["stdout"]
             # sinks (github: the job summary) are delivered unless the report went to stdout
             sinks = () if to_stdout else outcome.formats
             if job_summary and "github" not in sinks:
                 sinks = (*sinks, "github")
-            sink_errors = print_summary(report, written, sinks, quiet)
-            _print_delivery(outcome, quiet)
-            annotate_report(report, scan_places(spec_path, report))
-            github.add(report, written if not to_stdout else [])
-            code = int(process_exit_code(outcome.exit_code, exit_zero))
-            if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
-                code = max(code, int(ExitCode.ERROR))
-            worst = max(worst, code)
-            rows.append(
-                (
-                    str(spec_path),
-                    report.verdict.status,
-                    str(report.verdict.significant_findings),
-                    code,
-                )
+            code = _show_outcome(
+                outcome,
+                spec_path,
+                chosen[0] if to_stdout and chosen else None,
+                sinks,
+                github,
+                quiet=quiet,
+                exit_zero=exit_zero,
             )
+            worst = max(worst, code)
+            verdict = outcome.report.verdict
+            rows.append((str(spec_path), verdict.status, str(verdict.significant_findings), code))
     except KeyboardInterrupt:
         raise interrupted() from None
     github.write(worst)
-    if len(spec_paths) > 1 and err.is_terminal:
-        err.print(_specs_table(rows, worst), markup=False)
-    elif len(spec_paths) > 1:  # logs: plain lines, never folded
-        err.print("fairscan: all specs", markup=False)
-        for spec, verdict, significant, code in rows:
-            err.print(
-                f"spec {console_text(spec)}: {verdict}, {significant} significant, exit {code}",
-                markup=False,
-                soft_wrap=True,
-            )
-        err.print(f"worst exit code: {worst}", markup=False)
+    if len(spec_paths) > 1:
+        _print_specs(rows, worst)
     raise typer.Exit(worst)
+
+
+def _show_outcome(
+    outcome: AuditOutcome,
+    spec_path: Path,
+    stdout_format: str | None,
+    sinks: tuple[str, ...],
+    github: GithubOutputs,
+    *,
+    quiet: bool,
+    exit_zero: bool,
+) -> int:
+    """One spec's run shown: the report on stdout (``stdout_format``: ``--out -``), the console
+    summary with the ``sinks`` delivered, MLflow's line or
+    error, the GitHub annotations and outputs; its exit code."""
+    report = outcome.report
+    written = [str(p) for p in outcome.written]
+    if stdout_format is not None:
+        write_stdout(report, stdout_format)
+        written = ["stdout"]
+    sink_errors = print_summary(report, written, sinks, quiet)
+    _print_delivery(outcome, quiet)
+    annotate_report(report, scan_places(spec_path, report))
+    github.add(report, written if stdout_format is None else [])
+    code = int(process_exit_code(outcome.exit_code, exit_zero))
+    if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
+        code = max(code, int(ExitCode.ERROR))
+    return code
+
+
+def _print_specs(rows: list[tuple[str, str, str, int]], worst: int) -> None:
+    """The closing summary of a multi-spec run: a table on a terminal, plain lines in logs."""
+    if err.is_terminal:
+        err.print(_specs_table(rows, worst), markup=False)
+        return
+    err.print("fairscan: all specs", markup=False)  # logs: plain lines, never folded
+    for spec, verdict, significant, code in rows:
+        err.print(
+            f"spec {console_text(spec)}: {verdict}, {significant} significant, exit {code}",
+            markup=False,
+            soft_wrap=True,
+        )
+    err.print(f"worst exit code: {worst}", markup=False)
 
 
 STDOUT = "-"  # --out -: the report goes to stdout
