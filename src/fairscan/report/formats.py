@@ -97,7 +97,7 @@ def _junit(report: AuditReport, hooks: HookMap) -> str:
 def _sarif(report: AuditReport, hooks: HookMap) -> str:
     from fairscan.report.sarif import render_sarif
 
-    return render_sarif(report)
+    return render_sarif(report, hooks)
 
 
 def _step_summary(report: AuditReport, hooks: HookMap) -> str:

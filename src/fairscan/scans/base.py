@@ -214,6 +214,10 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         hook = hooks().finding_html
         return hook(scan, finding) if hook is not None else ""
 
+    def sarif_rule(scan: ScanResult, metric: str) -> str | None:
+        hook = hooks().sarif_rule
+        return hook(scan, metric) if hook is not None else None
+
     return RenderHooks(
         markdown=markdown,
         html=html,
@@ -221,6 +225,7 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         lead_html=lead_html,
         finding_markdown=finding_markdown,
         finding_html=finding_html,
+        sarif_rule=sarif_rule,
     )
 
 
