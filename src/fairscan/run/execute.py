@@ -34,7 +34,6 @@ from fairscan.report.models import (
 )
 from fairscan.report.verdict import build_verdict, gate_verdict, still_significant
 from fairscan.report.view import ReportView
-from fairscan.run.delivery import Delivered
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
 from fairscan.run.reports import deliver_outcome, load_report, write_report_files
@@ -154,19 +153,28 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         report, written = record_monitored(prepared, monitor, report, options)
     else:
         written = write_report_files(prepared, report, options) if options.write else []
-    # after the reports are on disk, each on its own (run/delivery.py: one failure policy)
-    delivered = (
-        deliver_outcome(prepared, report, monitored=monitor is not None)
-        if options.write
-        else Delivered()
-    )
-    mlflow_run = delivered.results.get("output.mlflow")
+    return _delivered(prepared, report, written, options, monitored=monitor is not None)
+
+
+def _delivered(
+    prepared: PreparedAudit,
+    report: AuditReport,
+    written: list[Path],
+    options: RunOptions,
+    *,
+    monitored: bool,
+) -> AuditOutcome:
+    """The run's outcome once the report files are on disk: the spec's deliveries run, each on
+    its own (one failure policy: :mod:`fairscan.run.delivery`), unless nothing is written."""
+    delivered = deliver_outcome(prepared, report, monitored=monitored) if options.write else None
+    results = delivered.results if delivered is not None else {}
+    mlflow_run = results.get("output.mlflow")
     return AuditOutcome(
         report=report,
         written=written,
-        formats=options.report_formats(spec.output.formats),
+        formats=options.report_formats(prepared.spec.output.formats),
         mlflow_run=mlflow_run if isinstance(mlflow_run, MlflowRun) else None,
-        delivery_errors=delivered.errors,
+        delivery_errors=delivered.errors if delivered is not None else (),
     )
 
 
