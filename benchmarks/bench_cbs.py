@@ -50,8 +50,9 @@ def compas():
 
 
 def main() -> None:
+    from cbs_synth import Injection, evaluate_once, generate
+
     from fairscan.engine import cbs
-    from fairscan.engine.cbs_synth import Injection, evaluate_once, generate
     from fairscan.engine.randomization import run_replicates, summarize
     from fairscan.engine.seeds import child_seed, search_seed
 

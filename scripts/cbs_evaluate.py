@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +21,9 @@ import numpy as np
 def main(argv: list[str] | None = None) -> int:
     import polars as pl
 
-    from fairscan.engine.cbs_synth import SIM_SCANS, Injection, evaluate_once, generate
+    # the evaluation harness lives with the benchmarks, outside the installed package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from cbs_synth import SIM_SCANS, Injection, evaluate_once, generate
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("table", help="CSV with the covariates")

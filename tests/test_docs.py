@@ -47,7 +47,7 @@ def test_every_scan_type_has_a_page_in_the_site_navigation(build_docs: ModuleTyp
 def test_every_scan_type_is_explained_with_its_parameters() -> None:
     for type_, entry in SCAN_TYPES.items():
         text = explain(type_)
-        assert entry.title in text and "Parameters:" in text
+        assert entry.docs.title in text and "Parameters:" in text
         for name, field in entry.spec_model.model_fields.items():
             if name != "type":
                 assert f"  {field.alias or name}:" in text, (type_, name)

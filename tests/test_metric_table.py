@@ -38,7 +38,7 @@ def test_scan_help_names_each_metric_by_what_it_reads() -> None:
         "brier and calibration, or as a score for squared_error"
     )
     for scan_type in ("certify", "flag", "shift"):
-        assert SCAN_TYPES[scan_type].needs_doc == NEEDS_DOC
+        assert SCAN_TYPES[scan_type].docs.needs == NEEDS_DOC
 
 
 def test_findings_name_rates_by_acronym_and_others_in_words() -> None:

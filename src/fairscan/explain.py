@@ -1,6 +1,7 @@
 """``audit explain SCAN_TYPE``: what a scan tests, its null hypothesis, parameters and reading.
 
-Built from the scan registry (``title``, ``summary``, ``reading``) and the scan's spec model
+Built from the scan registry (each type's :class:`~fairscan.scans.base.ScanDocs`: title,
+summary, null hypothesis, reading, roles) and the scan's spec model
 (field names, defaults and descriptions), so it cannot drift from what the spec accepts. Types
 read as words (``number or null``, ``one of: ge, gt``), and the keys of nested settings are
 listed under their parent (``protected.column``). The documentation site's page of each scan
@@ -21,69 +22,21 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 if TYPE_CHECKING:
-    from fairscan.scans.base import ScanType
-
-_MDSS_READING = (
-    "The report gives the top subgroup (attributes and values), its size, observed and "
-    "expected rates, the odds multiplier q and the penalised score. The p-value is a "
-    "randomization test: the share of null replicates (data redrawn under the null hypothesis) "
-    "whose best score reaches the observed one; the finding is significant when p <= alpha. "
-    "With replicates 0 the scan is not tested. A larger penalty favours simpler subgroups."
-)
-
-# How to read a result, per scan type, unless the registry entry sets `reading`.
-READING = {
-    "fpr_scan": _MDSS_READING,
-    "tpr_scan": _MDSS_READING,
-    "bias_scan": _MDSS_READING,
-    "ijdi_scan": _MDSS_READING
-    + " The IJDI criterion compares the observed rate gap with the gap lambda x base-rate gap "
-    "would justify.",
-    "cbs": _MDSS_READING
-    + " Each protected class is a run (Bonferroni over runs); the finding compares the metric "
-    "in the subgroup for protected and comparable non-protected records.",
-    "subroc": (
-        "The report lists the top-k patterns with their measure on the search and validation "
-        "splits, the relative score (overall minus subgroup) and a p-value adjusted for "
-        "multiple testing; a pattern is significant when the adjusted p-value <= alpha."
-    ),
-    "certify": (
-        "Each group has a bound or interval for its gap eps(G) = group metric - target, valid "
-        "for all groups at once (family-wise error alpha), cut to the range the gap can take "
-        "(a gap of two rates lies in [-1, 1]; to a known target t, in [-t, 1 - t]). With claim "
-        "disparity, certified groups are significant findings; with claim fairness, tested "
-        "groups that cannot be certified are findings with the status `not certified`: never "
-        "counted as significant (their interval may contain 0), so the run exits 1 on them only "
-        "under gate.fail_on: not_certified."
-    ),
-    "flag": (
-        "Each group has a gap, a bootstrap scale and an adjusted p-value; flagged groups "
-        "(rejected by BH/BY at alpha) are findings, with the false discovery rate controlled."
-    ),
-}
-
-NULL_HYPOTHESIS = {
-    "certify": "the group's metric gap is within the tolerance of the target (per group).",
-    "flag": "the group's metric does not exceed the target by more than the tolerance.",
-    "subroc": "the subgroup performs like a random subset of the same size and class balance.",
-    "shift": (
-        "none tested: confidence bounds, valid at once for every non-negative shift of the "
-        "features in the kernel's unit ball; a named shift is a significant finding when its "
-        "bound proves a gap (a lower bound above 0, or an upper bound below 0)."
-    ),
-}
+    from fairscan.scans.base import ScanDocs, ScanType
 
 SHARED_SETTINGS = (
     "significance.alpha, significance.replicates, significance.seed (see `audit schema`)."
 )
 
 
-def _null_hypothesis(type_: str, summary: str) -> tuple[str, str | None]:
+def _null_hypothesis(docs: ScanDocs) -> tuple[str, str | None]:
+    """What the scan tests and its null hypothesis: the summary's "Null hypothesis:" part, or
+    the type's own sentence when the summary has none."""
     marker = "Null hypothesis:"
-    if marker in summary:
-        head, _, tail = summary.partition(marker)
+    if marker in docs.summary:
+        head, _, tail = docs.summary.partition(marker)
         return head.strip(), tail.strip()
-    return summary.strip(), NULL_HYPOTHESIS.get(type_)
+    return docs.summary.strip(), docs.null_hypothesis
 
 
 # --- readable types ------------------------------------------------------------------------
@@ -288,8 +241,8 @@ ROLE_TEXT = {
 
 def needs_text(entry: ScanType) -> str:
     """The data roles a scan type needs, in words."""
-    if entry.needs_doc:
-        return entry.needs_doc
+    if entry.docs.needs:
+        return entry.docs.needs
     if callable(entry.needs):
         return "depends on its settings (see the parameters below)"
     return ", ".join(ROLE_TEXT[role] for role in entry.needs)
@@ -317,15 +270,15 @@ def explanation(type_: str) -> Explanation:
     from fairscan.scans import SCAN_TYPES
 
     entry = SCAN_TYPES[type_]
-    what, null = _null_hypothesis(type_, entry.summary)
+    what, null = _null_hypothesis(entry.docs)
     return Explanation(
         type=entry.type,
-        title=entry.title,
+        title=entry.docs.title,
         what=" ".join(what.split()),
         null_hypothesis=" ".join(null.split()) if null else None,
         needs=needs_text(entry),
         parameters=parameters(type_),
-        reading=entry.reading or READING.get(type_),
+        reading=entry.docs.reading,
     )
 
 

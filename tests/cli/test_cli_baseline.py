@@ -408,7 +408,7 @@ def test_explain_every_type(cli: Invoke) -> None:
 
     for scan_type, entry in SCAN_TYPES.items():
         out = cli("explain", scan_type, code=0)
-        assert entry.title in out.stdout
+        assert entry.docs.title in out.stdout
         assert "Null hypothesis:" in out.stdout
         assert "Parameters:" in out.stdout and "Reading the result:" in out.stdout
     out = cli("explain", "fpr_scan", code=0)

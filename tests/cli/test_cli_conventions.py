@@ -13,7 +13,7 @@ import pytest
 import yaml
 from cli_support import Invoke, Project, spec_text, strict_json
 
-from fairscan.cli.config import find_pyproject, load_config
+from fairscan.cli.config import load_config
 from fairscan.errors import UsageError
 
 AUDIT = Path(sys.executable).with_name("audit")  # the console script: completion is for `audit`
@@ -82,11 +82,11 @@ def test_only_a_pyproject_with_the_table_counts(tmp_path: Path) -> None:
     inner.mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text(CONFIG, encoding="utf-8")
     (tmp_path / "a" / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n", "utf-8")
-    assert find_pyproject(inner) == tmp_path / "pyproject.toml"
     config = load_config(inner)
-    assert config is not None and config.values["replicates"] == 0
+    assert config is not None and config.path == tmp_path / "pyproject.toml"
+    assert config.values["replicates"] == 0
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
-    assert find_pyproject(inner) is None or find_pyproject(inner) != tmp_path / "pyproject.toml"
+    assert load_config(inner) is None
 
 
 @pytest.mark.parametrize(

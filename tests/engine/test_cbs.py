@@ -327,7 +327,7 @@ def test_permutation_p_values_are_roughly_uniform_under_independence():
 def test_semi_synthetic_detection_uses_whole_table_membership():
     """cbs_synth maps the detected subgroup back to all rows (ScanProblem.rows_in): a strong
     separation bias is recovered exactly."""
-    from fairscan.engine.cbs_synth import Injection, evaluate_once, generate
+    from cbs_synth import Injection, evaluate_once, generate
 
     rng = np.random.default_rng(0)
     codes = np.column_stack([rng.integers(0, k, 3000) for k in (2, 3, 4, 3)])

@@ -6,14 +6,27 @@ import math
 
 import pytest
 from scipy.optimize import minimize_scalar
+from scipy.special import ndtr
+from scipy.stats import norm
 
-from fairscan.engine.critical import (
-    K1,
-    K2_SQUARED,
-    critical_value,
-    k1_objective,
-    k2_squared_objective,
-)
+from fairscan.engine.critical import K1, K2_SQUARED, critical_value
+
+
+# the two objectives of Theorem 2, written out here (the package keeps only their maxima)
+def k1_objective(beta: float) -> float:
+    """-2 beta phi(-beta) - 2 beta^2 (1 - Phi(-beta)); its maximum over beta is k1."""
+    return -2.0 * beta * norm.pdf(-beta) - 2.0 * beta**2 * (1.0 - ndtr(-beta))
+
+
+def k2_squared_objective(beta: float) -> float:
+    """4 beta^2 (1 - Phi(-b)) (1 - b h(-b) - h(-b)^2 + (b + h(-b))^2 Phi(-b)); max is k2^2."""
+    h = norm.pdf(-beta) / (1.0 - ndtr(-beta))
+    return float(
+        4.0
+        * beta**2
+        * (1.0 - ndtr(-beta))
+        * (1.0 - beta * h - h**2 + (beta + h) ** 2 * ndtr(-beta))
+    )
 
 
 def test_constants_reproduce_by_numerical_maximisation():

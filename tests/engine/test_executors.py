@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from lazy_import import lazy
 
+from fairscan.engine.executor_address import EXECUTOR_PATTERN
 from fairscan.engine.executors import (
-    EXECUTOR_PATTERN,
     LOCAL_EXECUTOR,
     DaskExecutor,
     open_executor,
@@ -184,12 +184,13 @@ def test_malformed_executors_are_refused(text):
         pass
 
 
-def test_the_spec_accepts_the_same_addresses():
-    """The spec (which imports no engine module) keeps its own copy of the pattern."""
-    from fairscan.spec.models import EXECUTOR_PATTERN as SPEC_PATTERN
+def test_the_spec_checks_addresses_with_the_engine_rule():
+    """One rule of an executor address: the spec validates with the engine's parse_executor."""
+    from fairscan.spec import models
 
-    assert SPEC_PATTERN == EXECUTOR_PATTERN
-    assert re.match(SPEC_PATTERN, "dask://h:1")
+    assert models.parse_executor is parse_executor
+    assert models.EXECUTOR_PATTERN is EXECUTOR_PATTERN
+    assert re.match(models.EXECUTOR_PATTERN, "dask://h:1")
 
 
 def test_an_existing_client_is_used_as_it_is_and_left_open(dask_address):

@@ -8,6 +8,24 @@ import pytest
 
 from fairscan.engine import rkhs
 
+# --- dense references of Algorithm 8, independent of the package's low-rank route ----------
+
+
+def dense_sym_A(w: np.ndarray, L: np.ndarray, t: float) -> np.ndarray:
+    """``sym(A)`` of Algorithm 8 as a dense n x n matrix."""
+    n = len(L)
+    one = np.ones(n)
+    A = (np.outer(w * L, one) - np.outer(w, L) - t * np.outer(one, one)) / (n * n)
+    return np.asarray((A + A.T) / 2.0)
+
+
+def process_value(h: np.ndarray, w: np.ndarray, L: np.ndarray, t: float) -> float:
+    """The bootstrap process at a tilt with values ``h`` at the rows:
+    ``E*[L h] E_n[h] - E*[h] E_n[L h] - t E_n[h]^2`` (E* = the resample mean)."""
+    n = len(L)
+    Eh = h.sum() / n
+    return float((w * L * h).sum() / n * Eh - (w * h).sum() / n * (L * h).sum() / n - t * Eh**2)
+
 
 def _data(n: int = 50, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
@@ -31,7 +49,7 @@ def test_the_4x4_route_equals_the_dense_eigendecomposition(estimated: bool) -> N
     vals, vecs = np.linalg.eigh(rkhs.gaussian_kernel(X, X, bw))
     root = vecs @ np.diag(np.sqrt(np.clip(vals, 0, None))) @ vecs.T
     for b in range(B):
-        dense = np.linalg.eigvalsh(root @ rkhs.dense_sym_A(forms.weights[b], Lc, t[b]) @ root)
+        dense = np.linalg.eigvalsh(root @ dense_sym_A(forms.weights[b], Lc, t[b]) @ root)
         assert lam_max[b] == pytest.approx(dense.max(), rel=1e-8, abs=1e-12)
         assert lam_min[b] == pytest.approx(dense.min(), rel=1e-8, abs=1e-12)
     for side in ("lower", "upper", "both"):
@@ -49,12 +67,12 @@ def test_the_quadratic_form_equals_the_process_value() -> None:
     w = rng.multinomial(n, np.full(n, 1 / n)).astype(float)
     t = float(np.mean((w - 1) * Lc))
     K = rkhs.gaussian_kernel(X, X, 0.7)
-    S = rkhs.dense_sym_A(w, Lc, t)
+    S = dense_sym_A(w, Lc, t)
     U = np.stack([w * Lc, np.ones(n), w, Lc], axis=1)
     M = rkhs.middle(np.array([t]))[0]
     for _ in range(5):
         h = K @ rng.normal(size=n)  # an RKHS function at the rows
-        value = rkhs.process_value(h, w, Lc, t)
+        value = process_value(h, w, Lc, t)
         assert h @ S @ h == pytest.approx(value, rel=1e-10, abs=1e-14)
         assert h @ U @ M @ U.T @ h / (2 * n * n) == pytest.approx(value, rel=1e-10, abs=1e-14)
 

@@ -16,7 +16,8 @@ from rich.console import Console
 
 from fairscan.cli.console import findings_text, summary_table, verdict_text
 from fairscan.data.labels import subgroup_label
-from fairscan.report.formats import atomic_write_text, render, report_json, write_reports
+from fairscan.report.atomic_write import atomic_write_text
+from fairscan.report.formats import render, report_json, write_reports
 from fairscan.report.hooks import RenderHooks
 from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit

@@ -7,10 +7,11 @@ from report_builders import finding, report, scan
 
 from fairscan.report.baseline import compare_reports
 from fairscan.report.verdict import (
+    DEFAULT_FAIL_ON,
     FAIL_ON,
     ExitCode,
     build_verdict,
-    diff_exit_code,
+    diff_verdict_of,
     gate_verdict,
     gated_exit_code,
     interrupted_exit_code,
@@ -45,7 +46,7 @@ def test_diff_applies_the_gate_run_applies(fail_on: str) -> None:
         comparison = compare_reports(baseline, current, fail_on=fail_on)
         still = still_significant(comparison)
         gated = gate_verdict(current.verdict, fail_on, comparison.new_significant, still)
-        assert diff_exit_code(current, comparison) == gated.exit_code
+        assert diff_verdict_of(current, comparison).exit_code == gated.exit_code
         expected = gated_exit_code(
             current.verdict.significant_findings, comparison.new_significant, fail_on, still
         )
@@ -191,4 +192,14 @@ def test_diff_never_trusts_the_stored_verdict() -> None:
         }
     )
     comparison = compare_reports(new, edited, fail_on="significant")
-    assert diff_exit_code(edited, comparison) == ExitCode.FINDINGS
+    assert diff_verdict_of(edited, comparison).exit_code == ExitCode.FINDINGS
+
+
+def test_the_spec_accepts_exactly_the_gate_values_in_order() -> None:
+    """The spec layer cannot import the report layer: its schema's copy is pinned here."""
+    import typing
+
+    from fairscan.spec.models import GateSpec
+
+    assert typing.get_args(GateSpec.model_fields["fail_on"].annotation) == FAIL_ON
+    assert GateSpec().fail_on == DEFAULT_FAIL_ON

@@ -143,3 +143,19 @@ def test_ppv_bounds_stay_within_the_range_of_the_gap(tmp_path, target, limits):
         assert lo - 1e-12 <= g["lower"] <= g["gap"] <= g["upper"] <= hi + 1e-12, g
     # the small groups' intervals would leave the range: they are cut at its ends
     assert any(g["lower"] == pytest.approx(lo) or g["upper"] == pytest.approx(hi) for g in small)
+
+
+def test_the_sarif_rule_of_certify_comes_from_its_own_package(tmp_path):
+    """The certify wording of a SARIF rule is the type's render hook (scans/certification),
+    not a scan-type test in the SARIF writer: with the registry's hooks it reads as certify's,
+    without them as any scan's."""
+    from fairscan.report.formats import render
+    from fairscan.scans import render_hooks
+
+    report = _run(tmp_path, _csv(tmp_path, 60), FAIRNESS)
+    own = json.loads(render(report, "sarif", render_hooks()))["runs"][0]["tool"]["driver"]
+    plain = json.loads(render_sarif(report))["runs"][0]["tool"]["driver"]
+    assert "groups with a certified" in own["rules"][0]["shortDescription"]["text"]
+    assert "differs significantly" in plain["rules"][0]["shortDescription"]["text"]
+    sarif_writer = Path(__file__).resolve().parents[2] / "src/fairscan/report/sarif.py"
+    assert '"certify"' not in sarif_writer.read_text(encoding="utf-8")

@@ -40,6 +40,7 @@ from fairscan.cli.common import (
     RichProgress,
     _short,
     app,
+    cli_errors,
     deliver_sinks,
     err,
     install_signal_handlers,
@@ -110,13 +111,9 @@ def main_callback(
 
     guard_streams()  # main() did when run as `audit`; `app` may be called without it (tests)
     from fairscan.cli.config import CONFIG_META, load_config
-    from fairscan.errors import FairscanError
 
-    try:
+    with cli_errors():
         config = load_config()
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
     if config is not None:
         # defaults of the options: below flags and FAIRSCAN_* variables, above the spec
         ctx.default_map = {**(ctx.default_map or {}), **config.default_map()}

@@ -304,6 +304,36 @@ def internal_error(exc: BaseException, debug: bool) -> int:
     return int(ExitCode.ERROR)
 
 
+class CommandFailed(typer.Exit):
+    """The exit of a command whose work failed (exit code 2): ``internal`` when the failure was
+    a bug rather than a spec, data, usage or environment error. A command running several
+    specs catches it to go on with the next one."""
+
+    def __init__(self, code: int, *, internal: bool) -> None:
+        super().__init__(code)
+        self.internal = internal
+
+
+@contextlib.contextmanager
+def cli_errors(debug: bool = False) -> Iterator[None]:
+    """The one way a command turns a failure into its message and exit code: a
+    :class:`~fairscan.errors.FairscanError` is printed (file:line:col, help line, GitHub
+    annotation) and exits 2, an interrupt exits 130/143, anything else is an internal error
+    (exit 2, the traceback with ``--debug``). Both failures leave as :class:`CommandFailed`;
+    an exit the body raises itself passes through untouched."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except FairscanError as error:
+        print_error(error)
+        raise CommandFailed(int(ExitCode.ERROR), internal=False) from None
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except Exception as exc:  # internal error: a bug, reported as such
+        raise CommandFailed(internal_error(exc, debug), internal=True) from None
+
+
 # Signals received (SIGINT, SIGTERM), in order; the first one sets the exit code 128 + signum.
 _SIGNALS: list[int] = []
 _ANNOUNCED: list[bool] = []
@@ -347,25 +377,26 @@ def install_signal_handlers() -> None:
             signal.signal(signum, _on_signal)
 
 
-def deliver_sinks(report: AuditReport, formats: tuple[str, ...]) -> None:
-    """The report formats that are not files (``github``): append each one's text to the file
-    its environment variable names ($GITHUB_STEP_SUMMARY), when that variable is set."""
+def deliver_sinks(report: AuditReport, formats: tuple[str, ...]) -> tuple[FairscanError, ...]:
+    """The report formats that are not files (``github``): each one's text appended to the
+    file its environment variable names ($GITHUB_STEP_SUMMARY), when that variable is set,
+    under the run's one failure policy (:mod:`fairscan.run.delivery`): a failure is printed as
+    an error and returned (the command exits 2), the other deliveries still happen."""
+    from pathlib import Path
+
     from fairscan.report.formats import sink_formats
+    from fairscan.run.delivery import SinkDelivery, deliver
     from fairscan.scans import render_hooks
 
-    for fmt in sink_formats(formats):
-        target = os.environ.get(fmt.sink or "")
-        if not target:
-            continue
-        try:
-            with open(target, "a", encoding="utf-8") as handle:
-                handle.write(fmt.render(report, render_hooks()))
-        except OSError as exc:
-            err.print(
-                f"[yellow]warning[/]: cannot append to {fmt.sink}: "
-                f"{escape(console_text(str(exc.strerror or exc)))}",
-                soft_wrap=True,
-            )
+    sinks = [
+        SinkDelivery(fmt, Path(target), render_hooks())
+        for fmt in sink_formats(formats)
+        if (target := os.environ.get(fmt.sink or ""))
+    ]
+    errors = deliver(report, sinks).errors
+    for error in errors:
+        print_error(error)
+    return errors
 
 
 WARNING_CHARS = 300
@@ -397,9 +428,10 @@ def print_warnings(report: AuditReport) -> None:
 
 def print_summary(
     report: AuditReport, written: list[str], formats: tuple[str, ...], quiet: bool
-) -> None:
+) -> tuple[FairscanError, ...]:
     """The console summary of one audit (``audit run`` per spec, ``audit scan``): the table
-    and the significant findings (unless ``quiet``), scan errors, the verdict line."""
+    and the significant findings (unless ``quiet``), scan errors, the verdict line. The sinks
+    (``github``) are delivered on the way; their errors are returned (printed already)."""
     from fairscan.cli.console import findings_text, summary_lines, summary_table, verdict_text
 
     if not quiet:
@@ -420,7 +452,7 @@ def print_summary(
         if result.error:  # the other scans' results are kept; say why this one failed
             text = console_text(f"scan error: {result.id}: {result.error}")
             err.print(text, markup=False, soft_wrap=True)
-    deliver_sinks(report, formats)
+    sink_errors = deliver_sinks(report, formats)
     err.print(verdict_text(report, written), soft_wrap=True)
     if report.baseline is not None:
         b = report.baseline
@@ -436,3 +468,4 @@ def print_summary(
 
         for line in monitor_text(report.monitor, quiet=quiet):
             err.print(line, markup=False, soft_wrap=True)
+    return sink_errors

@@ -126,12 +126,6 @@ class ProjectConfig:
         return Path(os.path.relpath(self.path.parent / path))
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.fairscan]`` table."""
-    found = _nearest(start)
-    return found[0] if found is not None else None
-
-
 def _nearest(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest ``pyproject.toml`` whose parsed TOML has ``tool.fairscan``, with its
     document. The table is found by parsing, so that every form TOML allows counts (a

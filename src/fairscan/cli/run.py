@@ -12,19 +12,21 @@ import typer
 from rich.markup import escape
 
 from fairscan.cli.common import (
+    CommandFailed,
     DebugOption,
     ExitZeroOption,
     ProgressOption,
     app,
+    cli_errors,
     err,
-    internal_error,
     interrupted,
     make_progress,
     print_error,
     print_summary,
 )
 from fairscan.cli.github import annotate_report
-from fairscan.errors import FairscanError, UsageError
+from fairscan.errors import UsageError
+from fairscan.report.formats import FORMATS, format_list
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -281,7 +283,7 @@ def run(
 
     worst = int(ExitCode.OK)
     to_stdout = out_dir == STDOUT
-    try:
+    with cli_errors(debug):
         check_overrides(out_dir=out_dir, replicates=replicates, workers=workers, executor=executor)
         chosen = check_formats(formats, to_stdout)
         spec_paths = expand_specs(specs)
@@ -291,9 +293,6 @@ def run(
                 field="--out",
                 hint="run one spec per command, or give --out DIR for several",
             )
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
     from fairscan.cli.config import outside_settings
 
     given = {"seed": seed, "replicates": replicates, "workers": workers, "executor": executor}
@@ -319,57 +318,79 @@ def run(
     try:
         for spec_path in spec_paths:
             try:
-                outcome = run_audit_verbosely(spec_path, options, verbose)
-            except FairscanError as error:
-                print_error(error)
-                worst = max(worst, int(ExitCode.ERROR))
-                rows.append((str(spec_path), "error", "-", int(ExitCode.ERROR)))
+                with cli_errors(debug):
+                    outcome = run_audit_verbosely(spec_path, options, verbose)
+            except CommandFailed as failed:  # printed: the next spec runs
                 github.failed()
+                worst = max(worst, failed.exit_code)
+                status = "internal error" if failed.internal else "error"
+                rows.append((str(spec_path), status, "-", int(ExitCode.ERROR)))
                 continue
-            except Exception as exc:  # internal error: a bug, reported as such
-                github.failed()
-                worst = max(worst, internal_error(exc, debug))
-                rows.append((str(spec_path), "internal error", "-", int(ExitCode.ERROR)))
-                continue
-            report = outcome.report
-            written = [str(p) for p in outcome.written]
-            if to_stdout:
-                assert chosen is not None
-                write_stdout(report, chosen[0])
-                written = ["stdout"]
             # sinks (github: the job summary) are delivered unless the report went to stdout
             sinks = () if to_stdout else outcome.formats
             if job_summary and "github" not in sinks:
                 sinks = (*sinks, "github")
-            print_summary(report, written, sinks, quiet)
-            _print_delivery(outcome, quiet)
-            annotate_report(report, scan_places(spec_path, report))
-            github.add(report, written if not to_stdout else [])
-            code = int(process_exit_code(outcome.exit_code, exit_zero))
-            worst = max(worst, code)
-            rows.append(
-                (
-                    str(spec_path),
-                    report.verdict.status,
-                    str(report.verdict.significant_findings),
-                    code,
-                )
+            code = _show_outcome(
+                outcome,
+                spec_path,
+                chosen[0] if to_stdout and chosen else None,
+                sinks,
+                github,
+                quiet=quiet,
+                exit_zero=exit_zero,
             )
+            worst = max(worst, code)
+            verdict = outcome.report.verdict
+            rows.append((str(spec_path), verdict.status, str(verdict.significant_findings), code))
     except KeyboardInterrupt:
         raise interrupted() from None
     github.write(worst)
-    if len(spec_paths) > 1 and err.is_terminal:
-        err.print(_specs_table(rows, worst), markup=False)
-    elif len(spec_paths) > 1:  # logs: plain lines, never folded
-        err.print("fairscan: all specs", markup=False)
-        for spec, verdict, significant, code in rows:
-            err.print(
-                f"spec {console_text(spec)}: {verdict}, {significant} significant, exit {code}",
-                markup=False,
-                soft_wrap=True,
-            )
-        err.print(f"worst exit code: {worst}", markup=False)
+    if len(spec_paths) > 1:
+        _print_specs(rows, worst)
     raise typer.Exit(worst)
+
+
+def _show_outcome(
+    outcome: AuditOutcome,
+    spec_path: Path,
+    stdout_format: str | None,
+    sinks: tuple[str, ...],
+    github: GithubOutputs,
+    *,
+    quiet: bool,
+    exit_zero: bool,
+) -> int:
+    """One spec's run shown: the report on stdout (``stdout_format``: ``--out -``), the console
+    summary with the ``sinks`` delivered, MLflow's line or
+    error, the GitHub annotations and outputs; its exit code."""
+    report = outcome.report
+    written = [str(p) for p in outcome.written]
+    if stdout_format is not None:
+        write_stdout(report, stdout_format)
+        written = ["stdout"]
+    sink_errors = print_summary(report, written, sinks, quiet)
+    _print_delivery(outcome, quiet)
+    annotate_report(report, scan_places(spec_path, report))
+    github.add(report, written if stdout_format is None else [])
+    code = int(process_exit_code(outcome.exit_code, exit_zero))
+    if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
+        code = max(code, int(ExitCode.ERROR))
+    return code
+
+
+def _print_specs(rows: list[tuple[str, str, str, int]], worst: int) -> None:
+    """The closing summary of a multi-spec run: a table on a terminal, plain lines in logs."""
+    if err.is_terminal:
+        err.print(_specs_table(rows, worst), markup=False)
+        return
+    err.print("fairscan: all specs", markup=False)  # logs: plain lines, never folded
+    for spec, verdict, significant, code in rows:
+        err.print(
+            f"spec {console_text(spec)}: {verdict}, {significant} significant, exit {code}",
+            markup=False,
+            soft_wrap=True,
+        )
+    err.print(f"worst exit code: {worst}", markup=False)
 
 
 STDOUT = "-"  # --out -: the report goes to stdout
@@ -377,8 +398,6 @@ STDOUT = "-"  # --out -: the report goes to stdout
 
 def format_names(incomplete: str) -> list[str]:
     """Shell completion of --format: the registered formats."""
-    from fairscan.report.formats import FORMATS
-
     return [name for name in FORMATS if name.startswith(incomplete)]
 
 
@@ -388,8 +407,8 @@ FormatOption = Annotated[
         "--format",
         "-f",
         metavar="FORMAT",
-        help="Report format (overrides output.formats): json, markdown, html, junit, github, "
-        "sarif; repeat for more. With --out - one format (default json).",
+        help=f"Report format (overrides output.formats): {format_list()}; repeat for more. "
+        "With --out - one format (default json).",
         autocompletion=format_names,
     ),
 ]
@@ -399,8 +418,6 @@ def check_formats(formats: list[str] | None, to_stdout: bool) -> tuple[str, ...]
     """The formats ``--format`` chose (None: the spec's); a :class:`UsageError` for an unknown
     one, or for several when the report goes to stdout (default there: json)."""
     import difflib
-
-    from fairscan.report.formats import FORMATS
 
     chosen = tuple(dict.fromkeys(formats or ()))
     for name in chosen:
@@ -523,12 +540,9 @@ def validate(
     from fairscan.errors import SpecError
 
     worst = 0
-    try:
+    with cli_errors(debug):
         check_overrides(replicates=replicates, workers=workers, executor=executor)
         spec_paths = expand_specs(specs)
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
     options = RunOptions(seed=seed, replicates=replicates, workers=workers, executor=executor)
     from fairscan.cli.config import outside_settings
 
@@ -537,47 +551,44 @@ def validate(
     sources = _override_sources(ctx, given)
     for spec_path in spec_paths:
         try:
-            if no_data:
-                loaded = load_spec(spec_path)
-                issues = check_spec(loaded.spec)
-                if issues:
-                    raise SpecError(
-                        issues=[
-                            i.located(
-                                loaded.file_of(i.field or ""), *loaded.locate_field(i.field or "")
-                            )
-                            for i in issues
-                        ]
-                    )
-                shown = escape(console_text(str(spec_path)))
-                err.print(f"[green]ok[/] {shown} (spec only)", soft_wrap=True)
-            else:
-                prepared = prepare_audit(spec_path)
-                data = prepared.data
-                err.print(
-                    f"[green]ok[/] {escape(console_text(str(spec_path)))}: "
-                    f"{len(prepared.spec.scans)} scan(s), "
-                    f"{data.n_data_rows} rows after filter, "
-                    f"{len(data.attributes)} attributes",
-                    soft_wrap=True,
-                )
-                for warning in data.warnings:
+            with cli_errors(debug):
+                if no_data:
+                    loaded = load_spec(spec_path)
+                    issues = check_spec(loaded.spec)
+                    if issues:
+                        raise SpecError(
+                            issues=[
+                                i.located(
+                                    loaded.file_of(i.field or ""),
+                                    *loaded.locate_field(i.field or ""),
+                                )
+                                for i in issues
+                            ]
+                        )
+                    shown = escape(console_text(str(spec_path)))
+                    err.print(f"[green]ok[/] {shown} (spec only)", soft_wrap=True)
+                else:
+                    prepared = prepare_audit(spec_path)
+                    data = prepared.data
                     err.print(
-                        f"[yellow]warning[/]: {escape(console_text(warning))}", soft_wrap=True
+                        f"[green]ok[/] {escape(console_text(str(spec_path)))}: "
+                        f"{len(prepared.spec.scans)} scan(s), "
+                        f"{data.n_data_rows} rows after filter, "
+                        f"{len(data.attributes)} attributes",
+                        soft_wrap=True,
                     )
-                loaded = prepared.loaded
-            for warning in _untested_warnings(loaded, options, sources):
-                err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
-            if show_resolved:
-                resolved = apply_overrides(loaded.spec, options)
-                sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
-        except FairscanError as error:
-            print_error(error)
-            worst = int(ExitCode.ERROR)
-        except KeyboardInterrupt:
-            raise interrupted() from None
-        except Exception as exc:
-            worst = internal_error(exc, debug)
+                    for warning in data.warnings:
+                        err.print(
+                            f"[yellow]warning[/]: {escape(console_text(warning))}", soft_wrap=True
+                        )
+                    loaded = prepared.loaded
+                for warning in _untested_warnings(loaded, options, sources):
+                    err.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+                if show_resolved:
+                    resolved = apply_overrides(loaded.spec, options)
+                    sys.stdout.write(_resolved_yaml(loaded, resolved, sources))
+        except CommandFailed as failed:  # printed: the next spec is checked
+            worst = failed.exit_code
     raise typer.Exit(worst)
 
 

@@ -22,11 +22,9 @@ from fairscan.cli.common import (
     ExitZeroOption,
     ProgressOption,
     app,
+    cli_errors,
     err,
-    internal_error,
-    interrupted,
     make_progress,
-    print_error,
     print_summary,
 )
 from fairscan.cli.config import outside_settings
@@ -48,6 +46,7 @@ from fairscan.cli.scan_spec import (
     spec_text,
 )
 from fairscan.errors import FairscanError, UsageError
+from fairscan.report.formats import format_list
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import REPLICATES, SEED, WORKERS
@@ -61,7 +60,7 @@ NO_SPEC_FILE = "<audit scan>"
 
 
 def _save(target: Path, text: str) -> None:
-    from fairscan.report.formats import atomic_write_text
+    from fairscan.report.atomic_write import atomic_write_text
 
     try:
         atomic_write_text(target, text)
@@ -254,8 +253,8 @@ def scan(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="Report format for --out: json, markdown, junit, github, html, sarif; repeat "
-            "for more (default: json and markdown).",
+            help=f"Report format for --out: {format_list()}; repeat for more (default: json "
+            "and markdown).",
             autocompletion=format_names,
         ),
     ] = None,
@@ -305,7 +304,7 @@ def scan(
         workers=workers,
         formats=formats or [],
     )
-    try:
+    with cli_errors(debug):
         # the checks of `audit run`: `--out ''`, an empty FAIRSCAN_* variable, huge values
         check_overrides(out_dir=out_text, replicates=replicates, workers=workers, executor=executor)
         chosen = check_formats(formats, True) if to_stdout else None
@@ -350,16 +349,11 @@ def scan(
         elif to_stdout and chosen is not None:
             write_stdout(report, chosen[0])
             written = [Path("stdout")]
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise interrupted() from None
-    except Exception as exc:  # internal error: a bug, reported as such
-        raise typer.Exit(internal_error(exc, debug)) from None
-    print_summary(report, [str(p) for p in written], report_formats, quiet)
+    sink_errors = print_summary(report, [str(p) for p in written], report_formats, quiet)
     if out_dir is None and not to_stdout and not quiet:
         err.print("no reports written (pass --out DIR to write them)", markup=False)
+    if sink_errors:  # a delivery failed: exit 2 (run/delivery.py)
+        raise typer.Exit(int(ExitCode.ERROR))
     raise typer.Exit(int(process_exit_code(report.verdict.exit_code, exit_zero)))
 
 

@@ -14,12 +14,11 @@ from fairscan.cli.common import (
     DebugOption,
     ExitZeroOption,
     app,
+    cli_errors,
     err,
-    internal_error,
-    interrupted,
     print_error,
 )
-from fairscan.errors import FairscanError, UsageError
+from fairscan.errors import UsageError
 from fairscan.report.sink_escape import console_text
 from fairscan.report.verdict import ExitCode, process_exit_code
 from fairscan.spec.constraints import ALPHA
@@ -56,18 +55,11 @@ def diff(
     from fairscan.report.markdown import render_diff
     from fairscan.report.verdict import diff_verdict, diff_verdict_of, gate_line
 
-    try:
+    with cli_errors(debug):
         if data is not None:
             current, comparison = diff_reports_on_data(old, new, data)
         else:
             current, comparison = diff_reports(old, new)
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise interrupted() from None
-    except Exception as exc:
-        raise typer.Exit(internal_error(exc, debug)) from None
     verdict = diff_verdict_of(current, comparison)  # recomputed: the stored one is not read
     code = verdict.exit_code
     sys.stdout.write(render_diff(comparison, current))
@@ -100,26 +92,21 @@ def history(
     from fairscan.report.text import fmt_p
     from fairscan.run.history import read_monitor, read_runs
 
-    try:
-        check_alpha(alpha)
-        if html is not None:
-            _check_page_path(html, path)
-        trends = read_history(path, spec)
-        monitor = read_monitor(path, spec)
-        if html is not None:
-            runs = read_runs(path, spec)
-            page = history_html(trends, alpha, runs=runs, monitor=monitor)
-            html.write_text(page, encoding="utf-8")
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except OSError as exc:
-        print_error(UsageError(f"cannot write {html}: {exc.strerror or exc}", field="--html"))
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise interrupted() from None
-    except Exception as exc:
-        raise typer.Exit(internal_error(exc, debug)) from None
+    with cli_errors(debug):
+        try:
+            check_alpha(alpha)
+            if html is not None:
+                _check_page_path(html, path)
+            trends = read_history(path, spec)
+            monitor = read_monitor(path, spec)
+            if html is not None:
+                runs = read_runs(path, spec)
+                page = history_html(trends, alpha, runs=runs, monitor=monitor)
+                html.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {html}: {exc.strerror or exc}", field="--html"
+            ) from None
     if not trends:
         where = f" for {console_text(spec)}" if spec else ""
         sys.stderr.write(f"no finding in the history{where}\n")  # a message, not output
@@ -241,10 +228,10 @@ def init(
     debug: DebugOption = False,
 ) -> None:
     """Write a starter *.audit.yaml for DATA, guessing roles from its columns."""
-    from fairscan.report.formats import atomic_write_text
+    from fairscan.report.atomic_write import atomic_write_text
     from fairscan.starter import starter_spec
 
-    try:
+    with cli_errors(debug):
         if output is not None and output.is_dir():
             raise UsageError(
                 f"{output} is a directory",
@@ -264,13 +251,6 @@ def init(
                 f"cannot write {output}: {exc.strerror or exc}",
                 hint="check that the folder of --output is writable",
             ) from exc
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise interrupted() from None
-    except Exception as exc:  # internal error: a bug, reported as such
-        raise typer.Exit(internal_error(exc, debug)) from None
     err.print(
         f"wrote {escape(console_text(str(output)))}; next: audit validate "
         f"{escape(console_text(str(output)))} && audit run {escape(console_text(str(output)))}",
@@ -310,25 +290,22 @@ def lambda_command(
     """
     from fairscan.engine.elicitation import ElicitationError, elicit_lambda
 
-    try:
-        if side not in ("negatives", "positives"):
-            raise UsageError(f"--side must be negatives or positives, not {side!r}")
-        parsed = []
-        for text in [*answers, *(more_answers or [])]:
-            parts = [x.strip() for x in text.split(",")]
-            if len(parts) != 3 or not all(x.lstrip("-").isdigit() for x in parts):
-                raise UsageError(
-                    f"answer {text!r} is not three whole numbers z1,z2,z3",
-                    hint="e.g. --answers 40,60,55",
-                )
-            parsed.append((int(parts[0]), int(parts[1]), int(parts[2])))
-        estimate = elicit_lambda(cfn_over_cfp, parsed, side)
-    except ElicitationError as error:
-        print_error(UsageError(str(error)))
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
+    with cli_errors():
+        try:
+            if side not in ("negatives", "positives"):
+                raise UsageError(f"--side must be negatives or positives, not {side!r}")
+            parsed = []
+            for text in [*answers, *(more_answers or [])]:
+                parts = [x.strip() for x in text.split(",")]
+                if len(parts) != 3 or not all(x.lstrip("-").isdigit() for x in parts):
+                    raise UsageError(
+                        f"answer {text!r} is not three whole numbers z1,z2,z3",
+                        hint="e.g. --answers 40,60,55",
+                    )
+                parsed.append((int(parts[0]), int(parts[1]), int(parts[2])))
+            estimate = elicit_lambda(cfn_over_cfp, parsed, side)
+        except ElicitationError as error:
+            raise UsageError(str(error)) from None
     cost = "c_dFPR / c_FP" if side == "negatives" else "c_dTPR / c_FN"
     err.print(
         f"{cost} = {estimate.disparity_cost_ratio:.6g} from {len(parsed)} answer(s)", markup=False
@@ -359,7 +336,7 @@ def power(
     """
     from fairscan.api import power_analysis
 
-    try:
+    with cli_errors(debug):
         check_alpha(alpha)
         subgroup: dict[str, list[str]] = {}
         for cond in where:
@@ -368,13 +345,6 @@ def power(
                 raise UsageError(f"--where {cond!r} is not attribute=value[|value...]")
             subgroup.setdefault(name.strip(), []).extend(v.strip() for v in values.split("|"))
         result = power_analysis(spec, subgroup, alpha)
-    except FairscanError as error:
-        print_error(error)
-        raise typer.Exit(int(ExitCode.ERROR)) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    except Exception as exc:
-        raise typer.Exit(internal_error(exc, debug)) from None
     from fairscan.data.labels import subgroup_label
 
     d = result.detectability

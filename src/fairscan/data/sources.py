@@ -211,11 +211,6 @@ def _common_root(files: tuple[Path, ...]) -> str:
     return root
 
 
-def is_dataset_location(text: str) -> bool:
-    """``data.path`` names a URL or a glob (a directory is told once the path is resolved)."""
-    return bool(_URL.match(text)) or any(c in text for c in _GLOB_CHARS)
-
-
 def _format_of(name: str, where: str) -> str:
     suffix = Path(name.split("?", 1)[0]).suffix.lower()
     fmt = _SCAN_FORMATS.get(suffix)

@@ -13,37 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# scipy.special, not scipy.stats: the same functions (norm.cdf is ndtr, norm.ppf is ndtri) without
-# importing all of scipy.stats (about a second of CPU) on the first scan that needs h(alpha)
-from scipy.special import ndtr, ndtri
-
-_SQRT_2PI = np.sqrt(2.0 * np.pi)
-
-
-def _pdf(x: float) -> float:
-    """The standard normal density, computed as scipy.stats.norm.pdf computes it."""
-    return float(np.exp(-(x**2) / 2.0) / _SQRT_2PI)
-
+# scipy.special, not scipy.stats: the same function (norm.ppf is ndtri) without importing all
+# of scipy.stats (about a second of CPU) on the first scan that needs h(alpha)
+from scipy.special import ndtri
 
 # Re-derived numerically (see tests/engine/test_critical.py, which recomputes both maxima).
 K1 = 0.2024565
 K2_SQUARED = 0.2737092
-
-
-def k1_objective(beta: float) -> float:
-    """-2 beta phi(-beta) - 2 beta^2 (1 - Phi(-beta)); its maximum over beta is k1."""
-    return -2.0 * beta * _pdf(-beta) - 2.0 * beta**2 * (1.0 - ndtr(-beta))
-
-
-def k2_squared_objective(beta: float) -> float:
-    """4 beta^2 (1 - Phi(-b)) (1 - b h(-b) - h(-b)^2 + (b + h(-b))^2 Phi(-b)); max is k2^2."""
-    h = _pdf(-beta) / (1.0 - ndtr(-beta))
-    return (
-        4.0
-        * beta**2
-        * (1.0 - ndtr(-beta))
-        * (1.0 - beta * h - h**2 + (beta + h) ** 2 * ndtr(-beta))
-    )
 
 
 def critical_value(alpha: float, profiles: int) -> float:

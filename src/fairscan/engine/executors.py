@@ -30,18 +30,11 @@ from typing import Any
 import numpy as np
 
 from fairscan import __version__
+from fairscan.engine.executor_address import EXECUTOR_HELP, parse_executor
 from fairscan.engine.jobs import LOCAL, Executor, ReplicateJob
 from fairscan.engine.randomization import LOCAL_EXECUTOR
 from fairscan.errors import ScanError
 
-# dask://HOST:PORT (TCP) or tls://HOST:PORT (TLS, with the certificates of dask's configuration:
-# distributed.comm.tls.*): a host name, an IPv4 address or a bracketed IPv6 address, and a port
-EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
-EXECUTOR_HELP = (
-    "write `local` (this machine, the default), `dask://HOST:PORT`, the address of a Dask "
-    "scheduler, e.g. dask://scheduler.example.org:8786, or `tls://HOST:PORT` for a scheduler "
-    "that speaks TLS (certificates from dask's configuration, distributed.comm.tls)"
-)
 # How long to wait for the Dask scheduler to answer when connecting.
 CONNECT_TIMEOUT_SECONDS = 10.0
 # Chunks of about this many seconds of replicates (estimated from replicate 0): long enough that
@@ -51,18 +44,6 @@ DASK_CHUNK_SECONDS = 1.0
 DASK_CHUNKS_PER_THREAD = 4
 # The main thread checks the chunks this often, so that it notices Ctrl-C promptly.
 POLL_SECONDS = 0.05
-
-
-def parse_executor(text: str) -> tuple[str, int] | None:
-    """``None`` for ``local``, else the (host, port) of ``dask://HOST:PORT`` or
-    ``tls://HOST:PORT``; ValueError when ``text`` is none of them."""
-    match = re.match(EXECUTOR_PATTERN, text)
-    port = int(match.group(5)) if match and match.group(5) else None
-    if match is None or (port is not None and not 1 <= port <= 65535):
-        raise ValueError(f"not an executor: {text!r}; {EXECUTOR_HELP}")
-    if match.group(1) == LOCAL:
-        return None
-    return match.group(3), int(match.group(5))
 
 
 def client_name(client: Any) -> str:

@@ -11,7 +11,8 @@ from typing import Protocol
 
 import numpy as np
 
-LOCAL = "local"  # significance.executor for this machine
+# significance.executor for this machine (its one home is the address rule)
+from fairscan.engine.executor_address import LOCAL as LOCAL
 
 
 class ReplicateJob(Protocol):

@@ -147,12 +147,6 @@ class LocalExecutor:
 LOCAL_EXECUTOR = LocalExecutor()
 
 
-def replicate_score(
-    cells: Cells, settings: NullSettings, seed: np.random.SeedSequence, index: int
-) -> float:
-    return MdssReplicate(cells, settings, seed)(index)
-
-
 def _reraise_interrupt(exc: BaseException) -> None:
     """An interrupt wrapped by a library call (e.g. a SystemError around it): raise the interrupt."""
     interrupt = interrupt_of(exc)

@@ -285,25 +285,6 @@ def quantile(values: np.ndarray, level: float) -> float:
     return float(s[k - 1])
 
 
-# --- dense reference (tests) ---------------------------------------------------------------
-
-
-def dense_sym_A(w: np.ndarray, L: np.ndarray, t: float) -> np.ndarray:
-    """``sym(A)`` of Algorithm 8 as a dense n x n matrix (tests and small checks only)."""
-    n = len(L)
-    one = np.ones(n)
-    A = (np.outer(w * L, one) - np.outer(w, L) - t * np.outer(one, one)) / (n * n)
-    return np.asarray((A + A.T) / 2.0)
-
-
-def process_value(h: np.ndarray, w: np.ndarray, L: np.ndarray, t: float) -> float:
-    """The bootstrap process at a tilt with values ``h`` at the rows:
-    ``E*[L h] E_n[h] - E*[h] E_n[L h] - t E_n[h]^2`` (E* = the resample mean)."""
-    n = len(L)
-    Eh = h.sum() / n
-    return float((w * L * h).sum() / n * Eh - (w * h).sum() / n * (L * h).sum() / n - t * Eh**2)
-
-
 # --- the procedure -------------------------------------------------------------------------
 
 

@@ -117,3 +117,9 @@ def _replace_all(temporaries: dict[Path, Path], backups: dict[Path, Path]) -> No
                 else:
                     path.unlink()
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """One file replaced whole (a spec ``audit init`` or ``--save-spec`` writes): a reader
+    never sees it half-written; :func:`write_all` of that one file."""
+    write_all({path: text})

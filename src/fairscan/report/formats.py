@@ -15,19 +15,14 @@ contract alone.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from fairscan.report.hooks import NO_HOOKS, HookMap
-from fairscan.report.html import render_html
-from fairscan.report.junit import render_junit
-from fairscan.report.markdown import render_markdown
-from fairscan.report.models import AuditReport
-from fairscan.report.sarif import render_sarif
+if TYPE_CHECKING:  # the CLI reads the names at start-up: renderers and models load when used
+    from fairscan.report.hooks import HookMap
+    from fairscan.report.models import AuditReport
 
 
 @runtime_checkable
@@ -50,7 +45,8 @@ class ReportFormat(Protocol):
 
 @dataclass(frozen=True)
 class Format:
-    """A registry entry: a renderer with its name and its file extension or sink."""
+    """A registry entry: a renderer with its name and its file extension or sink. The renderers
+    import their modules when called: the CLI reads the names at start-up."""
 
     name: str
     renderer: Callable[[AuditReport, HookMap], str]
@@ -80,32 +76,49 @@ def _json(report: AuditReport, hooks: HookMap) -> str:
     return report_json(report)
 
 
+def _markdown(report: AuditReport, hooks: HookMap) -> str:
+    from fairscan.report.markdown import render_markdown
+
+    return render_markdown(report, hooks)
+
+
+def _html(report: AuditReport, hooks: HookMap) -> str:
+    from fairscan.report.html import render_html
+
+    return render_html(report, hooks)
+
+
 def _junit(report: AuditReport, hooks: HookMap) -> str:
+    from fairscan.report.junit import render_junit
+
     return render_junit(report)
 
 
 def _sarif(report: AuditReport, hooks: HookMap) -> str:
-    return render_sarif(report)
+    from fairscan.report.sarif import render_sarif
+
+    return render_sarif(report, hooks)
 
 
 def _step_summary(report: AuditReport, hooks: HookMap) -> str:
-    return render_markdown(report, hooks) + "\n"
+    return _markdown(report, hooks) + "\n"
 
 
-# name -> format, in the order the documentation lists them
+# name -> format: the one list of report formats, in the order the spec schema, the
+# documentation, `--format`'s help and its shell completion list them
 FORMATS: Final[dict[str, ReportFormat]] = {
     "json": Format("json", _json, extension=".json"),
-    "markdown": Format("markdown", render_markdown, extension=".md"),
+    "markdown": Format("markdown", _markdown, extension=".md"),
     "junit": Format("junit", _junit, extension=".junit.xml"),
-    "html": Format("html", render_html, extension=".html"),
     "github": Format("github", _step_summary, sink="GITHUB_STEP_SUMMARY"),
+    "html": Format("html", _html, extension=".html"),
     "sarif": Format("sarif", _sarif, extension=".sarif"),
 }
 
 
-def file_formats() -> dict[str, str]:
-    """Format name -> file extension, for the formats that are files."""
-    return {name: fmt.extension for name, fmt in FORMATS.items() if fmt.extension is not None}
+def format_list() -> str:
+    """The format names as help texts list them: ``json, markdown, ..., sarif``."""
+    return ", ".join(FORMATS)
 
 
 def get_format(name: str) -> ReportFormat:
@@ -116,10 +129,12 @@ def get_format(name: str) -> ReportFormat:
     return fmt
 
 
-def render(report: AuditReport, fmt: str, hooks: HookMap = NO_HOOKS) -> str:
+def render(report: AuditReport, fmt: str, hooks: HookMap | None = None) -> str:
     """One report format as text, with the scan types' render ``hooks`` (none: the common
     contract alone)."""
-    return get_format(fmt).render(report, hooks)
+    from fairscan.report.hooks import NO_HOOKS
+
+    return get_format(fmt).render(report, NO_HOOKS if hooks is None else hooks)
 
 
 def check_formats(formats: Sequence[str]) -> None:
@@ -133,34 +148,16 @@ def sink_formats(formats: Sequence[str]) -> list[ReportFormat]:
     return [fmt for fmt in map(get_format, formats) if fmt.extension is None]
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and
-    ``os.replace``: a reader never sees a half-written report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates 0600 files; reports should get the usual permissions (umask applies)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_reports(
-    report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap = NO_HOOKS
+    report: AuditReport, out_dir: Path, formats: Sequence[str], hooks: HookMap | None = None
 ) -> list[Path]:
     """Write each file format to ``out_dir/<name><extension>``, all of them or none (the previous
     set stays intact on failure); the paths written (sinks are the caller's to deliver:
     :func:`sink_formats`)."""
     from fairscan.report.atomic_write import write_all
+    from fairscan.report.hooks import NO_HOOKS
 
+    hooks = NO_HOOKS if hooks is None else hooks
     check_formats(formats)
     # rendered first, then written all together or not at all (report/atomic_write.py)
     texts = {

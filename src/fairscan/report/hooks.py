@@ -31,6 +31,9 @@ class RenderHooks:
     finding_markdown: Callable[[ScanResult, Finding], list[str]] | None = None
     # extra HTML inside one finding's block (charts of its detail)
     finding_html: Callable[[ScanResult, Finding], str] | None = None
+    # the SARIF rule's description of the scan, given its metric in words (None, or a hook
+    # returning None: "subgroups whose METRIC differs significantly")
+    sarif_rule: Callable[[ScanResult, str], str | None] | None = None
 
 
 HookMap = Mapping[str, RenderHooks]

@@ -125,11 +125,6 @@ def expected_shown(e: Effect) -> bool:
     return e.reference is None or abs(e.expected - e.reference) > 1e-12 * max(1.0, abs(e.expected))
 
 
-def replicates_of(scan: ScanResult) -> int | None:
-    """The null replicates behind the scan's p-values (None without a randomization test)."""
-    return None if scan.null_distribution is None else scan.null_distribution.replicates
-
-
 def finding_columns(
     finding: Finding, label: str | None = None
 ) -> tuple[list[str], list[object], set[int]]:

@@ -137,13 +137,6 @@ def constrained_attributes(
     return out
 
 
-def overview_findings(
-    report: AuditReport, per_scan: int = OVERVIEW_FINDINGS
-) -> list[tuple[ScanResult, Finding]]:
-    """The findings an overview chart shows: each scan's top ones, in scan order."""
-    return [(scan, f) for scan in report.scans for f in scan.findings[:per_scan]]
-
-
 # --- "What was audited" ---------------------------------------------------------------------
 
 

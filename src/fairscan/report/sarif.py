@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Final
 
 from fairscan import __version__
+from fairscan.report.hooks import NO_HOOKS, HookMap, RenderHooks
 from fairscan.report.models import AuditReport, Finding, MonitorAlarm, ScanResult
 from fairscan.report.monitor_view import alarm_text
 from fairscan.report.verdict import ExitCode, verdict_word
@@ -42,14 +43,16 @@ MONITOR_FINGERPRINT: Final = "fairscanMonitorAlarm/v1"
 MONITOR_RULE: Final = "fairscan/monitor"
 
 
-def render_sarif(report: AuditReport) -> str:
-    """The SARIF log of ``report`` (strict JSON, 2-space indent)."""
-    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def render_sarif(report: AuditReport, hooks: HookMap = NO_HOOKS) -> str:
+    """The SARIF log of ``report`` (strict JSON, 2-space indent); ``hooks``: the scan types'
+    render hooks (a type's own rule description)."""
+    log = sarif_log(report, hooks)
+    return json.dumps(log, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def sarif_log(report: AuditReport) -> dict[str, Any]:
+def sarif_log(report: AuditReport, hooks: HookMap = NO_HOOKS) -> dict[str, Any]:
     """The SARIF log as a mapping: one run with its rules, results and invocation."""
-    rules = [_rule(scan) for scan in report.scans]
+    rules = [_rule(scan, hooks.get(scan.type)) for scan in report.scans]
     gated = report.verdict.exit_code == ExitCode.FINDINGS
     places = _scan_places(report)
     results = [
@@ -96,13 +99,12 @@ def sarif_log(report: AuditReport) -> dict[str, Any]:
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def _rule(scan: ScanResult) -> dict[str, Any]:
-    text = f"{scan.type} scan `{scan.id}`: subgroups whose {_metric(scan)} differs significantly"
-    if scan.type == "certify":  # its results are certified disparities or not-certified groups
-        text = (
-            f"certify scan `{scan.id}`: groups with a certified {_metric(scan)} disparity, or "
-            "that cannot be certified"
-        )
+def _rule(scan: ScanResult, hooks: RenderHooks | None) -> dict[str, Any]:
+    own = hooks.sarif_rule(scan, _metric(scan)) if hooks and hooks.sarif_rule else None
+    text = (
+        own
+        or f"{scan.type} scan `{scan.id}`: subgroups whose {_metric(scan)} differs significantly"
+    )
     return {
         "id": scan.id,
         "name": _rule_name(scan),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 if TYPE_CHECKING:  # the CLI imports this module at start-up: pydantic models only when used
     from fairscan.report.models import AuditReport, BaselineComparison, ScanResult, Verdict
@@ -31,15 +31,10 @@ class ExitCode(IntEnum):
 _SIGNAL_BASE: Final = 128
 
 
+# gate.fail_on values, in the order the spec documents them (the spec's schema, which cannot
+# import this layer, carries a copy that tests/report/test_report_verdict.py pins to this one)
 FailOn = Literal["significant", "new_significant", "persisting_or_new", "never", "not_certified"]
-# gate.fail_on values, in the order the spec documents them
-FAIL_ON: Final[tuple[FailOn, ...]] = (
-    "significant",
-    "new_significant",
-    "persisting_or_new",
-    "never",
-    "not_certified",
-)
+FAIL_ON: Final[tuple[FailOn, ...]] = get_args(FailOn)
 DEFAULT_FAIL_ON: Final[FailOn] = "significant"
 
 VerdictStatus = Literal["clean", "findings", "untested", "error"]
@@ -280,12 +275,6 @@ def diff_verdict_of(current: AuditReport, comparison: BaselineComparison) -> Ver
         still_significant(comparison),
         allow,
     )
-
-
-def diff_exit_code(current: AuditReport, comparison: BaselineComparison) -> ExitCode:
-    """``audit diff``'s code: what ``audit run --baseline`` gave the current report, i.e. the
-    gate ``comparison.fail_on`` applied to the current scans and the new findings."""
-    return ExitCode(diff_verdict_of(current, comparison).exit_code)
 
 
 def still_significant(comparison: BaselineComparison) -> int:

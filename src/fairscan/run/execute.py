@@ -21,6 +21,7 @@ from fairscan.interrupts import interrupt_of
 from fairscan.progress import Progress, ScanProgress, phase
 from fairscan.redact import shown_spec, shown_url
 from fairscan.report.baseline import compare_reports
+from fairscan.report.mlflow_log import MlflowRun
 from fairscan.report.models import (
     AuditedModel,
     AuditReport,
@@ -35,7 +36,7 @@ from fairscan.report.verdict import build_verdict, gate_verdict, still_significa
 from fairscan.report.view import ReportView
 from fairscan.run.options import AuditOutcome, RunOptions
 from fairscan.run.prepare import PreparedAudit, prepare_audit
-from fairscan.run.reports import load_report, log_outcome, write_outcome
+from fairscan.run.reports import deliver_outcome, load_report, write_report_files
 from fairscan.run.specs import apply_overrides, locate
 from fairscan.scans import SCAN_TYPES, ScanContext, render_hooks
 from fairscan.scans.roles import bind_roles, threshold_warnings
@@ -153,17 +154,31 @@ def run_prepared(prepared: PreparedAudit, options: RunOptions | None = None) -> 
         report, written = record_monitored(prepared, monitor, report, options)
     elif options.write:
         with phase(options.progress, "writing the reports"):
-            written = write_outcome(prepared, report, options)
+            written = write_report_files(prepared, report, options)
     else:
         written = []
-    # after the reports are on disk: a failing tracking server loses none of them
-    mlflow_run, delivery_errors = log_outcome(prepared, report) if options.write else (None, ())
+    return _delivered(prepared, report, written, options, monitored=monitor is not None)
+
+
+def _delivered(
+    prepared: PreparedAudit,
+    report: AuditReport,
+    written: list[Path],
+    options: RunOptions,
+    *,
+    monitored: bool,
+) -> AuditOutcome:
+    """The run's outcome once the report files are on disk: the spec's deliveries run, each on
+    its own (one failure policy: :mod:`fairscan.run.delivery`), unless nothing is written."""
+    delivered = deliver_outcome(prepared, report, monitored=monitored) if options.write else None
+    results = delivered.results if delivered is not None else {}
+    mlflow_run = results.get("output.mlflow")
     return AuditOutcome(
         report=report,
         written=written,
-        formats=options.report_formats(spec.output.formats),
-        mlflow_run=mlflow_run,
-        delivery_errors=delivery_errors,
+        formats=options.report_formats(prepared.spec.output.formats),
+        mlflow_run=mlflow_run if isinstance(mlflow_run, MlflowRun) else None,
+        delivery_errors=delivered.errors if delivered is not None else (),
     )
 
 

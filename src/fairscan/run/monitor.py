@@ -110,7 +110,7 @@ def plan_monitor(prepared: PreparedAudit) -> MonitorPlan | None:
                 "observation, and weighted rows are not"
             )
         elif entry.monitor_evidence is None:
-            reason = f"no anytime-valid evidence is computed for {entry.title} scans"
+            reason = f"no anytime-valid evidence is computed for {entry.docs.title} scans"
         if reason is not None:
             unsupported.append(MonitorUnsupported(scan=scan.id, scan_type=scan.type, reason=reason))
             continue

@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fairscan.errors import FairscanError, ServiceError, SpecError, UsageError
+from fairscan.errors import SpecError, UsageError
 from fairscan.report.baseline import retest_comparison
 from fairscan.report.formats import write_reports
-from fairscan.report.mlflow_log import MlflowRun, log_report
 from fairscan.report.models import AuditReport, BaselineComparison
 from fairscan.report.read import read_report
 from fairscan.report.verdict import report_fail_on
 from fairscan.report.view import ReportView
+from fairscan.run.delivery import Delivered, Delivery, HistoryDelivery, MlflowDelivery, deliver
 from fairscan.run.options import RunOptions
 from fairscan.run.specs import locate
 from fairscan.scans import render_hooks
@@ -62,14 +61,35 @@ def diff_reports(
     return new, comparison
 
 
-def write_outcome(prepared: PreparedAudit, report: AuditReport, options: RunOptions) -> list[Path]:
-    """Write the spec's report formats, then append the run to ``output.history``."""
-    written = write_report_files(prepared, report, options)
-    if prepared.spec.output.history is not None:  # after the reports: a history problem loses none
-        from fairscan.run.history import append_run
+def spec_deliveries(prepared: PreparedAudit, *, monitored: bool = False) -> list[Delivery]:
+    """The deliveries the spec asks for, in the order they run: ``output.history`` (unless the
+    monitor recorded the run with its ledger already), then ``output.mlflow``."""
+    spec = prepared.spec
+    deliveries: list[Delivery] = []
+    if spec.output.history is not None and not monitored:
+        deliveries.append(HistoryDelivery(history_path(prepared)))
+    if (settings := spec.output.mlflow) is not None:
+        deliveries.append(
+            MlflowDelivery(
+                render_hooks(),
+                experiment=settings.experiment,
+                run_name=settings.run_name,
+                tags=settings.tags or {},
+            )
+        )
+    return deliveries
 
-        append_run(history_path(prepared), report)
-    return written
+
+def deliver_outcome(
+    prepared: PreparedAudit, report: AuditReport, *, monitored: bool = False
+) -> Delivered:
+    """Deliver the written run where the spec asks (:func:`spec_deliveries`) under the one
+    failure policy of :mod:`fairscan.run.delivery`; errors located in the spec file."""
+    return deliver(
+        report,
+        spec_deliveries(prepared, monitored=monitored),
+        lambda error: locate(prepared.loaded, error, prepared.located),
+    )
 
 
 def history_path(prepared: PreparedAudit) -> Path:
@@ -106,27 +126,3 @@ def write_report_files(
             prepared.located,
         ) from exc
     return written
-
-
-def log_outcome(
-    prepared: PreparedAudit, report: AuditReport
-) -> tuple[MlflowRun | None, tuple[FairscanError, ...]]:
-    """``output.mlflow``: log the written run to MLflow; where it went, or why it failed (the
-    reports are already on disk: a failing tracking server loses nothing, the run exits 2)."""
-    settings = prepared.spec.output.mlflow
-    if settings is None:
-        return None, ()
-    try:
-        logged = log_report(
-            report,
-            render_hooks(),
-            experiment=settings.experiment,
-            run_name=settings.run_name,
-            tags=settings.tags,
-            field="output.mlflow",
-        )
-    except ServiceError as error:
-        kept = "the reports are written"
-        issues = [replace(i, hint=f"{i.hint}; {kept}" if i.hint else kept) for i in error.issues]
-        return None, (locate(prepared.loaded, ServiceError(issues=issues), prepared.located),)
-    return logged, ()

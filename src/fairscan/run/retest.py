@@ -8,7 +8,7 @@ and pattern scan: fpr/tpr/bias/ijdi scans, cbs, subroc, and shift for subgroups 
 attributes); the power each re-test reports is against the effect its scan type reads from the
 baseline finding (``ScanType.baseline_effect``). A flag scan evaluates the same named groups
 on the new data itself: its type reads each baseline group's re-test from this run's scan
-(``ScanType.retest_named``). Certify's groups and shift's tilts keep the matching of two
+(``ScanType.retest.named``). Certify's groups and shift's tilts keep the matching of two
 reports, where a group no longer significant is ``inconclusive`` (no power is computed for
 their simultaneous bounds).
 """
@@ -77,7 +77,7 @@ def retested_comparison(
         if old is None or old.type != scan.type:
             continue
         significant = [f for f in old.findings if f.significant is True]
-        named = SCAN_TYPES[scan.type].retest_named
+        named = SCAN_TYPES[scan.type].retest.named
         now = next((s for s in report.scans if s.id == scan.id), None)
         if named is not None and now is not None and now.status != "error":
             for finding in significant:  # the run evaluated the same named groups itself

@@ -222,6 +222,10 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         hook = hooks().finding_html
         return hook(scan, finding) if hook is not None else ""
 
+    def sarif_rule(scan: ScanResult, metric: str) -> str | None:
+        hook = hooks().sarif_rule
+        return hook(scan, metric) if hook is not None else None
+
     return RenderHooks(
         markdown=markdown,
         html=html,
@@ -229,6 +233,7 @@ def lazy_hooks(module: str, name: str) -> RenderHooks:
         lead_html=lead_html,
         finding_markdown=finding_markdown,
         finding_html=finding_html,
+        sarif_rule=sarif_rule,
     )
 
 
@@ -238,37 +243,57 @@ SpecCheck = Callable[[Any, Any], list[Issue]]
 
 
 @dataclass(frozen=True)
+class ScanDocs:
+    """What ``audit explain`` and the documentation site say about a scan type (its own words,
+    kept in its package: :mod:`fairscan.explain` only lays them out)."""
+
+    title: str
+    # what the scan tests; may end with "Null hypothesis: ..."
+    summary: str
+    # how to read a result
+    reading: str
+    # the null hypothesis, when the summary does not state it
+    null_hypothesis: str | None = None
+    # the data roles in words, when ScanType.needs depends on the settings
+    needs: str | None = None
+
+
+@dataclass(frozen=True)
+class Retest:
+    """How a baseline re-test (issue 26) treats this type's findings.
+
+    ``effect``: the effect of a finding, as the parameter its given-subgroup test computes a
+    power against (None: default, the finding's odds or rate multiplier ``detail.q``). ``key``:
+    what besides the subgroup tells its findings apart (CBS: the protected class), so a re-test
+    is matched with the baseline finding it re-tests. ``named``: for a type of named groups
+    that the run itself evaluates on the new data (flag), the re-test of a baseline finding
+    read from this run's scan, (baseline finding, scan) -> (the re-test as a finding with a
+    ``given_subgroup`` block, or None and the reason)."""
+
+    effect: Callable[[Finding], float | None] | None = None
+    key: Callable[[Finding], str | None] | None = None
+    named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+
+
+@dataclass(frozen=True)
 class ScanType:
-    """Registry entry: a scan ``type`` with its spec model, roles, checks, runner and hooks."""
+    """Registry entry: a scan ``type`` with its spec model, roles, checks, runner and hooks;
+    its words (:class:`ScanDocs`) and re-test rules (:class:`Retest`) as records of their own."""
 
     type: str
     spec_model: builtins.type[ScanSpecBase]  # `type` is a field name here
     runner: Runner
     # data roles the scan needs: fixed, or computed from its spec (e.g. by its metric)
     needs: tuple[Role, ...] | Callable[[Any], Iterable[Role]]
-    title: str
-    summary: str
+    docs: ScanDocs
     # further data columns a scan spec names: spec -> {column: field path within the scan spec}
     extra_columns: Callable[[Any], dict[str, str]] | None = None
     check: SpecCheck | None = None
     render: RenderHooks = field(default_factory=RenderHooks)
-    # `audit explain`: how to read a result (fairscan.explain has the defaults when None)
-    reading: str | None = None
-    # `audit explain`: the roles in words, when `needs` depends on the settings
-    needs_doc: str | None = None
     # how the runner takes sample weights and row counts (:data:`WeightUse`), for every spec
     # or per spec
     weights: WeightUse | Callable[[Any], WeightUse] = "rows"
-    # baseline re-test (issue 26): the effect of a finding of this type, as the parameter its
-    # given-subgroup test computes a power against (None: default, the finding's odds or rate
-    # multiplier ``detail.q``); and what besides the subgroup tells its findings apart (CBS:
-    # the protected class), so a re-test is matched with the baseline finding it re-tests
-    retest_effect: Callable[[Finding], float | None] | None = None
-    retest_key: Callable[[Finding], str | None] | None = None
-    # a type of named groups that the run itself evaluates on the new data (flag): the re-test
-    # of a baseline finding read from this run's scan, (baseline finding, scan) -> (the
-    # re-test as a finding with a ``given_subgroup`` block, or None and the reason)
-    retest_named: Callable[[Finding, ScanResult], tuple[Finding | None, str]] | None = None
+    retest: Retest = field(default_factory=Retest)
     # a type whose p-values come from a randomization test: the smallest p-value that test
     # can give for a spec under ``significance.replicates`` (:func:`replicate_floor`), so the
     # gate can tell a scan that could never reach alpha (untested) from a clean one. None: no
@@ -286,13 +311,13 @@ class ScanType:
 
     def baseline_effect(self, finding: Finding) -> float | None:
         """The effect a re-test of ``finding`` computes its power against."""
-        if self.retest_effect is not None:
-            return self.retest_effect(finding)
+        if self.retest.effect is not None:
+            return self.retest.effect(finding)
         q = finding.detail.get("q")
         return float(q) if isinstance(q, int | float) else None
 
     def finding_key(self, finding: Finding) -> str | None:
-        return self.retest_key(finding) if self.retest_key is not None else None
+        return self.retest.key(finding) if self.retest.key is not None else None
 
     def weight_use(self, spec: Any) -> WeightUse:
         """How the runner of ``spec`` takes sample weights and row counts."""

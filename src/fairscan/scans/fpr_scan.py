@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from fairscan.errors import ScanError
 from fairscan.metric_table import CATALOGUE
@@ -21,16 +21,61 @@ from fairscan.scans.base import (
     RoleArrays,
     RunEvidence,
     ScanContext,
+    ScanDocs,
     ScanType,
     replicate_floor,
 )
-from fairscan.scans.mdss_render import MDSS_HOOKS
-from fairscan.spec.base import DecisionOverrides, FixedSubgroups, MdssScanSpecBase, ScoreOptions
+from fairscan.scans.mdss_render import MDSS_HOOKS, MDSS_READING
+from fairscan.spec.base import (
+    ALPHA_DOC,
+    DecisionOverrides,
+    FixedSubgroups,
+    MdssScanSpecBase,
+    StrictModel,
+    rule_error,
+    score_rule_errors,
+)
 
 if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
     from fairscan.engine.evidence import Profiles
     from fairscan.report.models import ScanResult
+
+
+# The scores of the error-rate scans (gaussian and poisson are the Bias Scan's own)
+SCORE_DOC = (
+    "The scoring function: bernoulli (odds multiplier on the expectations, the default) or "
+    "berk_jones (the nonparametric scan: rate against the constant level `alpha`)."
+)
+
+
+class ScoreOptions(StrictModel):
+    """``score`` and ``alpha`` of an MDSS scan that scores binary indicators."""
+
+    score: Literal["bernoulli", "berk_jones"] = Field(default="bernoulli", description=SCORE_DOC)
+    alpha: float | list[float] | None = Field(default=None, description=ALPHA_DOC)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _bias_scan_scores(cls, value: object) -> object:
+        if value in ("gaussian", "poisson"):
+            raise rule_error(
+                f"score {value} scores continuous or count outcomes: it is an option of "
+                "bias_scan only (this scan counts binary recommendations)",
+                hint=f"use score: bernoulli or berk_jones here, or a bias_scan with score: {value}",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _score_rules(self) -> ScoreOptions:
+        score_rule_errors(self.score, self.alpha)
+        return self
+
+    def alpha_grid(self) -> tuple[float, ...]:
+        """The Berk-Jones levels, in the order written (empty for other scores)."""
+        if self.alpha is None:
+            return ()
+        return tuple(self.alpha) if isinstance(self.alpha, list) else (self.alpha,)
 
 
 class FprScanSpec(DecisionOverrides, ScoreOptions, FixedSubgroups, MdssScanSpecBase):
@@ -169,16 +214,19 @@ FPR_SCAN = ScanType(
     spec_model=FprScanSpec,
     runner=run_fpr_scan,
     needs=("outcome", "recommendation"),
+    docs=ScanDocs(
+        title="FPR-Scan",
+        summary=(
+            "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
+            "(share recommended positive) most exceeds the overall false positive rate. "
+            "Null hypothesis: every true negative is flagged with the overall FPR."
+        ),
+        reading=MDSS_READING,
+    ),
     weights="counts",
-    title="FPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
     monitor_evidence=error_rate_evidence(0),
-    summary=(
-        "Among true negatives (outcome = 0), finds the subgroup whose false positive rate "
-        "(share recommended positive) most exceeds the overall false positive rate. "
-        "Null hypothesis: every true negative is flagged with the overall FPR."
-    ),
 )
 
 TPR_SCAN = ScanType(
@@ -186,14 +234,17 @@ TPR_SCAN = ScanType(
     spec_model=TprScanSpec,
     runner=run_tpr_scan,
     needs=("outcome", "recommendation"),
+    docs=ScanDocs(
+        title="TPR-Scan",
+        summary=(
+            "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
+            "(share recommended positive) most exceeds the overall true positive rate. "
+            "Null hypothesis: every true positive is flagged with the overall TPR."
+        ),
+        reading=MDSS_READING,
+    ),
     weights="counts",
-    title="TPR-Scan",
     render=MDSS_HOOKS,
     p_value_floor=replicate_floor,
     monitor_evidence=error_rate_evidence(1),
-    summary=(
-        "Among true positives (outcome = 1), finds the subgroup whose true positive rate "
-        "(share recommended positive) most exceeds the overall true positive rate. "
-        "Null hypothesis: every true positive is flagged with the overall TPR."
-    ),
 )

@@ -15,6 +15,15 @@ from fairscan.report.models import Finding, ScanResult
 from fairscan.report.sink_escape import md_text
 from fairscan.report.text import is_rate, p_equals, percent, wilson_interval
 
+# `audit explain`: how to read a subset scan's result (fpr/tpr/bias/ijdi/cbs add their own words)
+MDSS_READING = (
+    "The report gives the top subgroup (attributes and values), its size, observed and "
+    "expected rates, the odds multiplier q and the penalised score. The p-value is a "
+    "randomization test: the share of null replicates (data redrawn under the null hypothesis) "
+    "whose best score reaches the observed one; the finding is significant when p <= alpha. "
+    "With replicates 0 the scan is not tested. A larger penalty favours simpler subgroups."
+)
+
 
 class MdssFindingDetail(BaseModel):
     """``findings[].detail`` of the subset scans: the search's own figures."""

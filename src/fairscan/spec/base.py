@@ -11,7 +11,6 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
-    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -173,10 +172,6 @@ ALPHA_DOC = (
     "[0.01, 0.05, 0.1]; with a grid the statistic is the maximum over it and the randomization "
     "test takes the same maximum in every replicate."
 )
-SCORE_DOC = (
-    "The scoring function: bernoulli (odds multiplier on the expectations, the default) or "
-    "berk_jones (the nonparametric scan: rate against the constant level `alpha`)."
-)
 
 
 def score_rule_errors(score: str, alpha: float | list[float] | None) -> None:
@@ -209,32 +204,3 @@ def score_rule_errors(score: str, alpha: float | list[float] | None) -> None:
             )
     if len(set(grid)) != len(grid):
         raise rule_error("the `alpha` grid repeats a level", "alpha")
-
-
-class ScoreOptions(StrictModel):
-    """``score`` and ``alpha`` of an MDSS scan that scores binary indicators."""
-
-    score: Literal["bernoulli", "berk_jones"] = Field(default="bernoulli", description=SCORE_DOC)
-    alpha: float | list[float] | None = Field(default=None, description=ALPHA_DOC)
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _bias_scan_scores(cls, value: object) -> object:
-        if value in ("gaussian", "poisson"):
-            raise rule_error(
-                f"score {value} scores continuous or count outcomes: it is an option of "
-                "bias_scan only (this scan counts binary recommendations)",
-                hint=f"use score: bernoulli or berk_jones here, or a bias_scan with score: {value}",
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _score_rules(self) -> ScoreOptions:
-        score_rule_errors(self.score, self.alpha)
-        return self
-
-    def alpha_grid(self) -> tuple[float, ...]:
-        """The Berk-Jones levels, in the order written (empty for other scores)."""
-        if self.alpha is None:
-            return ()
-        return tuple(self.alpha) if isinstance(self.alpha, list) else (self.alpha,)

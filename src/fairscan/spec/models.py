@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from fairscan.engine.executor_address import EXECUTOR_HELP, EXECUTOR_PATTERN, parse_executor
 from fairscan.errors import truncate
 from fairscan.metric_table import CATALOGUE
 from fairscan.redact import literal_secret
@@ -32,10 +33,6 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 
 MAX_NAME_BYTES = 255  # one file or directory name (most file systems)
 MAX_PATH_BYTES = 4096  # a whole path (Linux PATH_MAX)
-
-# significance.executor: `local`, dask://HOST:PORT or tls://HOST:PORT (host name, IPv4 or [IPv6]);
-# the same pattern as fairscan.engine.executors.EXECUTOR_PATTERN (the spec imports no engine module)
-EXECUTOR_PATTERN = r"^(local|(dask|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5}))$"
 
 
 class SampleSpec(StrictModel):
@@ -324,14 +321,12 @@ class SignificanceSpec(StrictModel):
     @field_validator("executor")
     @classmethod
     def _executor_address(cls, value: str) -> str:
-        match = re.match(EXECUTOR_PATTERN, value)
-        if match is None or (match.group(5) is not None and not 1 <= int(match.group(5)) <= 65535):
+        try:
+            parse_executor(value)
+        except ValueError:
             raise rule_error(
-                f"not an executor: {truncate(repr(value))}",
-                hint="write `local` (this machine, the default), `dask://HOST:PORT`, the "
-                "address of a Dask scheduler, e.g. dask://scheduler.example.org:8786, or "
-                "`tls://HOST:PORT` for a scheduler that speaks TLS",
-            )
+                f"not an executor: {truncate(repr(value))}", hint=EXECUTOR_HELP
+            ) from None
         return value
 
 

@@ -8,6 +8,7 @@ scores), :mod:`.nominal` (one-vs-all per class), :mod:`.render` (Markdown hooks)
 from __future__ import annotations
 
 from fairscan.scans.base import (
+    ScanDocs,
     ScanType,
     lazy_exports_of,
     lazy_hooks,
@@ -24,6 +25,7 @@ from fairscan.scans.bias.spec import (
     extra_columns,
     needs,
 )
+from fairscan.scans.mdss_render import MDSS_READING
 
 
 def probability_summary(spec: BiasScanSpec, prediction_kind: str) -> int | None:
@@ -40,30 +42,33 @@ BIAS_SCAN = ScanType(
     spec_model=BiasScanSpec,
     runner=lazy_runner("fairscan.scans.bias.runner", "run_bias_scan"),
     needs=needs,
+    docs=ScanDocs(
+        title="Bias Scan",
+        summary=(
+            "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
+            "(over-estimated risk for direction negative, under-estimated for positive); with "
+            "outcome_type/score also regression (Gaussian mean shift), count and ordinal (Poisson) "
+            "and multi-class (one-vs-all per class) models. "
+            "Null hypothesis: the predicted probabilities are correct for every row."
+        ),
+        reading=MDSS_READING,
+        needs=(
+            "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
+            "binary outcome, else the expected value; optional: the outcome's overall mean when "
+            "omitted, AIF360's default); nominal outcomes: class_probabilities"
+        ),
+    ),
     # the binary Bernoulli scan runs on a streamed dataset's counts; other scores need rows.
     # Fractional sample weights: weighted counts and likelihoods (a continuous outcome for
     # Berk-Jones binarised at its weighted quantile), null draws per row times its weight
     weights=lambda spec: (
         "counts" if spec.outcome_type == "binary" and spec.score == "bernoulli" else "fractional"
     ),
-    needs_doc=(
-        "outcome (binary, or of its outcome_type); prediction (a probability in [0, 1] for a "
-        "binary outcome, else the expected value; optional: the outcome's overall mean when "
-        "omitted, AIF360's default); nominal outcomes: class_probabilities"
-    ),
     extra_columns=extra_columns,
-    title="Bias Scan",
     render=lazy_hooks("fairscan.scans.bias.render", "BIAS_HOOKS"),
     p_value_floor=replicate_floor,
     monitor_evidence=calibration_evidence,
     probability_summary=probability_summary,
-    summary=(
-        "Finds the subgroup whose predicted probabilities deviate most from the observed outcomes "
-        "(over-estimated risk for direction negative, under-estimated for positive); with "
-        "outcome_type/score also regression (Gaussian mean shift), count and ordinal (Poisson) "
-        "and multi-class (one-vs-all per class) models. "
-        "Null hypothesis: the predicted probabilities are correct for every row."
-    ),
 )
 
 __all__ = [

@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fairscan.scans.base import (
+    Retest,
+    ScanDocs,
     ScanType,
     lazy_exports_of,
     lazy_hooks,
@@ -38,6 +40,7 @@ from fairscan.scans.cbs.spec import (
     metric_name,
     needs,
 )
+from fairscan.scans.mdss_render import MDSS_READING
 
 if TYPE_CHECKING:
     from fairscan.report.models import Finding
@@ -60,21 +63,25 @@ CBS = ScanType(
     spec_model=CbsSpec,
     runner=lazy_runner("fairscan.scans.cbs.runner", "run_cbs"),
     p_value_floor=replicate_floor,
-    retest_effect=_retest_effect,
-    retest_key=_retest_key,
     needs=needs,
-    needs_doc="outcome; plus the recommendation (on: recommendations) or the prediction as a "
-    "probability in [0, 1] (on: predictions)",
-    title="Conditional Bias Scan",
-    summary=(
-        "Scans the records of a protected class for the subgroup whose event (recommendation, "
-        "prediction or outcome) deviates most from what comparable non-protected records imply "
-        "(separation: given the outcome; sufficiency: given the prediction). Null hypothesis: "
-        "the event is independent of the protected class given the conditioning value and the "
-        "model attributes; tested by permuting the protected class and refitting everything. "
-        "Note: the harm direction of the false omission rate / NPV cells concerns people who "
-        "already received the favourable recommendation."
+    docs=ScanDocs(
+        title="Conditional Bias Scan",
+        summary=(
+            "Scans the records of a protected class for the subgroup whose event (recommendation, "
+            "prediction or outcome) deviates most from what comparable non-protected records imply "
+            "(separation: given the outcome; sufficiency: given the prediction). Null hypothesis: "
+            "the event is independent of the protected class given the conditioning value and the "
+            "model attributes; tested by permuting the protected class and refitting everything. "
+            "Note: the harm direction of the false omission rate / NPV cells concerns people who "
+            "already received the favourable recommendation."
+        ),
+        reading=MDSS_READING
+        + " Each protected class is a run (Bonferroni over runs); the finding compares the metric "
+        "in the subgroup for protected and comparable non-protected records.",
+        needs="outcome; plus the recommendation (on: recommendations) or the prediction as a "
+        "probability in [0, 1] (on: predictions)",
     ),
+    retest=Retest(effect=_retest_effect, key=_retest_key),
     extra_columns=extra_columns,
     check=check,
     render=lazy_hooks("fairscan.scans.cbs.render", "CBS_HOOKS"),

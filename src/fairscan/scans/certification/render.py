@@ -223,9 +223,15 @@ def certification_table_html(scan: ScanResult) -> str:
     return "<h3>All groups</h3>" + html_table(head, rows, {1, 2, 3, 4, 5, 6}) + more
 
 
-def certification_html(scan: ScanResult) -> str:
-    """Summary, forest plot of the gap bounds per group, and the first groups as a table."""
-    return certification_lead_html(scan) + certification_table_html(scan)
+def sarif_rule(scan: ScanResult, metric: str) -> str | None:
+    """A certify scan's results are certified disparities or groups that cannot be certified
+    (a flag scan's read as any scan's: None)."""
+    if scan.type != "certify":
+        return None
+    return (
+        f"certify scan `{scan.id}`: groups with a certified {metric} disparity, or that "
+        "cannot be certified"
+    )
 
 
 # the forest plot (HTML) and the group table (Markdown) come first, before the findings
@@ -233,4 +239,5 @@ CERTIFICATION_HOOKS = RenderHooks(
     lead_markdown=certification_markdown,
     lead_html=certification_lead_html,
     html=certification_table_html,
+    sarif_rule=sarif_rule,
 )

@@ -18,6 +18,7 @@ randomization test -> optional mitigation -> result), :mod:`.models` (``detail``
 from __future__ import annotations
 
 from fairscan.scans.base import (
+    ScanDocs,
     ScanType,
     lazy_exports_of,
     lazy_hooks,
@@ -31,6 +32,7 @@ from fairscan.scans.ijdi_scan.spec import (
     extra_columns,
     needs,
 )
+from fairscan.scans.mdss_render import MDSS_READING
 
 IJDI_SCAN = ScanType(
     type="ijdi_scan",
@@ -38,14 +40,19 @@ IJDI_SCAN = ScanType(
     runner=lazy_runner("fairscan.scans.ijdi_scan.runner", "run_ijdi_scan"),
     p_value_floor=replicate_floor,
     needs=needs,
-    needs_doc="outcome and the recommendation (a 0/1 column, or the prediction against a "
-    "threshold); with mitigation also the prediction (any real-valued score)",
-    title="IJDI-Scan",
-    summary=(
-        "Among true negatives (side negatives) or true positives (side positives), finds the subgroup "
-        "whose share of positive recommendations exceeds what its base rate justifies: expected "
-        "rate = overall rate + lambda x (base rate - mean base rate). lambda = 0 is the FPR/TPR-Scan. "
-        "Null hypothesis: recommendations follow those base-rate-adjusted expectations."
+    docs=ScanDocs(
+        title="IJDI-Scan",
+        summary=(
+            "Among true negatives (side negatives) or true positives (side positives), finds the subgroup "
+            "whose share of positive recommendations exceeds what its base rate justifies: expected "
+            "rate = overall rate + lambda x (base rate - mean base rate). lambda = 0 is the FPR/TPR-Scan. "
+            "Null hypothesis: recommendations follow those base-rate-adjusted expectations."
+        ),
+        reading=MDSS_READING
+        + " The IJDI criterion compares the observed rate gap with the gap lambda x base-rate gap "
+        "would justify.",
+        needs="outcome and the recommendation (a 0/1 column, or the prediction against a "
+        "threshold); with mitigation also the prediction (any real-valued score)",
     ),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.ijdi_scan.render", "IJDI_HOOKS"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fairscan.metric_table import NEEDS_DOC
-from fairscan.scans.base import ScanType, lazy_exports_of, lazy_hooks, lazy_runner
+from fairscan.scans.base import Retest, ScanDocs, ScanType, lazy_exports_of, lazy_hooks, lazy_runner
 from fairscan.scans.metric_inputs import needs
 from fairscan.scans.shift.spec import ShiftSpec, extra_columns
 
@@ -38,24 +38,31 @@ SHIFT = ScanType(
     type="shift",
     spec_model=ShiftSpec,
     runner=lazy_runner("fairscan.scans.shift.runner", "run_shift"),
-    retest_effect=_retest_effect,
     needs=needs,
-    needs_doc=NEEDS_DOC,
-    title="Bounds under distribution shift (RKHS tilts)",
-    summary=(
-        "Simultaneously valid bounds on a metric's gap under every non-negative covariate tilt "
-        "in the unit ball of a Gaussian-kernel RKHS, for named shifts and the worst case "
-        "(Cherian & Candès, Algorithms 5 and 8)."
+    docs=ScanDocs(
+        title="Bounds under distribution shift (RKHS tilts)",
+        summary=(
+            "Simultaneously valid bounds on a metric's gap under every non-negative covariate tilt "
+            "in the unit ball of a Gaussian-kernel RKHS, for named shifts and the worst case "
+            "(Cherian & Candès, Algorithms 5 and 8)."
+        ),
+        reading=(
+            "Each named tilt reweights the audited rows toward its kernel centers. The lower (upper) "
+            "bound holds simultaneously for every such shift at level 1 - alpha; a lower bound above "
+            "0 (an upper bound below 0 for side upper) certifies a disparity under that shift. t* "
+            "and the worst-case tilt (where the bootstrap's least favourable direction puts its "
+            "weight) are in the scan's detail."
+        ),
+        null_hypothesis=(
+            "none tested: confidence bounds, valid at once for every non-negative shift of the "
+            "features in the kernel's unit ball; a named shift is a significant finding when its "
+            "bound proves a gap (a lower bound above 0, or an upper bound below 0)."
+        ),
+        needs=NEEDS_DOC,
     ),
+    retest=Retest(effect=_retest_effect),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.shift.render", "SHIFT_HOOKS"),
-    reading=(
-        "Each named tilt reweights the audited rows toward its kernel centers. The lower (upper) "
-        "bound holds simultaneously for every such shift at level 1 - alpha; a lower bound above "
-        "0 (an upper bound below 0 for side upper) certifies a disparity under that shift. t* "
-        "and the worst-case tilt (where the bootstrap's least favourable direction puts its "
-        "weight) are in the scan's detail."
-    ),
     weights="fractional",
 )
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fairscan.scans.base import (
+    Retest,
+    ScanDocs,
     ScanType,
     lazy_exports_of,
     lazy_hooks,
@@ -67,15 +69,23 @@ SUBROC = ScanType(
     spec_model=SubrocSpec,
     runner=lazy_runner("fairscan.scans.subroc.runner", "run_subroc"),
     p_value_floor=_p_value_floor,
-    retest_effect=_retest_effect,
     needs=("outcome", "score"),
-    title="SubROC",
-    summary=(
-        "Finds the top-k subgroups (conjunctions of attribute = value) where a soft classifier "
-        "ranks worst by ROC AUC, PR AUC or average ranking loss, weighted by size and class "
-        "balance and net of generalisations; keeps those whose performance on a validation "
-        "split is significantly worse than random subsets with the same class counts."
+    docs=ScanDocs(
+        title="SubROC",
+        summary=(
+            "Finds the top-k subgroups (conjunctions of attribute = value) where a soft classifier "
+            "ranks worst by ROC AUC, PR AUC or average ranking loss, weighted by size and class "
+            "balance and net of generalisations; keeps those whose performance on a validation "
+            "split is significantly worse than random subsets with the same class counts."
+        ),
+        reading=(
+            "The report lists the top-k patterns with their measure on the search and validation "
+            "splits, the relative score (overall minus subgroup) and a p-value adjusted for "
+            "multiple testing; a pattern is significant when the adjusted p-value <= alpha."
+        ),
+        null_hypothesis="the subgroup performs like a random subset of the same size and class balance.",
     ),
+    retest=Retest(effect=_retest_effect),
     extra_columns=extra_columns,
     render=lazy_hooks("fairscan.scans.subroc.render", "SUBROC_HOOKS"),
     weights="fractional",

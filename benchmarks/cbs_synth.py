@@ -1,5 +1,8 @@
 """Semi-synthetic evaluation of CBS (methods.md §3.8, the paper's Algorithm 1).
 
+Evaluation tooling, not part of the package: `scripts/cbs_evaluate.py`, `benchmarks/bench_cbs.py`
+and tests/engine/test_cbs.py import it from here.
+
 From a real table of categorical covariates: pick an attribute value as the protected class A
 (and drop that attribute), simulate Y, P and P_bin from random one-hot weights, inject a bias
 into a random subgroup S_bias of the protected rows, run the four non-value-conditional scans
