@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 
 from fairscan.scans import SCAN_TYPES
-from fairscan.scans.base import ScanType, WeightUse
+from fairscan.scans.base import ScanDocs, ScanType, WeightUse
 
 
 def _bias(**settings: object) -> object:
