@@ -42,8 +42,7 @@ def test_a_new_type_works_on_rows_unless_it_says_otherwise() -> None:
         spec_model=entry.spec_model,
         runner=entry.runner,
         needs=("outcome",),
-        title="plain",
-        summary="a type that declares nothing",
+        docs=ScanDocs(title="plain", summary="a type that declares nothing", reading=""),
     )
     assert plain.weight_use(None) == "rows"
     assert entry.weight_use(None) == "counts"
