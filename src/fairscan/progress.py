@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -15,12 +16,20 @@ class Progress(Protocol):
 
     def done(self) -> None: ...
 
+    # optional (called when present, so observers without it still work):
+    # ``estimate(text)``, what the coming replicates will cost, in words, before they run
+
 
 class NullProgress:
-    """Default observer: does nothing."""
+    """Default observer: does nothing (the replicates' cost estimate goes to the log)."""
 
     def start(self, task: str, total: int | None) -> None:
         pass
+
+    def estimate(self, text: str) -> None:
+        import logging
+
+        logging.getLogger("fairscan").info(text)
 
     def advance(self, n: int = 1) -> None:
         pass
@@ -44,6 +53,11 @@ class ScanProgress:
 
     def advance(self, n: int = 1) -> None:
         self._inner.advance(n)
+
+    def estimate(self, text: str) -> None:
+        note = getattr(self._inner, "estimate", None)
+        if note is not None:
+            note(self.prefix + text)
 
     def done(self) -> None:
         self._inner.done()
@@ -94,6 +108,9 @@ class PlainProgress:
             self._last = now
             self._write(self.line(now))
 
+    def estimate(self, text: str) -> None:
+        self._write(f"estimate: {text}")
+
     def line(self, now: float) -> str:
         elapsed = now - self._started
         text = f"progress: {self._task} {self._done}"
@@ -127,6 +144,9 @@ class TqdmProgress:
         if self._bar is not None:
             self._bar.update(n)
 
+    def estimate(self, text: str) -> None:
+        self._tqdm.write(text, file=sys.stderr)
+
     def done(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -147,8 +167,6 @@ def progress_observer(progress: bool | Progress) -> Progress:
         try:
             return TqdmProgress()
         except ImportError:
-            import sys
-
             return PlainProgress(
                 lambda line: print(line, file=sys.stderr, flush=True),
                 interval=STDERR_PROGRESS_SECONDS,

@@ -203,6 +203,12 @@ class RichProgress:
         if self._progress is not None:
             self._progress.advance(self._task, n)
 
+    def estimate(self, text: str) -> None:
+        """The replicates' cost estimate: a line above the bar (stays when the bar goes)."""
+        from rich.text import Text
+
+        self._console.print(Text(console_text(text)))
+
     def done(self) -> None:
         if self._progress is not None:
             self._progress.stop()

@@ -164,6 +164,25 @@ class NullDistribution(ReportModel):
     scores: list[float] = Field(
         description="Maximum penalised score of each null replicate, in replicate order."
     )
+    max_replicates: int | None = Field(
+        default=None,
+        description=(
+            "significance.replicates, the most the test could run; `replicates` is how many "
+            "ran (fewer when the stopping rule settled the decision early)."
+        ),
+    )
+    stopping_rule: str | None = Field(
+        default=None,
+        description=(
+            "The sequential rule that stopped the replicates (significance.sequential), in "
+            "words; null: the fixed count ran and the p-value is (1 + exceed_count) / "
+            "(1 + replicates)."
+        ),
+    )
+    stopped_early: bool | None = Field(
+        default=None,
+        description="Whether the stopping rule settled the decision before max_replicates.",
+    )
 
 
 class ScanResult(ReportModel):

@@ -18,7 +18,6 @@ from fairscan.engine import cbs as engine
 from fairscan.engine.randomization import (
     NullResult,
     run_replicates,
-    summarize,
 )
 from fairscan.engine.seeds import MdssStream, child_seed, search_seed
 from fairscan.errors import ScanError
@@ -206,8 +205,7 @@ def _permutation_test(
     job = engine.CbsPermutation(
         inputs.data, a, inputs.settings, child_seed(ctx.seed, MdssStream.NULL, index)
     ).prepared()
-    scores = ctx.replicate_scores(job, f"{spec.id}: permutations ({label})")
-    return summarize(observed, scores, inputs.alpha_run)
+    return ctx.null_test(job, f"{spec.id}: permutations ({label})", observed, inputs.alpha_run)
 
 
 def _calibration(
