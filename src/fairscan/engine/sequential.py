@@ -59,6 +59,10 @@ class StoppingRule:
     max_replicates: int
     share: float = SHARE
     _log_factorial: np.ndarray = field(init=False, repr=False, compare=False)
+    # W by (replicates, losses): the rule reads the same states again and again
+    _wealth: dict[tuple[int, int], float] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0 or self.max_replicates < 0:
@@ -73,6 +77,13 @@ class StoppingRule:
 
     def wealth(self, replicates: int, losses: int) -> float:
         """``W_t`` after ``replicates`` replicates with ``losses`` losses among them."""
+        known = self._wealth.get((replicates, losses))
+        if known is None:
+            known = self._wealth[(replicates, losses)] = self._tail(replicates, losses)
+        return known
+
+    def _tail(self, replicates: int, losses: int) -> float:
+        """P(Binomial(t + 1, c) >= L + 1) / c, summed over the (positive) upper-tail terms."""
         n = replicates + 1
         if losses + 1 > n:
             return 0.0
