@@ -152,6 +152,10 @@ class Population(ReportModel):
     )
 
 
+# keys of the null distribution that only a sequential test (significance.sequential) writes
+SEQUENTIAL_KEYS = ("max_replicates", "stopping_rule", "stopped_early")
+
+
 class NullDistribution(ReportModel):
     replicates: int
     alpha: float
