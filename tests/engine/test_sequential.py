@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from scipy import special
 
+from fairscan.engine.mdss import ScanProblem
 from fairscan.engine.randomization import (
     TIE_TOLERANCE,
-    NullSettings,
     MdssReplicate,
+    NullSettings,
     run_local,
     run_replicates,
     summarize,
 )
-from fairscan.engine.mdss import ScanProblem
 from fairscan.engine.sequential import StoppingRule, losses_of
 
 
