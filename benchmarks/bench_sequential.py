@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 import fairscan
+from fairscan.report.formats import report_json
 
 ALPHA = 0.05
 MAX_REPLICATES = 999
@@ -64,7 +65,7 @@ def audit(frame: pl.DataFrame, seed: int, sequential: bool) -> tuple[bool, int, 
             "sequential": sequential,
         },
     )
-    scan: dict[str, Any] = json.loads(report.to_json())["scans"][0]
+    scan: dict[str, Any] = json.loads(report_json(report))["scans"][0]
     null = scan.get("null_distribution") or {}
     findings = scan.get("findings") or []
     p = findings[0]["p_value"] if findings else 1.0

@@ -12,6 +12,7 @@ import polars as pl
 
 import fairscan
 from fairscan.engine.sequential import StoppingRule
+from fairscan.report.formats import report_json
 
 
 def _planted(seed: int = 4, rows: int = 600) -> pl.DataFrame:
@@ -28,6 +29,7 @@ def _audit(sequential: bool | None, scans: int = 1, **gate: Any) -> dict[str, An
     significance: dict[str, Any] = {"replicates": 199, "seed": 3, "workers": 1}
     if sequential is not None:
         significance["sequential"] = sequential
+    extra: dict[str, Any] = {"gate": gate} if gate else {}
     report = fairscan.audit(
         _planted(),
         name="sequential",
@@ -39,9 +41,9 @@ def _audit(sequential: bool | None, scans: int = 1, **gate: Any) -> dict[str, An
             for i in range(scans)
         ],
         significance=significance,
-        **({"gate": gate} if gate else {}),
+        **extra,
     )
-    return json.loads(report.to_json())
+    return json.loads(report_json(report))
 
 
 def test_a_strong_finding_stops_at_the_fewest_replicates_and_says_so():
