@@ -32,14 +32,14 @@ ALPHA = 0.05
 MAX_REPLICATES = 999
 
 
-def table(seed: int, rows: int, odds: float) -> pl.DataFrame:
+def table(seed: int, rows: int, odds: float, discrete: bool = False) -> pl.DataFrame:
     """A calibration table; ``odds`` > 1 plants a subgroup (a = 1, b = 2) whose outcome odds
-    are ``odds`` times the model's."""
+    are ``odds`` times the model's. ``discrete``: the model gives one of 3 probabilities."""
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 4, rows)
     b = rng.integers(0, 3, rows)
     c = rng.integers(0, 3, rows)
-    p = rng.uniform(0.1, 0.6, rows)
+    p = rng.choice([0.15, 0.3, 0.45], rows) if discrete else rng.uniform(0.1, 0.6, rows)
     inside = (a == 1) & (b == 2)
     shifted = odds * p / (1 - p + odds * p)
     y = rng.uniform(size=rows) < np.where(inside, shifted, p)
@@ -83,16 +83,34 @@ def main() -> None:
     parser.add_argument("--planted", type=int, default=100, help="planted data sets")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--odds", type=float, default=3.0, help="planted odds multiplier")
+    parser.add_argument(
+        "--discrete", action="store_true", help="3 model probabilities instead of uniform ones"
+    )
+    parser.add_argument(
+        "--null-fixed", action="store_true", help="also the fixed 999 test on the null sets"
+    )
     args = parser.parse_args()
-    print(f"fairscan {fairscan.__file__}; load {os.getloadavg()}; rows {args.rows}")
+    print(
+        f"fairscan {fairscan.__file__}; load {os.getloadavg()}; rows {args.rows}; "
+        f"{'discrete' if args.discrete else 'continuous'} probabilities"
+    )
 
     started = time.perf_counter()
-    rejected, ran = 0, []
+    rejected, fixed_rejected, ran = 0, 0, []
     for i in range(args.null):
-        significant, replicates, _ = audit(table(10_000 + i, args.rows, 1.0), i, True)
+        frame = table(10_000 + i, args.rows, 1.0, args.discrete)
+        significant, replicates, _ = audit(frame, i, True)
         rejected += significant
         ran.append(replicates)
+        if args.null_fixed:
+            fixed_rejected += audit(frame, i, False)[0]
     share = rejected / max(args.null, 1)
+    if args.null_fixed:
+        fixed = fixed_rejected / max(args.null, 1)
+        print(
+            f"null: fixed {MAX_REPLICATES} Type-I error {fixed:.3f} "
+            f"(s.e. {binomial_se(fixed, args.null):.3f})"
+        )
     print(
         f"null: {args.null} data sets, sequential: mean replicates run {np.mean(ran):.1f} of "
         f"{MAX_REPLICATES} (median {np.median(ran):.0f}, max {max(ran, default=0)}); Type-I "
@@ -104,7 +122,7 @@ def main() -> None:
     power = {True: 0, False: 0}
     agree, ran = 0, []
     for i in range(args.planted):
-        frame = table(20_000 + i, args.rows, args.odds)
+        frame = table(20_000 + i, args.rows, args.odds, args.discrete)
         seq, replicates, _ = audit(frame, i, True)
         fixed, _, _ = audit(frame, i, False)
         power[True] += seq
