@@ -73,6 +73,54 @@ def audit(frame: pl.DataFrame, seed: int, sequential: bool) -> tuple[bool, int, 
     return bool(significant), int(null.get("replicates", 0)), float(p if p is not None else 1.0)
 
 
+class Estimates:
+    """A progress observer that keeps the replicates' cost estimates."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def start(self, task: str, total: int | None) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
+
+    def estimate(self, text: str) -> None:
+        self.texts.append(text)
+
+
+def estimate_case(rows: int, workers: int) -> None:
+    """A strongly planted, larger audit: the estimate printed before the replicates against
+    the replicates' measured time (the scan's significance seconds)."""
+    rng = np.random.default_rng(7)
+    frame = table(7, rows, 3.0).with_columns(
+        pl.Series("d", rng.integers(0, 6, rows).astype(str)),
+        pl.Series("e", rng.integers(0, 6, rows).astype(str)),
+    )
+    seen = Estimates()
+    started = time.perf_counter()
+    report = fairscan.audit(
+        frame,
+        name="bench-estimate",
+        outcome="y",
+        prediction="p",
+        attributes=["a", "b", "c", "d", "e"],
+        scans=[{"id": "cal", "type": "bias_scan", "direction": "positive", "restarts": 20}],
+        significance={"replicates": MAX_REPLICATES, "seed": 1, "workers": workers},
+        progress=seen,
+    )
+    scan = json.loads(report_json(report))["scans"][0]
+    print(f"estimate ({rows} rows, {workers} workers): {seen.texts}")
+    print(
+        f"actual: {scan['null_distribution']['replicates']} replicates in "
+        f"{scan['timing']['significance_seconds']:.2f} s (whole audit "
+        f"{time.perf_counter() - started:.1f} s); p {scan['findings'][0]['p_value']:.4f}"
+    )
+
+
 def binomial_se(share: float, n: int) -> float:
     return math.sqrt(max(share * (1 - share), 1e-12) / max(n, 1))
 
@@ -87,6 +135,10 @@ def main() -> None:
         "--discrete", action="store_true", help="3 model probabilities instead of uniform ones"
     )
     parser.add_argument(
+        "--estimate-rows", type=int, default=0, help="rows of the estimate case (0: skip it)"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="workers of the estimate case")
+    parser.add_argument(
         "--null-fixed", action="store_true", help="also the fixed 999 test on the null sets"
     )
     args = parser.parse_args()
@@ -95,6 +147,8 @@ def main() -> None:
         f"{'discrete' if args.discrete else 'continuous'} probabilities"
     )
 
+    if args.estimate_rows:
+        estimate_case(args.estimate_rows, args.workers)
     started = time.perf_counter()
     rejected, fixed_rejected, ran = 0, 0, []
     for i in range(args.null):

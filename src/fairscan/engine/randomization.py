@@ -195,7 +195,7 @@ def run_replicates(
     # time, not its wall time, is the estimate: on a busy machine a preempted replicate 0 would
     # otherwise start a pool for a job that takes a second. Replicates are addressed by index,
     # so the results do not depend on where each one runs.
-    started = time.process_time()
+    started, wall = time.process_time(), time.perf_counter()
     try:
         scores[0] = job(0)
     except SystemError as exc:
@@ -204,6 +204,8 @@ def run_replicates(
     if on_progress is not None:
         on_progress(1)
     per_replicate = time.process_time() - started
+    # the estimate shown to the user is in wall time: what a loaded machine makes of a replicate
+    per_replicate_wall = max(per_replicate, time.perf_counter() - wall)
     run = executor or LOCAL_EXECUTOR
     sequential = rule is not None and observed is not None and rule.applies
     if on_estimate is not None and replicates > 1:
@@ -212,7 +214,7 @@ def run_replicates(
             assert rule is not None and observed is not None
             first = bool(losses_of(observed, scores[:1], TIE_TOLERANCE)[0])
             likely = rule.likely_replicates(first)
-        on_estimate(cost_estimate(per_replicate, replicates, workers, run.name, rule, likely))
+        on_estimate(cost_estimate(per_replicate_wall, replicates, workers, run.name, rule, likely))
     if not sequential:
         run.run_rest(job, scores, per_replicate, workers, on_progress)
         return scores
@@ -239,6 +241,15 @@ def _seconds(value: float) -> str:
     return f"{value / 3600:.1f} h"
 
 
+def _lanes(per_replicate: float, replicates: int, workers: int, executor: str) -> int:
+    """How many replicates run at once: the workers when :func:`run_local` starts them (the
+    same break-even), one otherwise (a cluster's width is not known here)."""
+    serial = per_replicate * (replicates - 1)
+    if executor != LOCAL or workers <= 1:
+        return 1
+    return workers if serial >= WORKER_STARTUP_SECONDS * workers / (workers - 1) else 1
+
+
 def cost_estimate(
     per_replicate: float,
     replicates: int,
@@ -251,10 +262,10 @@ def cost_estimate(
     where = f"on {workers} worker{'s' if workers != 1 else ''}"
     if executor != LOCAL:
         where = f"on {executor}"
-    lanes = max(1, workers) if executor == LOCAL else 1
+    lanes = _lanes(per_replicate, replicates, workers, executor)
     most = per_replicate * replicates / lanes
     if likely is not None and rule is not None:
-        about = per_replicate * likely / min(lanes, likely)
+        about = per_replicate * likely / _lanes(per_replicate, likely, workers, executor)
         text = (
             f"replicates: about {_seconds(about)} (up to {replicates} replicates at "
             f"{per_replicate:.2g} s each {where}, at most {_seconds(most)}; stops early once "
