@@ -20,13 +20,13 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from fairscan.report.hooks import NO_HOOKS, HookMap
 from fairscan.report.html import render_html
 from fairscan.report.junit import render_junit
 from fairscan.report.markdown import render_markdown
-from fairscan.report.models import SEQUENTIAL_KEYS, AuditReport
+from fairscan.report.models import AuditReport
 from fairscan.report.sarif import render_sarif
 
 
@@ -64,20 +64,10 @@ class Format:
 def report_json(report: AuditReport) -> str:
     """Strict JSON (no NaN/Infinity: pydantic writes them as null), 2-space indent."""
     # The optional blocks are omitted when there are none: the report keeps its keys.
-    exclude: dict[str, Any] = {
-        key: True
-        for key in ("baseline", "bins", "model", "monitor")
-        if getattr(report, key) is None
-    }
-    # a fixed count of replicates (significance.sequential off) keeps the null block's keys
-    fixed = {
-        i: {"null_distribution": set(SEQUENTIAL_KEYS)}
-        for i, scan in enumerate(report.scans)
-        if scan.null_distribution is not None and scan.null_distribution.stopping_rule is None
-    }
-    if fixed:
-        exclude["scans"] = fixed
-    text = report.model_dump_json(indent=2, exclude=exclude or None)
+    exclude = {
+        key for key in ("baseline", "bins", "model", "monitor") if getattr(report, key) is None
+    } or None
+    text = report.model_dump_json(indent=2, exclude=exclude)
     json.loads(text, parse_constant=_reject_constant)  # guard: must be strict JSON
     return text + "\n"
 

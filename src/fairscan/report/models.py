@@ -152,8 +152,8 @@ class Population(ReportModel):
     )
 
 
-# keys of the null distribution that only a sequential test (significance.sequential) writes
-SEQUENTIAL_KEYS = ("max_replicates", "stopping_rule", "stopped_early")
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class NullDistribution(ReportModel):
@@ -170,6 +170,7 @@ class NullDistribution(ReportModel):
     )
     max_replicates: int | None = Field(
         default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
         description=(
             "significance.replicates, the most the test could run; `replicates` is how many "
             "ran (fewer when the stopping rule settled the decision early)."
@@ -177,14 +178,16 @@ class NullDistribution(ReportModel):
     )
     stopping_rule: str | None = Field(
         default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
         description=(
             "The sequential rule that stopped the replicates (significance.sequential), in "
-            "words; null: the fixed count ran and the p-value is (1 + exceed_count) / "
+            "words; absent: the fixed count ran and the p-value is (1 + exceed_count) / "
             "(1 + replicates)."
         ),
     )
     stopped_early: bool | None = Field(
         default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
         description="Whether the stopping rule settled the decision before max_replicates.",
     )
 
