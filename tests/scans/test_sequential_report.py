@@ -79,3 +79,40 @@ def test_the_rule_settles_the_decision_at_the_corrected_alpha():
         assert "alpha 0.025" in scan["null_distribution"]["stopping_rule"]
         assert scan["null_distribution"]["replicates"] == rule.reject_after
         assert scan["corrected_p_value"] <= 0.05
+
+
+class _Observer:
+    """A progress observer with the optional ``estimate``."""
+
+    def __init__(self) -> None:
+        self.estimates: list[str] = []
+
+    def start(self, task: str, total: int | None) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
+
+    def estimate(self, text: str) -> None:
+        self.estimates.append(text)
+
+
+def test_the_cost_estimate_reaches_the_progress_observer_before_the_replicates():
+    seen = _Observer()
+    fairscan.audit(
+        _planted(),
+        name="estimate",
+        outcome="y",
+        prediction="p",
+        attributes=["a", "b"],
+        scans=[{"id": "cal", "type": "bias_scan", "direction": "positive", "restarts": 3}],
+        significance={"replicates": 199, "seed": 3, "workers": 1},
+        progress=seen,
+    )
+    (text,) = seen.estimates
+    assert text.startswith("replicates: about ")
+    assert f"likely after ~{StoppingRule(0.05, 199).reject_after}" in text
+    assert "lower significance.replicates or restarts" in text
