@@ -116,3 +116,15 @@ def test_the_cost_estimate_reaches_the_progress_observer_before_the_replicates()
     assert text.startswith("replicates: about ")
     assert f"likely after ~{StoppingRule(0.05, 199).reject_after}" in text
     assert "lower significance.replicates or restarts" in text
+
+
+def test_the_markdown_report_says_the_replicates_stopped_early():
+    from fairscan.report.markdown import null_sentence
+    from fairscan.report.models import AuditReport
+
+    report = AuditReport.model_validate(_audit(None))
+    scan = report.scans[0]
+    sentence = null_sentence(scan, scan.findings[0])
+    assert sentence is not None and "of at most 199: they stopped once" in sentence
+    fixed = AuditReport.model_validate(_audit(False)).scans[0]
+    assert "at most" not in (null_sentence(fixed, fixed.findings[0]) or "")
