@@ -147,6 +147,7 @@ def test_a_spec_file_gives_its_settings_and_keywords_override_them(
     assert overridden.name == "other"
     assert overridden.provenance.parameters["significance"] == {
         "replicates": 5,
+        "sequential": True,
         "alpha": 0.05,
         "seed": 0,
         "workers": 1,

@@ -9,6 +9,7 @@ finishing in bursts (a chunk per worker) do not make it jump."""
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,9 @@ class Progress(Protocol):
     def advance(self, n: int = 1) -> None: ...
 
     def done(self) -> None: ...
+
+    # optional (called when present, so observers without it still work):
+    # ``estimate(text)``, what the coming replicates will cost, in words, before they run
 
 
 @contextmanager
@@ -37,10 +41,15 @@ def phase(progress: Progress, name: str, total: int | None = None) -> Iterator[P
 
 
 class NullProgress:
-    """Default observer: does nothing."""
+    """Default observer: does nothing (the replicates' cost estimate goes to the log)."""
 
     def start(self, task: str, total: int | None) -> None:
         pass
+
+    def estimate(self, text: str) -> None:
+        import logging
+
+        logging.getLogger("fairscan").info(text)
 
     def advance(self, n: int = 1) -> None:
         pass
@@ -64,6 +73,11 @@ class ScanProgress:
 
     def advance(self, n: int = 1) -> None:
         self._inner.advance(n)
+
+    def estimate(self, text: str) -> None:
+        note = getattr(self._inner, "estimate", None)
+        if note is not None:
+            note(self.prefix + text)
 
     def done(self) -> None:
         self._inner.done()
@@ -208,6 +222,9 @@ class PlainProgress:
             self._last = now
             self._write(self.line(now))
 
+    def estimate(self, text: str) -> None:
+        self._write(f"estimate: {text}")
+
     def line(self, now: float) -> str:
         eta = self._eta
         text = f"progress: {self._task}"
@@ -282,6 +299,9 @@ class TqdmProgress:
             bar.set_postfix_str(self.eta_text(), refresh=False)
             bar.refresh()
 
+    def estimate(self, text: str) -> None:
+        self._tqdm.write(text, file=sys.stderr)
+
     def done(self) -> None:
         if self._ticker is not None:
             self._ticker.stop()
@@ -305,8 +325,6 @@ def progress_observer(progress: bool | Progress) -> Progress:
         try:
             return TqdmProgress()
         except ImportError:
-            import sys
-
             return PlainProgress(
                 lambda line: print(line, file=sys.stderr, flush=True),
                 interval=STDERR_PROGRESS_SECONDS,

@@ -84,6 +84,22 @@ def test_synthetic_null_scores_are_bit_identical_on_the_cluster(dask_address):
     assert len(seen) > 2  # progress per chunk, not once at the end
 
 
+def test_a_sequential_test_stops_at_the_same_replicate_on_the_cluster(dask_address):
+    # issue 36: rounds of replicates on the cluster, the stop point and scores as here
+    from fairscan.engine.randomization import MdssReplicate
+    from fairscan.engine.sequential import StoppingRule
+
+    job = MdssReplicate(_cells(), NullSettings(1, 0.5, 5), np.random.SeedSequence(2024))
+    full = run_replicates(job, 150)
+    observed = float(np.quantile(full, 0.97))  # near the boundary: several rounds run
+    rule = StoppingRule(0.05, 150)
+    local = run_replicates(job, 150, observed=observed, rule=rule)
+    with open_executor(dask_address) as executor:
+        remote = run_replicates(job, 150, observed=observed, rule=rule, executor=executor)
+    assert np.array_equal(local, remote)
+    assert len(local) > 64 and np.array_equal(local, full[: len(local)])  # 9 rounds
+
+
 @dataclass(frozen=True)
 class _FailsAt:
     index: int

@@ -86,11 +86,13 @@ def _numbers_digest(scans: list[dict]) -> str:
 def test_shipped_sample_audit_is_bit_identical_to_main_before_named_streams() -> None:
     """Digest of audits/sample.audit.yaml's null scores and findings (199 replicates per scan),
     as written by main 023942f before the streams were named; json.dumps writes each float's
-    shortest round-trip repr, so any changed bit changes the digest."""
-    from fairscan.api import RunOptions, run_audit
+    shortest round-trip repr, so any changed bit changes the digest. The fixed count of
+    replicates (``sequential: false``, issue 36) is the run main made."""
+    import fairscan
 
-    outcome = run_audit(ROOT / "audits" / "sample.audit.yaml", RunOptions(write=False, workers=1))
-    scans = json.loads(outcome.report.model_dump_json())["scans"]
+    spec = ROOT / "audits" / "sample.audit.yaml"
+    report = fairscan.audit(spec=spec, significance={"sequential": False, "workers": 1})
+    scans = json.loads(report.model_dump_json())["scans"]
     assert [s["id"] for s in scans] == ["fpr", "tpr", "calibration"]
     assert all(len(s["null_distribution"]["scores"]) == 199 for s in scans)
     assert _numbers_digest(scans) == (

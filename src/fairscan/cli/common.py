@@ -207,6 +207,12 @@ class RichProgress:
             self._eta.advance(n, self._clock())
             self._progress.advance(self._task, n)
 
+    def estimate(self, text: str) -> None:
+        """The replicates' cost estimate: a line above the bar (stays when the bar goes)."""
+        from rich.text import Text
+
+        self._console.print(Text(console_text(text)))
+
     def done(self) -> None:
         if self._progress is not None:
             self._progress.stop()

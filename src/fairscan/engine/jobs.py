@@ -36,6 +36,8 @@ class Executor(Protocol):
         per_replicate: float,
         workers: int,
         on_progress: Callable[[int], None] | None,
+        start: int = 1,
     ) -> None:
-        """Fill ``scores[1:]`` with ``job(r)``; ``per_replicate`` is replicate 0's time."""
+        """Fill ``scores[start:]`` with ``job(r)`` (``scores[:start]`` are done: a sequential
+        test runs rounds); ``per_replicate`` is replicate 0's time."""
         ...

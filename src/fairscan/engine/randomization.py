@@ -25,6 +25,7 @@ from fairscan.engine.jobs import LOCAL, Executor, ReplicateJob
 from fairscan.engine.mdss import max_score
 from fairscan.engine.scores import BERNOULLI, Draw, Score, best_subgroup, draw_cells, draw_classes
 from fairscan.engine.seeds import replicate_rng, replicate_search_seed
+from fairscan.engine.sequential import StoppingRule, losses_of
 from fairscan.interrupts import interrupt_of
 
 # null scores within this relative distance of the observed score count as ties
@@ -53,6 +54,8 @@ class NullResult:
     p_value: float
     quantile: float  # empirical (1 - alpha) quantile of the null maxima
     alpha: float
+    # the sequential rule that stopped the replicates (None: the fixed count ran)
+    rule: StoppingRule | None = None
 
     @property
     def significant(self) -> bool:
@@ -140,8 +143,9 @@ class LocalExecutor:
         per_replicate: float,
         workers: int,
         on_progress: Callable[[int], None] | None,
+        start: int = 1,
     ) -> None:
-        run_local(job, scores, per_replicate, workers, on_progress)
+        run_local(job, scores, per_replicate, workers, on_progress, start)
 
 
 LOCAL_EXECUTOR = LocalExecutor()
@@ -167,9 +171,16 @@ def run_replicates(
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
     executor: Executor | None = None,
+    observed: float | None = None,
+    rule: StoppingRule | None = None,
+    on_estimate: Callable[[str], None] | None = None,
 ) -> np.ndarray:
     """``job(r)`` for r = 0..replicates-1, here (in parallel processes) or on the ``executor``'s
-    cluster; results in replicate order, identical wherever they ran."""
+    cluster; results in replicate order, identical wherever they ran.
+
+    With a stopping ``rule`` (and the ``observed`` statistic) the replicates run in rounds fixed
+    by index and stop at the first replicate where the rule settles the decision: the scores
+    returned are those up to it, the same for any worker count or executor."""
     scores = np.empty(replicates)
     if replicates == 0:
         return scores
@@ -178,7 +189,7 @@ def run_replicates(
     # time, not its wall time, is the estimate: on a busy machine a preempted replicate 0 would
     # otherwise start a pool for a job that takes a second. Replicates are addressed by index,
     # so the results do not depend on where each one runs.
-    started = time.process_time()
+    started, wall = time.process_time(), time.perf_counter()
     try:
         scores[0] = job(0)
     except SystemError as exc:
@@ -187,8 +198,82 @@ def run_replicates(
     if on_progress is not None:
         on_progress(1)
     per_replicate = time.process_time() - started
-    (executor or LOCAL_EXECUTOR).run_rest(job, scores, per_replicate, workers, on_progress)
-    return scores
+    # the estimate shown to the user is in wall time: what a loaded machine makes of a replicate
+    per_replicate_wall = max(per_replicate, time.perf_counter() - wall)
+    run = executor or LOCAL_EXECUTOR
+    sequential = rule is not None and observed is not None and rule.applies
+    if on_estimate is not None and replicates > 1:
+        likely = None
+        if sequential:
+            assert rule is not None and observed is not None
+            first = bool(losses_of(observed, scores[:1], TIE_TOLERANCE)[0])
+            likely = rule.likely_replicates(first)
+        on_estimate(cost_estimate(per_replicate_wall, replicates, workers, run.name, rule, likely))
+    if not sequential:
+        run.run_rest(job, scores, per_replicate, workers, on_progress)
+        return scores
+    assert rule is not None and observed is not None
+    done = 1
+    for end in rule.round_ends():
+        if end <= done:
+            continue
+        # is the decision settled within the replicates run so far?
+        stop = rule.outcome(losses_of(observed, scores[:done], TIE_TOLERANCE))
+        if stop.decision != "open":
+            return scores[: stop.replicates].copy()
+        run.run_rest(job, scores[:end], per_replicate, workers, on_progress, start=done)
+        done = end
+    stop = rule.outcome(losses_of(observed, scores[:done], TIE_TOLERANCE))
+    return scores[: stop.replicates].copy()
+
+
+def _seconds(value: float) -> str:
+    if value < 90:
+        return f"{value:.0f} s" if value >= 1 else f"{value:.1g} s"
+    if value < 5400:
+        return f"{value / 60:.0f} min"
+    return f"{value / 3600:.1f} h"
+
+
+def _lanes(per_replicate: float, replicates: int, workers: int, executor: str) -> int:
+    """How many replicates run at once: the workers when :func:`run_local` starts them (the
+    same break-even), one otherwise (a cluster's width is not known here)."""
+    serial = per_replicate * (replicates - 1)
+    if executor != LOCAL or workers <= 1:
+        return 1
+    return workers if serial >= WORKER_STARTUP_SECONDS * workers / (workers - 1) else 1
+
+
+def cost_estimate(
+    per_replicate: float,
+    replicates: int,
+    workers: int,
+    executor: str,
+    rule: StoppingRule | None,
+    likely: int | None,
+) -> str:
+    """What the replicates will cost, in words, from replicate 0's time, with the ways out."""
+    where = f"on {workers} worker{'s' if workers != 1 else ''}"
+    if executor != LOCAL:
+        where = f"on {executor}"
+    lanes = _lanes(per_replicate, replicates, workers, executor)
+    most = per_replicate * replicates / lanes
+    if likely is not None and rule is not None:
+        about = per_replicate * likely / _lanes(per_replicate, likely, workers, executor)
+        text = (
+            f"replicates: about {_seconds(about)} (up to {replicates} replicates at "
+            f"{per_replicate:.2g} s each {where}, at most {_seconds(most)}; stops early once "
+            f"the answer at alpha {rule.alpha:.3g} is settled, likely after ~{likely})"
+        )
+    else:
+        text = (
+            f"replicates: about {_seconds(most)} ({replicates} replicates at "
+            f"{per_replicate:.2g} s each {where})"
+        )
+    return (
+        text + "; to go faster lower significance.replicates or restarts, or use "
+        "--executor dask://HOST:PORT"
+    )
 
 
 def run_local(
@@ -197,15 +282,18 @@ def run_local(
     per_replicate: float,
     workers: int,
     on_progress: Callable[[int], None] | None,
+    start: int = 1,
 ) -> None:
-    """Replicates 1..R-1 on this machine: serially, or in ``workers`` worker processes (loky)
-    when that pays off (``per_replicate``: replicate 0's time)."""
+    """Replicates start..R-1 (R = len(scores)) on this machine: serially, or in ``workers``
+    worker processes (loky) when that pays off (``per_replicate``: replicate 0's time)."""
     replicates = len(scores)
-    serial_estimate = per_replicate * (replicates - 1)
+    if replicates <= start:
+        return
+    serial_estimate = per_replicate * (replicates - start)
     # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
     if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
         try:
-            for r in range(1, replicates):
+            for r in range(start, replicates):
                 scores[r] = job(r)
                 if on_progress is not None:
                     on_progress(1)
@@ -214,8 +302,8 @@ def run_local(
             raise
         return
     n_chunks = max(workers * 16, math.ceil(serial_estimate / CHUNK_SECONDS))
-    n_chunks = min(replicates - 1, n_chunks)
-    bounds = np.linspace(1, replicates, n_chunks + 1).astype(int)
+    n_chunks = min(replicates - start, n_chunks)
+    bounds = np.linspace(start, replicates, n_chunks + 1).astype(int)
     # the worker processes (joblib's loky, signals) load only when they pay off
     from fairscan.engine.workers import run_chunks
 
@@ -249,8 +337,16 @@ def p_value(observed: float, scores: np.ndarray) -> tuple[float, int]:
     return (1.0 + exceed) / (1.0 + len(scores)), exceed
 
 
-def summarize(observed_score: float, scores: np.ndarray, alpha: float) -> NullResult:
+def summarize(
+    observed_score: float, scores: np.ndarray, alpha: float, rule: StoppingRule | None = None
+) -> NullResult:
+    """The test's result from its replicates; with a ``rule`` that applies, its anytime-valid
+    p-value at the replicates run (the rule stopped them), else (1 + exceed) / (1 + R)."""
     p, exceed = p_value(observed_score, scores)
+    if rule is not None and rule.applies:
+        p = rule.outcome(losses_of(observed_score, scores, TIE_TOLERANCE)).p_value
+    else:
+        rule = None
     quantile = float(np.quantile(scores, 1.0 - alpha, method="higher"))
     return NullResult(
         scores=scores,
@@ -259,6 +355,7 @@ def summarize(observed_score: float, scores: np.ndarray, alpha: float) -> NullRe
         p_value=p,
         quantile=quantile,
         alpha=alpha,
+        rule=rule,
     )
 
 

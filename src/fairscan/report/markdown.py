@@ -190,8 +190,11 @@ def null_sentence(scan: ScanResult, finding: Finding) -> str | None:
     if nd is None or finding.p_value is None:
         return None
     judged = "significant" if finding.significant else "not significant"
+    stopped = ""
+    if nd.stopping_rule is not None and nd.stopped_early:
+        stopped = f" (of at most {nd.max_replicates}: they stopped once the answer was settled)"
     return (
-        f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates reached a "
+        f"Randomization test: {nd.exceed_count} of {nd.replicates} null replicates{stopped} reached a "
         f"{statistic_words(finding.statistic.name)} of at least "
         f"{fmt_value(finding.statistic.value)} ({fmt_p_floor(finding.p_value, nd.replicates)}; "
         f"{judged} at alpha = {nd.alpha:g}); the null {100 * (1 - nd.alpha):g}% quantile is "

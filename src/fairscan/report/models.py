@@ -152,6 +152,10 @@ class Population(ReportModel):
     )
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class NullDistribution(ReportModel):
     replicates: int
     alpha: float
@@ -163,6 +167,28 @@ class NullDistribution(ReportModel):
     )
     scores: list[float] = Field(
         description="Maximum penalised score of each null replicate, in replicate order."
+    )
+    max_replicates: int | None = Field(
+        default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
+        description=(
+            "significance.replicates, the most the test could run; `replicates` is how many "
+            "ran (fewer when the stopping rule settled the decision early)."
+        ),
+    )
+    stopping_rule: str | None = Field(
+        default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
+        description=(
+            "The sequential rule that stopped the replicates (significance.sequential), in "
+            "words; absent: the fixed count ran and the p-value is (1 + exceed_count) / "
+            "(1 + replicates)."
+        ),
+    )
+    stopped_early: bool | None = Field(
+        default=None,
+        exclude_if=_absent,  # a fixed count: the block as before the rule existed
+        description="Whether the stopping rule settled the decision before max_replicates.",
     )
 
 

@@ -249,6 +249,16 @@ def scan_seed(root: np.random.SeedSequence, scan_id: str) -> np.random.SeedSeque
     return seeds.scan_seed(root, scan_id)
 
 
+def _alpha_share(prepared: PreparedAudit) -> float:
+    """The share of alpha one scan's decision gets under gate.correction: 1 / the scans that
+    give p-values (the strictest Holm/Bonferroni/BH level), so the sequential replicates settle
+    the decision the correction will make (1 without a correction)."""
+    if prepared.spec.gate.correction == "none":
+        return 1.0
+    tested = sum(SCAN_TYPES[s.type].p_value_floor is not None for s in prepared.spec.scans)
+    return 1.0 / max(1, tested)
+
+
 def run_scan(
     prepared: PreparedAudit,
     index: int,
@@ -291,6 +301,8 @@ def run_scan(
             threshold_rule=roles.threshold_rule,
             spec_dir=Path(prepared.loaded.file_of(f"scans[{index}]")).parent,
             detect=detect,
+            sequential=prepared.spec.significance.sequential,
+            alpha_share=_alpha_share(prepared),
         )
         # the search's phase; a runner's replicates show as their own phase within it
         with phase(progress, _search_words(scan)):

@@ -79,7 +79,8 @@ def given_floor(finding: Finding) -> float | None:
         return None
     if finding.p_value is None:
         return 1.0
-    draws = block.get("replicates")
+    # the most draws the test could run (a sequential test stops early: `replicates` ran)
+    draws = block.get("max_replicates", block.get("replicates"))
     if not isinstance(draws, int) or draws <= 0:
         return 0.0
     return 1.0 / (draws + 1)

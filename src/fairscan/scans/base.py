@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from fairscan.data.table import PreparedData
     from fairscan.engine.evidence import Profiles
     from fairscan.engine.jobs import Executor, ReplicateJob
+    from fairscan.engine.randomization import NullResult
+    from fairscan.engine.sequential import StoppingRule
     from fairscan.report.models import Finding, ScanResult
 
 # outcome: the binary outcome (or the scan's `outcome_type`); probability: the prediction used
@@ -92,6 +94,12 @@ class ScanContext:
     # re-test of a baseline (given subgroups): per subgroup, the effect (odds or rate
     # multiplier) whose detection power the re-test reports; None: no power asked for
     detect: tuple[float | None, ...] = ()
+    # significance.sequential: the replicates stop once the decision at alpha is settled
+    # (fairscan.engine.sequential); False: the fixed count, as before
+    sequential: bool = False
+    # the factor gate.correction applies to alpha for one scan's decision (1 / the scans it
+    # corrects over, 1 without a correction): the rule settles the decision at that level
+    alpha_share: float = 1.0
 
     def _role(self, name: str) -> np.ndarray:
         value = getattr(self.roles, name)
@@ -112,11 +120,33 @@ class ScanContext:
     def recommendation(self) -> np.ndarray:
         return self._role("recommendation")
 
-    def replicate_scores(self, job: ReplicateJob, title: str) -> np.ndarray:
+    def stopping_rule(self, alpha: float) -> StoppingRule | None:
+        """The sequential rule of a test at ``alpha`` (before gate.correction), or None where
+        the fixed count runs (sequential off, or a maximum too small for the rule to reject)."""
+        if not self.sequential or self.replicates <= 0:
+            return None
+        from fairscan.engine.sequential import StoppingRule
+
+        rule = StoppingRule(alpha * self.alpha_share, self.replicates)
+        return rule if rule.applies else None
+
+    def replicate_scores(
+        self,
+        job: ReplicateJob,
+        title: str,
+        observed: float | None = None,
+        alpha: float | None = None,
+    ) -> np.ndarray:
         """``job``'s scores over this run's ``replicates``, on its workers and executor, with
-        ``title`` on the progress display meanwhile (one home for how a scan runs its null)."""
+        ``title`` on the progress display meanwhile (one home for how a scan runs its null).
+
+        Given the ``observed`` statistic, the replicates stop where the test's stopping rule at
+        ``alpha`` (the context's by default) settles the decision: fewer scores come back."""
         from fairscan.engine.randomization import run_replicates
 
+        rule = (
+            None if observed is None else self.stopping_rule(self.alpha if alpha is None else alpha)
+        )
         self.progress.start(title, self.replicates)
         try:
             return run_replicates(
@@ -125,9 +155,23 @@ class ScanContext:
                 workers=self.workers,
                 on_progress=self.progress.advance,
                 executor=self.executor,
+                observed=observed,
+                rule=rule,
+                on_estimate=getattr(self.progress, "estimate", None),
             )
         finally:
             self.progress.done()
+
+    def null_test(
+        self, job: ReplicateJob, title: str, observed: float, alpha: float | None = None
+    ) -> NullResult:
+        """The randomization test of ``observed`` against ``job``'s replicates at ``alpha``
+        (the context's by default), stopped early by the sequential rule where it applies."""
+        from fairscan.engine.randomization import summarize
+
+        level = self.alpha if alpha is None else alpha
+        scores = self.replicate_scores(job, title, observed, level)
+        return summarize(observed, scores, level, self.stopping_rule(level))
 
 
 @dataclass

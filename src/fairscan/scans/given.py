@@ -64,6 +64,7 @@ def given_finding(
     exceed_count: int | None = None,
     power: tuple[float | None, float, float] | None = None,
     power_method: str | None = None,
+    max_replicates: int | None = None,
 ) -> Finding:
     """``finding`` as given subgroup ``index``: its subgroup and label, its p-value (no search
     correction), and the ``given_subgroup`` block. ``power``: (power, the baseline effect as the
@@ -76,6 +77,8 @@ def given_finding(
         "effect_size": effect_size,
         "note": GIVEN_NOTE,
     }
+    if max_replicates is not None:  # the sequential rule stopped the draws (issue 36)
+        figures["max_replicates"] = max_replicates
     if power is not None:
         figures["power"], figures["power_at"], figures["baseline_effect_size"] = power
         figures["power_method"] = power_method

@@ -38,7 +38,6 @@ from fairscan.engine.randomization import (
     MdssReplicate,
     NullResult,
     NullSettings,
-    summarize,
 )
 from fairscan.engine.scores import (
     BERNOULLI,
@@ -172,6 +171,29 @@ def null_distribution(null: NullResult | None, alpha: float) -> NullDistribution
         max=float(np.max(null.scores)),
         exceed_count=null.exceed_count,
         scores=[float(s) for s in null.scores],
+        **sequential_keys(null),
+    )
+
+
+def sequential_keys(null: NullResult) -> dict[str, Any]:
+    """The stopping rule's keys of the report's null distribution (none for a fixed count)."""
+    if null.rule is None:
+        return {}
+    return {
+        "max_replicates": null.rule.max_replicates,
+        "stopping_rule": null.rule.describe(),
+        "stopped_early": len(null.scores) < null.rule.max_replicates,
+    }
+
+
+def stopping_words(null: NullResult | None) -> str:
+    """The finding's sentence on where the replicates stopped ("" for a fixed count)."""
+    if null is None or null.rule is None:
+        return ""
+    ran = len(null.scores)
+    return (
+        f" Significance from {ran} of at most {null.rule.max_replicates} null replicates: "
+        f"{null.rule.describe()}; the p-value is valid where they stopped."
     )
 
 
@@ -209,7 +231,7 @@ def mdss_finding(
         p_value=null.p_value if null else None,
         adjusted_p_value=adjusted_p_value,
         significant=significant if significant is not None or null is None else null.significant,
-        description=description,
+        description=description + stopping_words(null),
         detail=detail.model_dump(mode="json"),
     )
 
@@ -610,8 +632,7 @@ def _significance(
     else:
         residuals = inputs.observed - inputs.expected if inputs.draw == "permutation" else None
         job = MdssReplicate(cells, settings, seed, inputs.draw, inputs.score, residuals)
-    scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
-    return summarize(observed, scores, ctx.alpha)
+    return ctx.null_test(job, f"{spec.id}: null replicates", observed)
 
 
 def reported_figures(

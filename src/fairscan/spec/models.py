@@ -256,9 +256,21 @@ class SignificanceSpec(StrictModel):
         le=constraints.REPLICATES.le,
         default=999,
         description=(
-            "Null replicates of the randomization test; 0 = no test. A scan cannot give a "
-            "p-value below 1 / (replicates + 1): too few to reach alpha leave it untested and "
-            "the run UNTESTED (see gate.allow_untested)."
+            "The most null replicates of the randomization test; 0 = no test. With "
+            "`sequential` (the default) the replicates stop once the answer at alpha is "
+            "settled, so most tests run far fewer. A scan cannot give a p-value below "
+            "1 / (replicates + 1): too few to reach alpha leave it untested and the run "
+            "UNTESTED (see gate.allow_untested)."
+        ),
+    )
+    sequential: bool = Field(
+        default=True,
+        description=(
+            "Stop the replicates once the decision at alpha (after gate.correction) is "
+            "settled, by an anytime-valid rule (Fischer & Ramdas 2024), whose p-value is valid "
+            "at the replicates actually run; it cannot fall below about 0.9 x alpha. `false`: "
+            "always run all `replicates` (p-values as small as 1 / (replicates + 1)). A maximum "
+            "too small for the rule to reach alpha (e.g. 19 at alpha 0.05) runs all of them."
         ),
     )
     alpha: float = Field(

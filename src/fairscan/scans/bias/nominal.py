@@ -24,7 +24,6 @@ from fairscan.engine.randomization import (
     NominalReplicate,
     NullResult,
     NullSettings,
-    summarize,
 )
 from fairscan.engine.seeds import MdssStream, child_seed
 from fairscan.errors import ScanError
@@ -156,8 +155,7 @@ def _null(
         NullSettings(direction_code(spec.direction), spec.penalty, spec.restarts),
         child_seed(ctx.seed, MdssStream.NULL),
     )
-    scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
-    return summarize(observed, scores, ctx.alpha)
+    return ctx.null_test(job, f"{spec.id}: null replicates", observed)
 
 
 def _chosen_class(spec: BiasScanSpec, ctx: ScanContext) -> tuple[str, np.ndarray, str]:

@@ -18,7 +18,6 @@ from fairscan.engine import cbs as engine
 from fairscan.engine.randomization import (
     NullResult,
     run_replicates,
-    summarize,
 )
 from fairscan.engine.seeds import MdssStream, child_seed, search_seed
 from fairscan.errors import ScanError
@@ -206,8 +205,7 @@ def _permutation_test(
     job = engine.CbsPermutation(
         inputs.data, a, inputs.settings, child_seed(ctx.seed, MdssStream.NULL, index)
     ).prepared()
-    scores = ctx.replicate_scores(job, f"{spec.id}: permutations ({label})")
-    return summarize(observed, scores, inputs.alpha_run)
+    return ctx.null_test(job, f"{spec.id}: permutations ({label})", observed, inputs.alpha_run)
 
 
 def _calibration(
@@ -623,19 +621,25 @@ def _given_finding(
     outcome = engine.CbsOutcome(est, problem, cells, best)
     inside = subgroup_rows_of(inputs, subgroup)
     seed = child_seed(ctx.seed, MdssStream.FIXED, index, k)
-    null = None
+    null, stopped = None, None
+    wanted = ctx.detect[k] if k < len(ctx.detect) else None
     if best.llr <= 0.0:
         p_value, test, exceed = 1.0, "no deviation in the scan's direction", None
     elif ctx.replicates > 0:
         job = engine.CbsFixedPermutation(inputs.data, a, settings, inside, seed).prepared()
-        null = ctx.replicate_scores(job, f"{spec.id}: permutations ({label}, subgroup {k})")
-        p_value, exceed = monte_carlo_p(best.llr, null)
+        title = f"{spec.id}: permutations ({label}, subgroup {k})"
+        if wanted is None:  # the permutations stop once the decision is settled
+            tested = ctx.null_test(job, title, best.llr, inputs.alpha_run)
+            null, p_value, exceed = tested.scores, tested.p_value, tested.exceed_count
+            stopped = None if tested.rule is None else ctx.replicates
+        else:  # the power reads the whole null: every permutation runs
+            null = ctx.replicate_scores(job, title)
+            p_value, exceed = monte_carlo_p(best.llr, null)
         test = GIVEN_TEST
     else:
         p_value, test, exceed = None, GIVEN_TEST, None
     finding = _finding(spec, inputs, label, outcome, None)
     effect_size = best.log_q  # log q, or mu-hat for the Gaussian score
-    wanted = ctx.detect[k] if k < len(ctx.detect) else None
     power = None
     if wanted is not None and np.isfinite(wanted) and (settings.gaussian or wanted > 0):
         size = wanted if settings.gaussian else float(np.log(wanted))
@@ -659,9 +663,10 @@ def _given_finding(
         alpha=inputs.alpha_run,
         test=test,
         effect_size=effect_size,
-        replicates=0 if exceed is None else ctx.replicates,
+        replicates=0 if exceed is None or null is None else len(null),
         exceed_count=exceed,
         power=power,
+        max_replicates=stopped,
         power_method="the subgroup's events drawn at the baseline effect with the fitted expectations held fixed (models not refitted: an approximation)",
     )
 

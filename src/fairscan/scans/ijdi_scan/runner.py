@@ -19,7 +19,6 @@ from fairscan.engine.ijdi import IjdiCells, IjdiOutcome, ijdi_loop
 from fairscan.engine.mdss import ScanProblem, is_material, members
 from fairscan.engine.randomization import (
     NullResult,
-    summarize,
 )
 from fairscan.engine.seeds import IjdiStream, child_seed, search_seed
 from fairscan.errors import ScanError
@@ -184,8 +183,7 @@ def _scan_pass(
         job = IjdiReplicate(
             cells, inputs.lam, spec.penalty, spec.restarts, spec.max_passes, test_seed
         )
-        scores = ctx.replicate_scores(job, f"{spec.id}: null replicates")
-        null = summarize(outcome.best.score, scores, ctx.alpha)
+        null = ctx.null_test(job, f"{spec.id}: null replicates", outcome.best.score)
     timer.significance += time.perf_counter() - mark
     return IjdiPass(cells, outcome, null, degenerate)
 
