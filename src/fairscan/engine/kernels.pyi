@@ -72,6 +72,7 @@ def coordinate_ascent(
     restarts: int,
     seed: int | np.uint64,
     index: bool = True,
+    pack: bool = True,
 ) -> tuple[np.ndarray, float]: ...
 def coordinate_ascent_lik(
     codes: np.ndarray,
@@ -87,4 +88,5 @@ def coordinate_ascent_lik(
     likelihood: int,
     sigma: float,
     index: bool = True,
+    pack: bool = True,
 ) -> tuple[np.ndarray, float]: ...

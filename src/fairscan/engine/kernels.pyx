@@ -41,7 +41,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from fairscan.engine.search_core cimport (
     Grid, GridIndex, ScoreTable, SearchWork, compute_mismatch, grid_index_close, grid_index_open,
-    in_subgroup, ltss_step as core_ltss_step,
+    grid_index_pack, in_subgroup, subgroup_cells, ltss_step as core_ltss_step,
     search, search_work_alloc, search_work_free, REL_IMPROVEMENT as _REL_IMPROVEMENT,
 )
 
@@ -341,6 +341,7 @@ cdef struct Workspace:
     double* bc  # n_cells (>= kmax)
     double* bw
     double* bp
+    int64_t* inside  # n_cells: a subgroup's cells (a restart's start)
 
 
 cdef struct Table:
@@ -363,7 +364,8 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
     ws.bc = <double*>malloc(nb * sizeof(double))
     ws.bw = <double*>malloc(nb * sizeof(double))
     ws.bp = <double*>malloc(nb * sizeof(double))
-    if (ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
+    ws.inside = <int64_t*>malloc(nb * sizeof(int64_t))
+    if (ws.inside == NULL or ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
             or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
             or ws.ap == NULL or ws.bc == NULL or ws.bw == NULL or ws.bp == NULL):
         _workspace_free(ws)
@@ -384,6 +386,7 @@ cdef void _workspace_free(Workspace* ws) noexcept:
     free(ws.bc)
     free(ws.bw)
     free(ws.bp)
+    free(ws.inside)
     ws.counts = NULL
     ws.offsets = NULL
     ws.fill = NULL
@@ -396,6 +399,7 @@ cdef void _workspace_free(Workspace* ws) noexcept:
     ws.bc = NULL
     ws.bw = NULL
     ws.bp = NULL
+    ws.inside = NULL
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,25 +408,36 @@ cdef void _workspace_free(Workspace* ws) noexcept:
 
 
 cdef void _score_set(const Problem* pr, const uint8_t* sel, double* bc, double* bw, double* bp,
-                     double* out) noexcept nogil:
-    """F, u = log q (or mu), size (sum w), observed and expected sums of the subgroup ``sel``."""
+                     double* out, int64_t* inside) noexcept nogil:
+    """F, u = log q (or mu), size (sum w), observed and expected sums of the subgroup ``sel``.
+
+    ``inside`` (n_cells, or NULL): a buffer to list the subgroup's cells from the grid's key
+    index (search_core.subgroup_cells: the same cells in the same order as a pass over them,
+    so the same sums), else each cell is tested."""
     cdef int64_t n = 0
-    cdef int64_t i, a
+    cdef int64_t n_inside = pr.g.n_cells
+    cdef int64_t i, a, s
     cdef double size = 0.0
     cdef double obs = 0.0
     cdef double exp_ = 0.0
     cdef double f, u
     for a in range(5):
         out[a] = 0.0
-    for i in range(pr.g.n_cells):
-        if in_subgroup(&pr.g, sel, i):
-            bc[n] = pr.c[i]
-            bw[n] = pr.w[i]
-            bp[n] = pr.p[i]
-            size += pr.w[i]
-            obs += pr.c[i]
-            exp_ += pr.w[i] * pr.p[i]
-            n += 1
+    if inside != NULL:
+        n_inside = subgroup_cells(&pr.g, sel, inside)
+    for s in range(n_inside):
+        i = s
+        if inside != NULL:
+            i = inside[s]
+        elif not in_subgroup(&pr.g, sel, i):
+            continue
+        bc[n] = pr.c[i]
+        bw[n] = pr.w[i]
+        bp[n] = pr.p[i]
+        size += pr.w[i]
+        obs += pr.c[i]
+        exp_ += pr.w[i] * pr.p[i]
+        n += 1
     if n == 0:
         return
     if pr.likelihood == C_GAUSSIAN:
@@ -598,6 +613,31 @@ cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
         offsets[v + 1] = offsets[v] + ws.counts[v]
 
 
+cdef void _load_sums(void* table, int64_t j, const double* c_sums, const double* w_sums,
+                     const int64_t* counts) noexcept nogil:
+    """A step's pseudo-cells from per-value sums the search took from the packed key counts
+    (search_core.GridIndex): what :func:`_group` makes of the listed cells when the
+    expectation is constant."""
+    cdef Table* tb = <Table*>table
+    cdef const Problem* pr = tb.pr
+    cdef Workspace* ws = &tb.ws
+    cdef int64_t k = pr.g.card[j]
+    cdef int64_t v
+    cdef int64_t used = 0
+    for v in range(k):
+        if counts[v] > 0:
+            ws.gc[used] = c_sums[v]
+            ws.gw[used] = w_sums[v]
+            ws.gp[used] = pr.p[0]
+            ws.counts[v] = 1
+            used += 1
+        else:
+            ws.counts[v] = 0
+    ws.offsets[0] = 0
+    for v in range(k):
+        ws.offsets[v + 1] = ws.offsets[v] + ws.counts[v]
+
+
 cdef void _score_chosen(void* table, const uint8_t* chosen, int64_t k, double* f_out,
                         double* u_out) noexcept nogil:
     cdef Table* tb = <Table*>table
@@ -615,7 +655,7 @@ cdef bint _interval(void* table, int64_t v, double penalty, double* left_out,
 cdef double _start_score(void* table, const uint8_t* sel) noexcept nogil:
     cdef Table* tb = <Table*>table
     cdef double out[5]
-    _score_set(tb.pr, sel, tb.ws.bc, tb.ws.bw, tb.ws.bp, out)
+    _score_set(tb.pr, sel, tb.ws.bc, tb.ws.bw, tb.ws.bp, out, tb.ws.inside)
     return out[0]
 
 
@@ -754,7 +794,7 @@ def score_selection_lik(const int32_t[:, ::1] codes, const double[::1] c, const 
     cdef double[::1] bp = np.empty(n_cells + 1)
     cdef double out[5]
     _score_set(&pr, &sel_c[0, 0] if sel_c.shape[0] > 0 and sel_c.shape[1] > 0 else NULL,
-               &bc[0], &bw[0], &bp[0], out)
+               &bc[0], &bw[0], &bp[0], out, NULL)
     return out[0], out[1], out[2], out[3], out[4]
 
 
@@ -778,19 +818,23 @@ def _compute_mismatch(const int32_t[:, ::1] codes, sel, int32_t[::1] mismatch):
 
 
 def coordinate_ascent(codes, c, w, p, bint const_p, card, int direction, double penalty,
-                      int restarts, seed, bint index=True):
+                      int restarts, seed, bint index=True, bint pack=True):
     """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup.
 
     ``index``: list rectangular sets from a profile-key index where cheaper (the same cells in
-    the same order as a pass over them, so the same result; False only to check that)."""
+    the same order as a pass over them, so the same result; False only to check that).
+    ``pack``: with the index and a constant expectation over whole-number counts, steps sum
+    the keys' packed counts instead of listing cells (the same sums, so the same result;
+    False only to check that)."""
     return coordinate_ascent_lik(codes, c, w, p, const_p, card, direction, penalty, restarts,
-                                 seed, BERNOULLI, 1.0, index)
+                                 seed, BERNOULLI, 1.0, index, pack)
 
 
 def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
                           const double[::1] w, const double[::1] p, bint const_p,
                           const int32_t[::1] card, int direction, double penalty, int restarts,
-                          seed, int likelihood, double sigma, bint index=True):
+                          seed, int likelihood, double sigma, bint index=True,
+                          bint pack=True):
     """As :func:`coordinate_ascent` for any likelihood (``sigma``: Gaussian only).
 
     Returns ``(best_sel, best_j)``: a boolean (m, kmax) selection and its objective."""
@@ -806,6 +850,9 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
         return best_arr, 0.0
     cdef GridIndex ix
     grid_index_open(&pr.g, &ix, index)
+    cdef int packing = _packing(c, w, p, const_p, likelihood) if pack else 0
+    if packing:
+        grid_index_pack(&pr.g, &c[0], &w[0], packing == 16, _load_sums)
     try:
         _table_open(&tb, &pr, &st)
         try:
@@ -815,3 +862,28 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     finally:
         grid_index_close(&ix)
     return best_arr, best_j
+
+
+def _packing(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
+             int likelihood):
+    """How steps can sum packed key counts (search_core.grid_index_pack): 16 or 64 bits per
+    key, 0 not at all. They can for a Bernoulli score with one expectation for every cell (a
+    step needs only the sums) over whole-number counts (c >= 0, w >= 1) small enough that the
+    packed sums are exact; 16 bits where no cell has 256 rows."""
+    if likelihood != C_BERNOULLI or not const_p or c.shape[0] == 0:
+        return 0
+    c_arr = np.asarray(c)
+    w_arr = np.asarray(w)
+    p_arr = np.asarray(p)
+    exact = bool(
+        np.all(p_arr == p_arr[0])
+        and np.all(c_arr == np.rint(c_arr))
+        and np.all(w_arr == np.rint(w_arr))
+        and c_arr.min() >= 0.0
+        and w_arr.min() >= 1.0
+        and c_arr.sum() < 2.0**32
+        and w_arr.sum() < 2.0**31
+    )
+    if not exact:
+        return 0
+    return 16 if w_arr.max() < 256.0 and c_arr.max() < 256.0 else 64
