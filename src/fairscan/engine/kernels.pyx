@@ -41,7 +41,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from fairscan.engine.search_core cimport (
     Grid, GridIndex, ScoreTable, SearchWork, compute_mismatch, grid_index_close, grid_index_open,
-    grid_index_pack, in_subgroup, subgroup_cells, ltss_step as core_ltss_step,
+    grid_index_cube, in_subgroup, subgroup_cells, ltss_step as core_ltss_step,
     search, search_work_alloc, search_work_free, REL_IMPROVEMENT as _REL_IMPROVEMENT,
 )
 
@@ -850,9 +850,8 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
         return best_arr, 0.0
     cdef GridIndex ix
     grid_index_open(&pr.g, &ix, index)
-    cdef int packing = _packing(c, w, p, const_p, likelihood) if pack else 0
-    if packing:
-        grid_index_pack(&pr.g, &c[0], &w[0], packing == 16, _load_sums)
+    if pack and _packable(c, w, p, const_p, likelihood):
+        grid_index_cube(&pr.g, &c[0], &w[0], _load_sums)
     try:
         _table_open(&tb, &pr, &st)
         try:
@@ -864,26 +863,22 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     return best_arr, best_j
 
 
-def _packing(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
-             int likelihood):
-    """How steps can sum packed key counts (search_core.grid_index_pack): 16 or 64 bits per
-    key, 0 not at all. They can for a Bernoulli score with one expectation for every cell (a
-    step needs only the sums) over whole-number counts (c >= 0, w >= 1) small enough that the
-    packed sums are exact; 16 bits where no cell has 256 rows."""
+def _packable(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
+              int likelihood):
+    """Whether steps can add the cells' counts from a data cube (search_core.grid_index_cube):
+    a Bernoulli score with one expectation for every cell (a step needs only the sums) over
+    whole-number counts (c >= 0, w >= 1) small enough that the packed sums are exact."""
     if likelihood != C_BERNOULLI or not const_p or c.shape[0] == 0:
-        return 0
+        return False
     c_arr = np.asarray(c)
     w_arr = np.asarray(w)
     p_arr = np.asarray(p)
-    exact = bool(
+    return bool(
         np.all(p_arr == p_arr[0])
         and np.all(c_arr == np.rint(c_arr))
         and np.all(w_arr == np.rint(w_arr))
         and c_arr.min() >= 0.0
         and w_arr.min() >= 1.0
-        and c_arr.sum() < 2.0**32
+        and c_arr.sum() < 2.0**31
         and w_arr.sum() < 2.0**31
     )
-    if not exact:
-        return 0
-    return 16 if w_arr.max() < 256.0 and c_arr.max() < 256.0 else 64

@@ -89,25 +89,25 @@ cdef inline int64_t randint(uint64_t* state, int64_t n) noexcept nogil:
 # by walking the set's profile keys in ascending order, in time proportional to the set, instead
 # of a pass over every cell. Both ways list the same cells in the same (ascending) order, so
 # nothing computed from them changes; each list is taken the cheaper way.
-# Where moreover each key holds one cell and a step needs only the per-value sums of the cells'
-# whole-number counts (a constant expectation: FPR-/TPR-Scan), the index also keeps each key's
-# counts packed in one integer, ``packed[k] = (w << 32) + c`` (0: no cell), or in 16 bits,
-# ``(w << 8) + c``, where no cell has more than 255 rows (cells about rows: a quarter of the
-# memory, so that the keys stay in the processor's caches), and a step sums them
-# over its relaxed subgroup's keys, in order along the last attribute, without listing cells
-# (:func:`_walk_sums`): at memory speed where cells are about as many as rows. Integer sums are
-# exact, so the step sees the same numbers, bit for bit, as when it groups the listed cells.
+# Where moreover a step needs only the per-value sums of the cells' whole-number counts (a
+# constant expectation: FPR-/TPR-Scan), the index also keeps the data cube of those counts: the
+# sums of (c, w), packed in one integer as ``(w << 32) + c``, over every combination of values
+# where each attribute may also take "any value" (code card[a]). A step then adds one cube entry
+# per value of j and per combination of the values the constrained attributes other than j take
+# (the unconstrained ones take "any value"): a few entries where listing the relaxed subgroup
+# would pass over most of about 10^6 cells (:func:`_cube_sums`). The cube is built per search in
+# m passes over it. Integer sums are exact in any order, so every step sees the same numbers,
+# bit for bit, as when it groups the listed cells.
 ctypedef void (*LoadSumsFn)(void* table, int64_t j, const double* c_sums,
                             const double* w_sums, const int64_t* counts) noexcept nogil
 
 
 cdef struct GridIndex:
     int64_t* key_start  # n_keys + 1: the cells of profile key k are key_start[k]:key_start[k+1]
-    int64_t* packed  # n_keys: (w << 32) + c of the key's one cell, 0 if none (NULL: not kept)
-    uint16_t* packed16  # n_keys: (w << 8) + c in 16 bits (NULL: not kept)
+    int64_t* cube  # prod(card + 1): packed (w << 32) + c sums (NULL: not kept)
+    int64_t* cube_stride  # m: entry = sum code_a * cube_stride_a, code card[a] = any value
     LoadSumsFn load  # hand a step's per-value sums of attribute j to the score table
-    int64_t* acc  # kmax: a step's sums of c per value
-    int64_t* acc_w  # kmax: of w
+    int64_t* acc  # kmax: a step's packed sums per value
     double* c_sums  # kmax
     double* w_sums  # kmax
     int64_t n_keys
@@ -423,14 +423,16 @@ cdef enum:
     # index the grid when it has at most this many keys per cell (and at least this many keys)
     INDEX_KEYS_PER_CELL = 4
     INDEX_MIN_KEYS = 1 << 16
+    # keep the data cube when it has at most this many entries per key ((7/6)**8 = 3.4 for 8
+    # attributes of 6 values; a cube over many two-valued attributes would not pay)
+    CUBE_ENTRIES_PER_KEY = 8
 
 
 cdef inline void grid_index_close(GridIndex* ix) noexcept:
     free(ix.key_start)
-    free(ix.packed)
-    free(ix.packed16)
+    free(ix.cube)
+    free(ix.cube_stride)
     free(ix.acc)
-    free(ix.acc_w)
     free(ix.c_sums)
     free(ix.w_sums)
     free(ix.stride)
@@ -484,50 +486,68 @@ cdef inline int grid_index_open(Grid* g, GridIndex* ix, bint wanted) except -1:
     return 0
 
 
-cdef inline bint grid_index_pack(Grid* g, const double* c, const double* w, bint narrow,
+cdef inline void _cube_free(GridIndex* ix) noexcept:
+    free(ix.cube)
+    free(ix.cube_stride)
+    free(ix.acc)
+    free(ix.c_sums)
+    free(ix.w_sums)
+    ix.cube = NULL
+    ix.cube_stride = NULL
+    ix.acc = NULL
+    ix.c_sums = NULL
+    ix.w_sums = NULL
+
+
+cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
                                  LoadSumsFn load) noexcept:
-    """Keep each key's counts packed in ``g.index`` (see :c:type:`GridIndex`; in 16 bits where
-    ``narrow``) so that steps sum them; False (nothing kept) without an index, with a key of
-    several cells, or without memory. The caller checks that every ``c`` is a whole number >= 0
-    and every ``w`` one >= 1, with totals below 2**32 and 2**31, and below 256 where
-    ``narrow`` (the packed sums then never carry)."""
+    """Build the data cube of the cells' counts in ``g.index`` (see :c:type:`GridIndex`) so
+    that steps add cube entries; False (nothing kept) without an index, when the cube would be
+    over ``CUBE_ENTRIES_PER_KEY`` times the keys, or without memory. The caller checks that
+    every ``c`` is a whole number >= 0 and every ``w`` one >= 1, totals below 2**31 (the packed
+    sums then never carry)."""
     cdef GridIndex* ix = g.index
-    cdef int64_t key, s
+    cdef int64_t m = g.m
+    cdef int64_t a, i, v, t, o, entries, block, span, base, dst, src
+    cdef double size = 1.0
+    cdef int64_t* cube
     if ix == NULL:
         return False
-    for key in range(ix.n_keys):
-        if ix.key_start[key + 1] - ix.key_start[key] > 1:
-            return False
-    if narrow:
-        ix.packed16 = <uint16_t*>calloc(ix.n_keys + 1, sizeof(uint16_t))
-    else:
-        ix.packed = <int64_t*>calloc(ix.n_keys + 1, sizeof(int64_t))
+    for a in range(m):
+        size *= g.card[a] + 1
+    if size > <double>CUBE_ENTRIES_PER_KEY * ix.n_keys:
+        return False
+    entries = <int64_t>size
+    ix.cube = <int64_t*>calloc(entries + 1, sizeof(int64_t))
+    ix.cube_stride = <int64_t*>malloc(m * sizeof(int64_t))
     ix.acc = <int64_t*>malloc((g.kmax + 1) * sizeof(int64_t))
-    ix.acc_w = <int64_t*>malloc((g.kmax + 1) * sizeof(int64_t))
     ix.c_sums = <double*>malloc((g.kmax + 1) * sizeof(double))
     ix.w_sums = <double*>malloc((g.kmax + 1) * sizeof(double))
-    if ((ix.packed == NULL and ix.packed16 == NULL) or ix.acc == NULL or ix.acc_w == NULL
-            or ix.c_sums == NULL or ix.w_sums == NULL):
-        free(ix.packed)
-        free(ix.packed16)
-        free(ix.acc)
-        free(ix.acc_w)
-        free(ix.c_sums)
-        free(ix.w_sums)
-        ix.packed = NULL
-        ix.packed16 = NULL
-        ix.acc = NULL
-        ix.acc_w = NULL
-        ix.c_sums = NULL
-        ix.w_sums = NULL
+    if (ix.cube == NULL or ix.cube_stride == NULL or ix.acc == NULL or ix.c_sums == NULL
+            or ix.w_sums == NULL):
+        _cube_free(ix)
         return False
-    for key in range(ix.n_keys):
-        s = ix.key_start[key]
-        if ix.key_start[key + 1] > s:
-            if narrow:
-                ix.packed16[key] = <uint16_t>(((<int64_t>w[s]) << 8) + <int64_t>c[s])
-            else:
-                ix.packed[key] = ((<int64_t>w[s]) << 32) + <int64_t>c[s]
+    cube = ix.cube
+    with nogil:
+        ix.cube_stride[m - 1] = 1
+        for a in range(m - 2, -1, -1):
+            ix.cube_stride[a] = ix.cube_stride[a + 1] * (g.card[a + 1] + 1)
+        for i in range(g.n_cells):
+            o = 0
+            for a in range(m):
+                o += g.codes[i * m + a] * ix.cube_stride[a]
+            cube[o] += ((<int64_t>w[i]) << 32) + <int64_t>c[i]
+        for a in range(m):  # "any value" of a: the sum over a's values (others as they are)
+            block = ix.cube_stride[a]
+            span = (g.card[a] + 1) * block
+            base = 0
+            while base < entries:
+                dst = base + g.card[a] * block
+                for v in range(g.card[a]):
+                    src = base + v * block
+                    for t in range(block):
+                        cube[dst + t] += cube[src + t]
+                base += span
     ix.load = load
     return True
 
@@ -589,80 +609,71 @@ cdef inline int64_t _walk_cells(const Grid* g, int64_t j, int64_t* cells, int64_
             return n
 
 
-cdef inline void _sum_run(const GridIndex* ix, int64_t lo, int64_t n, int64_t v) noexcept nogil:
-    """Add the packed counts of keys lo:lo+n to value ``v``'s sums ``acc`` and ``acc_w``."""
+cdef inline void _cube_done(const Grid* g, GridIndex* ix, int64_t j,
+                            int64_t* counts) noexcept nogil:
+    """Unpack a step's sums (see :func:`_cube_sums`)."""
     cdef int64_t low = 0xFFFFFFFF
-    cdef int64_t total = 0
-    cdef int64_t total_w = 0
-    cdef int64_t t, x
-    cdef const int64_t* packed = ix.packed
-    cdef const uint16_t* packed16 = ix.packed16
-    if packed16 != NULL:
-        for t in range(lo, lo + n):
-            x = packed16[t]
-            total += x & 0xFF
-            total_w += x >> 8
-        ix.acc[v] += total
-        ix.acc_w[v] += total_w
-        return
-    for t in range(lo, lo + n):
-        total += packed[t]
-    ix.acc[v] += total & low
-    ix.acc_w[v] += total >> 32
+    cdef int64_t v
+    for v in range(g.card[j]):
+        counts[v] = ix.acc[v] >> 32
+        ix.c_sums[v] = <double>(ix.acc[v] & low)
+        ix.w_sums[v] = <double>(ix.acc[v] >> 32)
 
 
-cdef inline void _walk_sums(const Grid* g, const uint8_t* sel, int64_t j,
+cdef inline void _cube_sums(const Grid* g, const uint8_t* sel, int64_t j,
                             int64_t* counts) noexcept nogil:
     """Per value of ``j``: the sums of c and w over the relaxed subgroup's cells (``sel`` with
-    ``j`` free) into the index's ``c_sums`` and ``w_sums``, from the packed counts, and the rows
-    (> 0 exactly where there are cells: every cell has w >= 1) into ``counts``. The trailing attributes that take all their values (``tail`` on) make
-    one contiguous run of keys per combination of the others' values, summed in order."""
+    ``j`` free) into the index's ``c_sums`` and ``w_sums``, from the cube, and the rows (> 0
+    exactly where there are cells: every cell has w >= 1) into ``counts``. The attributes other
+    than j that take all their values take "any value"; the others are walked."""
     cdef GridIndex* ix = g.index
     cdef int64_t m = g.m
     cdef int64_t kmax = g.kmax
-    cdef int64_t a, v, r, key, base, tail, block, inner, reps
-    cdef bint empty = False
+    cdef const int64_t* cube = ix.cube
+    cdef const int64_t* cs = ix.cube_stride
+    cdef int64_t a, v, n, off, step_j
+    cdef int64_t top = -1  # the last walked attribute
     for v in range(g.card[j]):
         ix.acc[v] = 0
-        ix.acc_w[v] = 0
-    _walk_keys(g, sel, j)
-    tail = m
-    while tail > 0 and ix.nvals[tail - 1] == g.card[tail - 1]:
-        tail -= 1
-    block = ix.stride[tail - 1] if tail > 0 else ix.n_keys
-    inner = ix.stride[j]
-    reps = block // (inner * g.card[j]) if j >= tail else 0
-    key = 0
-    for a in range(tail):
-        if ix.nvals[a] == 0:
-            empty = True
+    off = 0
+    for a in range(m):
+        ix.idx[a] = 0
+        ix.nvals[a] = 0
+        if a == j:
+            continue
+        n = 0
+        for v in range(g.card[a]):
+            if sel[a * kmax + v]:
+                ix.vals[a * kmax + n] = v
+                n += 1
+        if n == 0:
+            _cube_done(g, ix, j, counts)
+            return
+        if n == g.card[a]:
+            off += g.card[a] * cs[a]  # any value
         else:
-            key += ix.vals[a * kmax] * ix.stride[a]
-    while not empty:
-        if j >= tail:  # the run splits by value of j: blocks of ``inner`` keys per value
-            base = key
-            for r in range(reps):
-                for v in range(g.card[j]):
-                    _sum_run(ix, base, inner, v)
-                    base += inner
-        else:
-            v = ix.vals[j * kmax + ix.idx[j]]
-            _sum_run(ix, key, block, v)
-        a = tail - 1
+            ix.nvals[a] = n
+            off += ix.vals[a * kmax] * cs[a]
+            top = a
+    step_j = cs[j]
+    while True:
+        for v in range(g.card[j]):
+            ix.acc[v] += cube[off + v * step_j]
+        a = top
         while a >= 0:
+            if ix.nvals[a] == 0:
+                a -= 1
+                continue
             ix.idx[a] += 1
             if ix.idx[a] < ix.nvals[a]:
-                key += (ix.vals[a * kmax + ix.idx[a]] - ix.vals[a * kmax + ix.idx[a] - 1]) * ix.stride[a]
+                off += (ix.vals[a * kmax + ix.idx[a]] - ix.vals[a * kmax + ix.idx[a] - 1]) * cs[a]
                 break
-            key -= (ix.vals[a * kmax + ix.nvals[a] - 1] - ix.vals[a * kmax]) * ix.stride[a]
+            off -= (ix.vals[a * kmax + ix.nvals[a] - 1] - ix.vals[a * kmax]) * cs[a]
             ix.idx[a] = 0
             a -= 1
         if a < 0:
             break
-    for v in range(g.card[j]):
-        counts[v] = ix.acc_w[v]
-        ix.c_sums[v] = <double>ix.acc[v]
-        ix.w_sums[v] = <double>ix.acc_w[v]
+    _cube_done(g, ix, j, counts)
 
 
 cdef inline int64_t subgroup_cells(const Grid* g, const uint8_t* sel, int64_t* cells) noexcept nogil:
@@ -740,8 +751,8 @@ cdef inline double _ltss_step(const Grid* g, const ScoreTable* st, SearchWork* s
     cdef double best, unused, f_k, j_k, mid
     cdef bint best_is_all = True
 
-    if g.index != NULL and (g.index.packed != NULL or g.index.packed16 != NULL):
-        _walk_sums(g, sel, j, counts)
+    if g.index != NULL and g.index.cube != NULL:
+        _cube_sums(g, sel, j, counts)
         g.index.load(st.table, j, g.index.c_sums, g.index.w_sums, counts)
     else:
         n = _relaxed_cells(g, sel, mismatch, mismatch_ok, j, sw.cells, counts)
