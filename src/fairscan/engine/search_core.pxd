@@ -499,6 +499,46 @@ cdef inline void _cube_free(GridIndex* ix) noexcept:
     ix.w_sums = NULL
 
 
+cdef enum:
+    CUBE_TILE = 512  # entries summed at a time by a cube pass (in the first-level cache)
+
+
+cdef inline void _cube_pass(const Grid* g, GridIndex* ix, int64_t a) noexcept nogil:
+    """Fill the cube's "any value" entries of attribute ``a`` where the attributes before a
+    take real values (the others are zero until their own pass): per such combination, the
+    sum over a's values of the run of entries of the attributes after a, tile by tile."""
+    cdef int64_t* cube = ix.cube
+    cdef const int64_t* cs = ix.cube_stride
+    cdef int64_t k = g.card[a]
+    cdef int64_t block = cs[a]
+    cdef int64_t base = 0
+    cdef int64_t b, v, t, lo, hi, dst
+    for b in range(a):
+        ix.idx[b] = 0
+    while True:
+        dst = base + k * block
+        lo = 0
+        while lo < block:
+            hi = min(lo + CUBE_TILE, block)
+            for t in range(lo, hi):
+                cube[dst + t] = cube[base + t]
+            for v in range(1, k):
+                for t in range(lo, hi):
+                    cube[dst + t] += cube[base + v * block + t]
+            lo = hi
+        b = a - 1
+        while b >= 0:
+            ix.idx[b] += 1
+            base += cs[b]
+            if ix.idx[b] < g.card[b]:
+                break
+            base -= ix.idx[b] * cs[b]
+            ix.idx[b] = 0
+            b -= 1
+        if b < 0:
+            return
+
+
 cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
                                  LoadSumsFn load) noexcept:
     """Build the data cube of the cells' counts in ``g.index`` (see :c:type:`GridIndex`) so
@@ -508,7 +548,7 @@ cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
     sums then never carry)."""
     cdef GridIndex* ix = g.index
     cdef int64_t m = g.m
-    cdef int64_t a, i, v, t, o, entries, block, span, base, dst, src
+    cdef int64_t a, i, o, entries
     cdef double size = 1.0
     cdef int64_t* cube
     if ix == NULL:
@@ -537,17 +577,10 @@ cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
             for a in range(m):
                 o += g.codes[i * m + a] * ix.cube_stride[a]
             cube[o] += ((<int64_t>w[i]) << 32) + <int64_t>c[i]
-        for a in range(m):  # "any value" of a: the sum over a's values (others as they are)
-            block = ix.cube_stride[a]
-            span = (g.card[a] + 1) * block
-            base = 0
-            while base < entries:
-                dst = base + g.card[a] * block
-                for v in range(g.card[a]):
-                    src = base + v * block
-                    for t in range(block):
-                        cube[dst + t] += cube[src + t]
-                base += span
+        # "any value" of a = the sum over a's values, last attribute first: before a's pass
+        # the entries with "any value" of an attribute before a are still zero (not visited)
+        for a in range(m - 1, -1, -1):
+            _cube_pass(g, ix, a)
     ix.load = load
     return True
 
