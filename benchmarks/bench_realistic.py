@@ -17,7 +17,10 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -26,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_realistic as mr
 
 RESTARTS = 20
+T = TypeVar("T")
 PENALTY = 1.0
 
 
-def timed(label: str, fn):  # type: ignore[no-untyped-def]
+def timed(label: str, fn: Callable[[], T]) -> tuple[T, float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -58,14 +62,18 @@ def main() -> int:
         lambda: search(cells, direction=1, penalty=PENALTY, restarts=RESTARTS, seed=12345),
     )
     job = MdssReplicate(cells, NullSettings(1, PENALTY, RESTARTS), np.random.SeedSequence(7))
-    walls, cpus, scores = [], [], []
+    walls: list[float] = []
+    cpus: list[float] = []
+    scores: list[float] = []
     for r in range(args.replicates):
-        score, wall, cpu = timed(f"replicate {r}", lambda r=r: job(r))
+        score, wall, cpu = timed(f"replicate {r}", partial(job, r))
         walls.append(wall)
         cpus.append(cpu)
         scores.append(score)
-    print(f"replicate median       wall {statistics.median(walls):7.3f} s   "
-          f"cpu {statistics.median(cpus):7.3f} s")
+    print(
+        f"replicate median       wall {statistics.median(walls):7.3f} s   "
+        f"cpu {statistics.median(cpus):7.3f} s"
+    )
     print(f"digest {best.score!r} {int(best.size)} {[repr(s) for s in scores]}")
     return 0
 

@@ -8,6 +8,7 @@ sums are exact integers, so the search must return the same bits as listing cell
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -19,8 +20,12 @@ from fairscan.engine import kernels
 from fairscan.engine.cells import bernoulli_sums
 from fairscan.engine.mdss import ScanProblem, search
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import make_realistic  # noqa: E402
+GENERATOR = Path(__file__).resolve().parents[2] / "benchmarks" / "make_realistic.py"
+_spec = importlib.util.spec_from_file_location("fairscan_bench_make_realistic", GENERATOR)
+assert _spec is not None and _spec.loader is not None
+make_realistic = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = make_realistic
+_spec.loader.exec_module(make_realistic)
 
 
 def _args(cells, direction: int, penalty: float, restarts: int, seed: int) -> tuple:
@@ -53,9 +58,7 @@ def test_cube_steps_give_the_same_bits_as_listing_cells(m, card, rows):
     rng = np.random.default_rng(m * 100 + card)
     codes, observed, expected = _constant_table(rng, m, card, rows, 0.3)
     cells = ScanProblem.build(codes, observed, expected).cells()
-    assert kernels._packable(
-        cells.observed, cells.weight, cells.expected, True, kernels.BERNOULLI
-    )
+    assert kernels._packable(cells.observed, cells.weight, cells.expected, True, kernels.BERNOULLI)
     for direction in (1, -1):
         for penalty in (0.0, 1.0, 3.0):
             args = _args(cells, direction, penalty, 8, int(rng.integers(1 << 62)))
