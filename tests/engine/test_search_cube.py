@@ -3,7 +3,7 @@
 A constant-expectation scan (FPR-/TPR-Scan) over whole-number counts takes each attribute
 step's per-value sums from the cube instead of listing the relaxed subgroup's cells. The
 sums are exact integers, so the search must return the same bits as listing cells
-(``pack=False``), and the optimum of the independent brute-force oracle where it is global.
+(``cube=False``), and the optimum of the independent brute-force oracle where it is global.
 """
 
 from __future__ import annotations
@@ -58,19 +58,21 @@ def test_cube_steps_give_the_same_bits_as_listing_cells(m, card, rows):
     rng = np.random.default_rng(m * 100 + card)
     codes, observed, expected = _constant_table(rng, m, card, rows, 0.3)
     cells = ScanProblem.build(codes, observed, expected).cells()
-    assert kernels._packable(cells.observed, cells.weight, cells.expected, True, kernels.BERNOULLI)
+    assert kernels._cube_exact(
+        cells.observed, cells.weight, cells.expected, True, kernels.BERNOULLI
+    )
     for direction in (1, -1):
         for penalty in (0.0, 1.0, 3.0):
             args = _args(cells, direction, penalty, 8, int(rng.integers(1 << 62)))
             cube = kernels.coordinate_ascent(*args)
-            listed = kernels.coordinate_ascent(*args, pack=False)
+            listed = kernels.coordinate_ascent(*args, cube=False)
             assert cube[0].tobytes() == listed[0].tobytes()
             assert cube[1] == listed[1]
             # a null replicate's counts (cells of several rows draw Binomial sums)
             null = bernoulli_sums(cells, np.random.default_rng(int(rng.integers(1 << 32))))
             null_args = (args[0], null, *args[2:])
             cube = kernels.coordinate_ascent(*null_args)
-            listed = kernels.coordinate_ascent(*null_args, pack=False)
+            listed = kernels.coordinate_ascent(*null_args, cube=False)
             assert cube[0].tobytes() == listed[0].tobytes()
             assert cube[1] == listed[1]
 
@@ -99,13 +101,13 @@ def test_only_exact_sums_take_the_cube():
     c = np.array([1.0, 0.0, 2.0])
     w = np.array([1.0, 1.0, 3.0])
     p = np.full(3, 0.2)
-    assert kernels._packable(c, w, p, True, kernels.BERNOULLI)
-    assert not kernels._packable(c + 0.5, w, p, True, kernels.BERNOULLI)  # fractional counts
-    assert not kernels._packable(c, w * 0.5, p, True, kernels.BERNOULLI)
-    assert not kernels._packable(c, w, np.array([0.2, 0.3, 0.2]), True, kernels.BERNOULLI)
-    assert not kernels._packable(c, w, p, False, kernels.BERNOULLI)
-    assert not kernels._packable(c, w, p, True, kernels.GAUSSIAN)
-    assert not kernels._packable(c, np.array([1.0, 0.0, 3.0]), p, True, kernels.BERNOULLI)
+    assert kernels._cube_exact(c, w, p, True, kernels.BERNOULLI)
+    assert not kernels._cube_exact(c + 0.5, w, p, True, kernels.BERNOULLI)  # fractional counts
+    assert not kernels._cube_exact(c, w * 0.5, p, True, kernels.BERNOULLI)
+    assert not kernels._cube_exact(c, w, np.array([0.2, 0.3, 0.2]), True, kernels.BERNOULLI)
+    assert not kernels._cube_exact(c, w, p, False, kernels.BERNOULLI)
+    assert not kernels._cube_exact(c, w, p, True, kernels.GAUSSIAN)
+    assert not kernels._cube_exact(c, np.array([1.0, 0.0, 3.0]), p, True, kernels.BERNOULLI)
 
 
 def test_realistic_table_finds_the_planted_subgroup_with_the_same_bits():
@@ -118,7 +120,7 @@ def test_realistic_table_finds_the_planted_subgroup_with_the_same_bits():
     assert cells.n_cells > 0.8 * observed.shape[0]
     args = _args(cells, 1, 1.0, 20, 5)
     cube = kernels.coordinate_ascent(*args)
-    listed = kernels.coordinate_ascent(*args, pack=False)
+    listed = kernels.coordinate_ascent(*args, cube=False)
     assert cube[0].tobytes() == listed[0].tobytes()
     assert cube[1] == listed[1]
     best = search(cells, direction=1, penalty=1.0, restarts=20, seed=5)

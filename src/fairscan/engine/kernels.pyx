@@ -365,8 +365,8 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
     ws.bw = <double*>malloc(nb * sizeof(double))
     ws.bp = <double*>malloc(nb * sizeof(double))
     ws.inside = <int64_t*>malloc(nb * sizeof(int64_t))
-    if (ws.inside == NULL or ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
-            or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
+    if (ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
+            or ws.inside == NULL or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
             or ws.ap == NULL or ws.bc == NULL or ws.bw == NULL or ws.bp == NULL):
         _workspace_free(ws)
         raise MemoryError("not enough memory for the subset-scan workspace")
@@ -615,8 +615,8 @@ cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
 
 cdef void _load_sums(void* table, int64_t j, const double* c_sums, const double* w_sums,
                      const int64_t* counts) noexcept nogil:
-    """A step's pseudo-cells from per-value sums the search took from the packed key counts
-    (search_core.GridIndex): what :func:`_group` makes of the listed cells when the
+    """A step's pseudo-cells from the per-value sums the search took from the data cube
+    (search_core.grid_index_cube): what :func:`_group` makes of the listed cells when the
     expectation is constant."""
     cdef Table* tb = <Table*>table
     cdef const Problem* pr = tb.pr
@@ -818,23 +818,23 @@ def _compute_mismatch(const int32_t[:, ::1] codes, sel, int32_t[::1] mismatch):
 
 
 def coordinate_ascent(codes, c, w, p, bint const_p, card, int direction, double penalty,
-                      int restarts, seed, bint index=True, bint pack=True):
+                      int restarts, seed, bint index=True, bint cube=True):
     """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup.
 
     ``index``: list rectangular sets from a profile-key index where cheaper (the same cells in
     the same order as a pass over them, so the same result; False only to check that).
-    ``pack``: with the index and a constant expectation over whole-number counts, steps sum
-    the keys' packed counts instead of listing cells (the same sums, so the same result;
+    ``cube``: with the index and a constant expectation over whole-number counts, steps add
+    the counts from a data cube instead of listing cells (the same sums, so the same result;
     False only to check that)."""
     return coordinate_ascent_lik(codes, c, w, p, const_p, card, direction, penalty, restarts,
-                                 seed, BERNOULLI, 1.0, index, pack)
+                                 seed, BERNOULLI, 1.0, index, cube)
 
 
 def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
                           const double[::1] w, const double[::1] p, bint const_p,
                           const int32_t[::1] card, int direction, double penalty, int restarts,
                           seed, int likelihood, double sigma, bint index=True,
-                          bint pack=True):
+                          bint cube=True):
     """As :func:`coordinate_ascent` for any likelihood (``sigma``: Gaussian only).
 
     Returns ``(best_sel, best_j)``: a boolean (m, kmax) selection and its objective."""
@@ -850,7 +850,7 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
         return best_arr, 0.0
     cdef GridIndex ix
     grid_index_open(&pr.g, &ix, index)
-    if pack and _packable(c, w, p, const_p, likelihood):
+    if cube and _cube_exact(c, w, p, const_p, likelihood):
         grid_index_cube(&pr.g, &c[0], &w[0], _load_sums)
     try:
         _table_open(&tb, &pr, &st)
@@ -863,7 +863,7 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     return best_arr, best_j
 
 
-def _packable(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
+def _cube_exact(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
               int likelihood):
     """Whether steps can add the cells' counts from a data cube (search_core.grid_index_cube):
     a Bernoulli score with one expectation for every cell (a step needs only the sums) over
