@@ -426,6 +426,8 @@ cdef enum:
     # keep the data cube when it has at most this many entries per key ((7/6)**8 = 3.4 for 8
     # attributes of 6 values; a cube over many two-valued attributes would not pay)
     CUBE_ENTRIES_PER_KEY = 8
+    # and at most this many entries (256 MiB) in any case
+    CUBE_MAX_ENTRIES = 1 << 25
 
 
 cdef inline void grid_index_close(GridIndex* ix) noexcept:
@@ -543,9 +545,9 @@ cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
                                  LoadSumsFn load) noexcept:
     """Build the data cube of the cells' counts in ``g.index`` (see :c:type:`GridIndex`) so
     that steps add cube entries; False (nothing kept) without an index, when the cube would be
-    over ``CUBE_ENTRIES_PER_KEY`` times the keys, or without memory. The caller checks that
-    every ``c`` is a whole number >= 0 and every ``w`` one >= 1, totals below 2**31 (the packed
-    sums then never carry)."""
+    over ``CUBE_ENTRIES_PER_KEY`` times the keys or ``CUBE_MAX_ENTRIES``, or without memory.
+    The caller checks that every ``c`` is a whole number >= 0 and every ``w`` one >= 1, totals
+    below 2**31 (the packed sums then never carry)."""
     cdef GridIndex* ix = g.index
     cdef int64_t m = g.m
     cdef int64_t a, i, o, entries
@@ -555,7 +557,7 @@ cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
         return False
     for a in range(m):
         size *= g.card[a] + 1
-    if size > <double>CUBE_ENTRIES_PER_KEY * ix.n_keys:
+    if size > <double>CUBE_ENTRIES_PER_KEY * ix.n_keys or size > <double>CUBE_MAX_ENTRIES:
         return False
     entries = <int64_t>size
     ix.cube = <int64_t*>calloc(entries + 1, sizeof(int64_t))
