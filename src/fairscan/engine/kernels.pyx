@@ -41,7 +41,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from fairscan.engine.search_core cimport (
     Grid, GridIndex, ScoreTable, SearchWork, compute_mismatch, grid_index_close, grid_index_open,
-    grid_index_cube, in_subgroup, subgroup_cells, ltss_step as core_ltss_step,
+    grid_index_cube, in_subgroup, CUBE_ENTRIES_PER_KEY, CUBE_MAX_ENTRIES, subgroup_cells, ltss_step as core_ltss_step,
     search, search_work_alloc, search_work_free, REL_IMPROVEMENT as _REL_IMPROVEMENT,
 )
 
@@ -849,10 +849,22 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     if pr.g.m == 0:
         return best_arr, 0.0
     cdef GridIndex ix
+    cdef int64_t[::1] buffer
+    cdef bint borrowed = False
+    cdef double entries
+    global _cube_buffer, _cube_busy
     grid_index_open(&pr.g, &ix, index)
-    if cube and _cube_exact(c, w, p, const_p, likelihood):
-        grid_index_cube(&pr.g, &c[0], &w[0], _load_sums)
     try:
+        if cube and ix.key_start != NULL and _cube_exact(c, w, p, const_p, likelihood):
+            entries = _cube_entries(card)
+            # a kept buffer unless another thread's search holds it (then a fresh cube)
+            if (not _cube_busy and entries <= CUBE_MAX_ENTRIES
+                    and entries <= CUBE_ENTRIES_PER_KEY * ix.n_keys):
+                _cube_busy = borrowed = True
+                buffer = _kept_cube_buffer(<int64_t>entries + 1)
+                grid_index_cube(&pr.g, &c[0], &w[0], _load_sums, &buffer[0], buffer.shape[0])
+            else:
+                grid_index_cube(&pr.g, &c[0], &w[0], _load_sums, NULL, 0)
         _table_open(&tb, &pr, &st)
         try:
             search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
@@ -860,7 +872,32 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
             _workspace_free(&tb.ws)
     finally:
         grid_index_close(&ix)
+        if borrowed:
+            _cube_busy = False
     return best_arr, best_j
+
+
+# The data cube's memory, kept between the searches of a process (the null replicates' searches
+# each need one of the same size) while no search uses it; None until one does.
+_cube_buffer = None
+cdef bint _cube_busy = False
+
+
+cdef double _cube_entries(const int32_t[::1] card):
+    cdef double entries = 1.0
+    cdef int64_t a
+    for a in range(card.shape[0]):
+        entries *= card[a] + 1
+    return entries
+
+
+cdef int64_t[::1] _kept_cube_buffer(int64_t size):
+    """The kept cube buffer, grown to ``size`` entries if smaller."""
+    global _cube_buffer
+    if _cube_buffer is None or _cube_buffer.shape[0] < size:
+        _cube_buffer = None
+        _cube_buffer = np.empty(size, np.int64)
+    return _cube_buffer
 
 
 def _cube_exact(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,

@@ -105,6 +105,7 @@ ctypedef void (*LoadSumsFn)(void* table, int64_t j, const double* c_sums,
 cdef struct GridIndex:
     int64_t* key_start  # n_keys + 1: the cells of profile key k are key_start[k]:key_start[k+1]
     int64_t* cube  # prod(card + 1): packed (w << 32) + c sums (NULL: not kept)
+    bint cube_borrowed  # the cube is the caller's buffer (not freed here)
     int64_t* cube_stride  # m: entry = sum code_a * cube_stride_a, code card[a] = any value
     LoadSumsFn load  # hand a step's per-value sums of attribute j to the score table
     int64_t* acc  # kmax: a step's packed sums per value
@@ -430,13 +431,24 @@ cdef enum:
     CUBE_MAX_ENTRIES = 1 << 25
 
 
-cdef inline void grid_index_close(GridIndex* ix) noexcept:
-    free(ix.key_start)
-    free(ix.cube)
+cdef inline void _cube_free(GridIndex* ix) noexcept:
+    if not ix.cube_borrowed:
+        free(ix.cube)
+    ix.cube_borrowed = False
     free(ix.cube_stride)
     free(ix.acc)
     free(ix.c_sums)
     free(ix.w_sums)
+    ix.cube = NULL
+    ix.cube_stride = NULL
+    ix.acc = NULL
+    ix.c_sums = NULL
+    ix.w_sums = NULL
+
+
+cdef inline void grid_index_close(GridIndex* ix) noexcept:
+    free(ix.key_start)
+    _cube_free(ix)
     free(ix.stride)
     free(ix.idx)
     free(ix.vals)
@@ -488,19 +500,6 @@ cdef inline int grid_index_open(Grid* g, GridIndex* ix, bint wanted) except -1:
     return 0
 
 
-cdef inline void _cube_free(GridIndex* ix) noexcept:
-    free(ix.cube)
-    free(ix.cube_stride)
-    free(ix.acc)
-    free(ix.c_sums)
-    free(ix.w_sums)
-    ix.cube = NULL
-    ix.cube_stride = NULL
-    ix.acc = NULL
-    ix.c_sums = NULL
-    ix.w_sums = NULL
-
-
 cdef enum:
     CUBE_TILE = 512  # entries summed at a time by a cube pass (in the first-level cache)
 
@@ -541,13 +540,15 @@ cdef inline void _cube_pass(const Grid* g, GridIndex* ix, int64_t a) noexcept no
             return
 
 
-cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
-                                 LoadSumsFn load) noexcept:
+cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w, LoadSumsFn load,
+                                 int64_t* buffer, int64_t capacity) noexcept:
     """Build the data cube of the cells' counts in ``g.index`` (see :c:type:`GridIndex`) so
     that steps add cube entries; False (nothing kept) without an index, when the cube would be
     over ``CUBE_ENTRIES_PER_KEY`` times the keys or ``CUBE_MAX_ENTRIES``, or without memory.
     The caller checks that every ``c`` is a whole number >= 0 and every ``w`` one >= 1, totals
-    below 2**31 (the packed sums then never carry)."""
+    below 2**31 (the packed sums then never carry). ``buffer`` (``capacity`` entries, or NULL):
+    memory the caller keeps between searches, used for the cube where large enough (fresh
+    memory costs more than the cube's passes: the system zeroes each page on first touch)."""
     cdef GridIndex* ix = g.index
     cdef int64_t m = g.m
     cdef int64_t a, i, o, entries
@@ -560,7 +561,12 @@ cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w,
     if size > <double>CUBE_ENTRIES_PER_KEY * ix.n_keys or size > <double>CUBE_MAX_ENTRIES:
         return False
     entries = <int64_t>size
-    ix.cube = <int64_t*>calloc(entries + 1, sizeof(int64_t))
+    if buffer != NULL and capacity >= entries + 1:
+        memset(buffer, 0, (entries + 1) * sizeof(int64_t))
+        ix.cube = buffer
+        ix.cube_borrowed = True
+    else:
+        ix.cube = <int64_t*>calloc(entries + 1, sizeof(int64_t))
     ix.cube_stride = <int64_t*>malloc(m * sizeof(int64_t))
     ix.acc = <int64_t*>malloc((g.kmax + 1) * sizeof(int64_t))
     ix.c_sums = <double*>malloc((g.kmax + 1) * sizeof(double))
