@@ -59,6 +59,9 @@ def score_selection_lik(
     likelihood: int,
     sigma: float,
 ) -> tuple[float, float, float, float, float]: ...
+def _cube_exact(
+    c: np.ndarray, w: np.ndarray, p: np.ndarray, const_p: bool, likelihood: int
+) -> bool: ...
 def _compute_mismatch(codes: np.ndarray, sel: np.ndarray, mismatch: np.ndarray) -> int: ...
 def coordinate_ascent(
     codes: np.ndarray,
@@ -72,6 +75,7 @@ def coordinate_ascent(
     restarts: int,
     seed: int | np.uint64,
     index: bool = True,
+    cube: bool = True,
 ) -> tuple[np.ndarray, float]: ...
 def coordinate_ascent_lik(
     codes: np.ndarray,
@@ -87,4 +91,5 @@ def coordinate_ascent_lik(
     likelihood: int,
     sigma: float,
     index: bool = True,
+    cube: bool = True,
 ) -> tuple[np.ndarray, float]: ...

@@ -35,13 +35,13 @@ over the cells. Ctrl-C: the search checks for pending signals once per restart, 
 raises promptly (KeyboardInterrupt) instead of waiting for the search to end.
 """
 
-from libc.math cimport exp, expm1, log, log1p, sqrt, fabs
+from libc.math cimport exp, expm1, floor, log, log1p, sqrt, fabs
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from fairscan.engine.search_core cimport (
     Grid, GridIndex, ScoreTable, SearchWork, compute_mismatch, grid_index_close, grid_index_open,
-    in_subgroup, ltss_step as core_ltss_step,
+    grid_index_cube, in_subgroup, CUBE_ENTRIES_PER_KEY, CUBE_MAX_ENTRIES, subgroup_cells, ltss_step as core_ltss_step,
     search, search_work_alloc, search_work_free, REL_IMPROVEMENT as _REL_IMPROVEMENT,
 )
 
@@ -341,6 +341,7 @@ cdef struct Workspace:
     double* bc  # n_cells (>= kmax)
     double* bw
     double* bp
+    int64_t* inside  # n_cells: a subgroup's cells (a restart's start)
 
 
 cdef struct Table:
@@ -363,8 +364,9 @@ cdef int _workspace_alloc(Workspace* ws, int64_t n_cells, int64_t kmax) except -
     ws.bc = <double*>malloc(nb * sizeof(double))
     ws.bw = <double*>malloc(nb * sizeof(double))
     ws.bp = <double*>malloc(nb * sizeof(double))
+    ws.inside = <int64_t*>malloc(nb * sizeof(int64_t))
     if (ws.counts == NULL or ws.offsets == NULL or ws.fill == NULL or ws.gc == NULL
-            or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
+            or ws.inside == NULL or ws.gw == NULL or ws.gp == NULL or ws.ac == NULL or ws.aw == NULL
             or ws.ap == NULL or ws.bc == NULL or ws.bw == NULL or ws.bp == NULL):
         _workspace_free(ws)
         raise MemoryError("not enough memory for the subset-scan workspace")
@@ -384,6 +386,7 @@ cdef void _workspace_free(Workspace* ws) noexcept:
     free(ws.bc)
     free(ws.bw)
     free(ws.bp)
+    free(ws.inside)
     ws.counts = NULL
     ws.offsets = NULL
     ws.fill = NULL
@@ -396,6 +399,7 @@ cdef void _workspace_free(Workspace* ws) noexcept:
     ws.bc = NULL
     ws.bw = NULL
     ws.bp = NULL
+    ws.inside = NULL
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,25 +408,36 @@ cdef void _workspace_free(Workspace* ws) noexcept:
 
 
 cdef void _score_set(const Problem* pr, const uint8_t* sel, double* bc, double* bw, double* bp,
-                     double* out) noexcept nogil:
-    """F, u = log q (or mu), size (sum w), observed and expected sums of the subgroup ``sel``."""
+                     double* out, int64_t* inside) noexcept nogil:
+    """F, u = log q (or mu), size (sum w), observed and expected sums of the subgroup ``sel``.
+
+    ``inside`` (n_cells, or NULL): a buffer to list the subgroup's cells from the grid's key
+    index (search_core.subgroup_cells: the same cells in the same order as a pass over them,
+    so the same sums), else each cell is tested."""
     cdef int64_t n = 0
-    cdef int64_t i, a
+    cdef int64_t n_inside = pr.g.n_cells
+    cdef int64_t i, a, s
     cdef double size = 0.0
     cdef double obs = 0.0
     cdef double exp_ = 0.0
     cdef double f, u
     for a in range(5):
         out[a] = 0.0
-    for i in range(pr.g.n_cells):
-        if in_subgroup(&pr.g, sel, i):
-            bc[n] = pr.c[i]
-            bw[n] = pr.w[i]
-            bp[n] = pr.p[i]
-            size += pr.w[i]
-            obs += pr.c[i]
-            exp_ += pr.w[i] * pr.p[i]
-            n += 1
+    if inside != NULL:
+        n_inside = subgroup_cells(&pr.g, sel, inside)
+    for s in range(n_inside):
+        i = s
+        if inside != NULL:
+            i = inside[s]
+        elif not in_subgroup(&pr.g, sel, i):
+            continue
+        bc[n] = pr.c[i]
+        bw[n] = pr.w[i]
+        bp[n] = pr.p[i]
+        size += pr.w[i]
+        obs += pr.c[i]
+        exp_ += pr.w[i] * pr.p[i]
+        n += 1
     if n == 0:
         return
     if pr.likelihood == C_GAUSSIAN:
@@ -598,6 +613,31 @@ cdef void _group(void* table, const int64_t* cells, int64_t n, int64_t j,
         offsets[v + 1] = offsets[v] + ws.counts[v]
 
 
+cdef void _load_sums(void* table, int64_t j, const double* c_sums, const double* w_sums,
+                     const int64_t* counts) noexcept nogil:
+    """A step's pseudo-cells from the per-value sums the search took from the data cube
+    (search_core.grid_index_cube): what :func:`_group` makes of the listed cells when the
+    expectation is constant."""
+    cdef Table* tb = <Table*>table
+    cdef const Problem* pr = tb.pr
+    cdef Workspace* ws = &tb.ws
+    cdef int64_t k = pr.g.card[j]
+    cdef int64_t v
+    cdef int64_t used = 0
+    for v in range(k):
+        if counts[v] > 0:
+            ws.gc[used] = c_sums[v]
+            ws.gw[used] = w_sums[v]
+            ws.gp[used] = pr.p[0]
+            ws.counts[v] = 1
+            used += 1
+        else:
+            ws.counts[v] = 0
+    ws.offsets[0] = 0
+    for v in range(k):
+        ws.offsets[v + 1] = ws.offsets[v] + ws.counts[v]
+
+
 cdef void _score_chosen(void* table, const uint8_t* chosen, int64_t k, double* f_out,
                         double* u_out) noexcept nogil:
     cdef Table* tb = <Table*>table
@@ -615,7 +655,7 @@ cdef bint _interval(void* table, int64_t v, double penalty, double* left_out,
 cdef double _start_score(void* table, const uint8_t* sel) noexcept nogil:
     cdef Table* tb = <Table*>table
     cdef double out[5]
-    _score_set(tb.pr, sel, tb.ws.bc, tb.ws.bw, tb.ws.bp, out)
+    _score_set(tb.pr, sel, tb.ws.bc, tb.ws.bw, tb.ws.bp, out, tb.ws.inside)
     return out[0]
 
 
@@ -754,7 +794,7 @@ def score_selection_lik(const int32_t[:, ::1] codes, const double[::1] c, const 
     cdef double[::1] bp = np.empty(n_cells + 1)
     cdef double out[5]
     _score_set(&pr, &sel_c[0, 0] if sel_c.shape[0] > 0 and sel_c.shape[1] > 0 else NULL,
-               &bc[0], &bw[0], &bp[0], out)
+               &bc[0], &bw[0], &bp[0], out, NULL)
     return out[0], out[1], out[2], out[3], out[4]
 
 
@@ -778,19 +818,23 @@ def _compute_mismatch(const int32_t[:, ::1] codes, sel, int32_t[::1] mismatch):
 
 
 def coordinate_ascent(codes, c, w, p, bint const_p, card, int direction, double penalty,
-                      int restarts, seed, bint index=True):
+                      int restarts, seed, bint index=True, bint cube=True):
     """Best penalised objective J* over ``restarts`` coordinate-ascent runs and its subgroup.
 
     ``index``: list rectangular sets from a profile-key index where cheaper (the same cells in
-    the same order as a pass over them, so the same result; False only to check that)."""
+    the same order as a pass over them, so the same result; False only to check that).
+    ``cube``: with the index and a constant expectation over whole-number counts, steps add
+    the counts from a data cube instead of listing cells (the same sums, so the same result;
+    False only to check that)."""
     return coordinate_ascent_lik(codes, c, w, p, const_p, card, direction, penalty, restarts,
-                                 seed, BERNOULLI, 1.0, index)
+                                 seed, BERNOULLI, 1.0, index, cube)
 
 
 def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
                           const double[::1] w, const double[::1] p, bint const_p,
                           const int32_t[::1] card, int direction, double penalty, int restarts,
-                          seed, int likelihood, double sigma, bint index=True):
+                          seed, int likelihood, double sigma, bint index=True,
+                          bint cube=True):
     """As :func:`coordinate_ascent` for any likelihood (``sigma``: Gaussian only).
 
     Returns ``(best_sel, best_j)``: a boolean (m, kmax) selection and its objective."""
@@ -805,8 +849,22 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
     if pr.g.m == 0:
         return best_arr, 0.0
     cdef GridIndex ix
+    cdef int64_t[::1] buffer
+    cdef bint borrowed = False
+    cdef double entries
+    global _cube_buffer, _cube_busy
     grid_index_open(&pr.g, &ix, index)
     try:
+        if cube and ix.key_start != NULL and _cube_exact(c, w, p, const_p, likelihood):
+            entries = _cube_entries(card)
+            # a kept buffer unless another thread's search holds it (then a fresh cube)
+            if (not _cube_busy and entries <= CUBE_MAX_ENTRIES
+                    and entries <= CUBE_ENTRIES_PER_KEY * ix.n_keys):
+                _cube_busy = borrowed = True
+                buffer = _kept_cube_buffer(<int64_t>entries + 1)
+                grid_index_cube(&pr.g, &c[0], &w[0], _load_sums, &buffer[0], buffer.shape[0])
+            else:
+                grid_index_cube(&pr.g, &c[0], &w[0], _load_sums, NULL, 0)
         _table_open(&tb, &pr, &st)
         try:
             search(&pr.g, &st, penalty, restarts, state, &best_sel[0, 0], &best_j)
@@ -814,4 +872,55 @@ def coordinate_ascent_lik(const int32_t[:, ::1] codes, const double[::1] c,
             _workspace_free(&tb.ws)
     finally:
         grid_index_close(&ix)
+        if borrowed:
+            _cube_busy = False
     return best_arr, best_j
+
+
+# The data cube's memory, kept between the searches of a process (the null replicates' searches
+# each need one of the same size) while no search uses it; None until one does.
+_cube_buffer = None
+cdef bint _cube_busy = False
+
+
+cdef double _cube_entries(const int32_t[::1] card):
+    cdef double entries = 1.0
+    cdef int64_t a
+    for a in range(card.shape[0]):
+        entries *= card[a] + 1
+    return entries
+
+
+cdef int64_t[::1] _kept_cube_buffer(int64_t size):
+    """The kept cube buffer, grown to ``size`` entries if smaller."""
+    global _cube_buffer
+    if _cube_buffer is None or _cube_buffer.shape[0] < size:
+        _cube_buffer = None
+        _cube_buffer = np.empty(size, np.int64)
+    return _cube_buffer
+
+
+def _cube_exact(const double[::1] c, const double[::1] w, const double[::1] p, bint const_p,
+                int likelihood):
+    """Whether steps can add the cells' counts from a data cube (search_core.grid_index_cube):
+    a Bernoulli score with one expectation for every cell (a step needs only the sums) over
+    whole-number counts (c >= 0, w >= 1) small enough that the packed sums are exact. One
+    pass, no temporaries: it runs once per search, null replicates included."""
+    cdef int64_t n = c.shape[0]
+    cdef int64_t i
+    cdef double c_total = 0.0
+    cdef double w_total = 0.0
+    cdef bint exact = True
+    if likelihood != C_BERNOULLI or not const_p or n == 0:
+        return False
+    if w.shape[0] != n or p.shape[0] != n:
+        raise ValueError("cells: c, w and p must have the same length")
+    with nogil:
+        for i in range(n):
+            if (p[i] != p[0] or c[i] != floor(c[i]) or w[i] != floor(w[i]) or not c[i] >= 0.0
+                    or not w[i] >= 1.0):
+                exact = False
+                break
+            c_total += c[i]
+            w_total += w[i]
+    return exact and c_total < 2.0**31 and w_total < 2.0**31

@@ -36,7 +36,7 @@ attribute ``a``; ``codes`` is (n_cells, m) row-major.
 from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memcmp, memcpy, memset
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 
 cdef extern from "Python.h":
@@ -89,8 +89,28 @@ cdef inline int64_t randint(uint64_t* state, int64_t n) noexcept nogil:
 # by walking the set's profile keys in ascending order, in time proportional to the set, instead
 # of a pass over every cell. Both ways list the same cells in the same (ascending) order, so
 # nothing computed from them changes; each list is taken the cheaper way.
+# Where moreover a step needs only the per-value sums of the cells' whole-number counts (a
+# constant expectation: FPR-/TPR-Scan), the index also keeps the data cube of those counts: the
+# sums of (c, w), packed in one integer as ``(w << 32) + c``, over every combination of values
+# where each attribute may also take "any value" (code card[a]). A step then adds one cube entry
+# per value of j and per combination of the values the constrained attributes other than j take
+# (the unconstrained ones take "any value"): a few entries where listing the relaxed subgroup
+# would pass over most of about 10^6 cells (:func:`_cube_sums`). The cube is built per search in
+# m passes over it. Integer sums are exact in any order, so every step sees the same numbers,
+# bit for bit, as when it groups the listed cells.
+ctypedef void (*LoadSumsFn)(void* table, int64_t j, const double* c_sums,
+                            const double* w_sums, const int64_t* counts) noexcept nogil
+
+
 cdef struct GridIndex:
     int64_t* key_start  # n_keys + 1: the cells of profile key k are key_start[k]:key_start[k+1]
+    int64_t* cube  # prod(card + 1): packed (w << 32) + c sums (NULL: not kept)
+    bint cube_borrowed  # the cube is the caller's buffer (not freed here)
+    int64_t* cube_stride  # m: entry = sum code_a * cube_stride_a, code card[a] = any value
+    LoadSumsFn load  # hand a step's per-value sums of attribute j to the score table
+    int64_t* acc  # kmax: a step's packed sums per value
+    double* c_sums  # kmax
+    double* w_sums  # kmax
     int64_t n_keys
     int64_t* stride  # m: key = sum_a code_a * stride_a (the last attribute varies fastest)
     int64_t* idx  # m: the walk's position in each attribute's value list
@@ -404,10 +424,31 @@ cdef enum:
     # index the grid when it has at most this many keys per cell (and at least this many keys)
     INDEX_KEYS_PER_CELL = 4
     INDEX_MIN_KEYS = 1 << 16
+    # keep the data cube when it has at most this many entries per key ((7/6)**8 = 3.4 for 8
+    # attributes of 6 values; a cube over many two-valued attributes would not pay)
+    CUBE_ENTRIES_PER_KEY = 8
+    # and at most this many entries (256 MiB) in any case
+    CUBE_MAX_ENTRIES = 1 << 25
+
+
+cdef inline void _cube_free(GridIndex* ix) noexcept:
+    if not ix.cube_borrowed:
+        free(ix.cube)
+    ix.cube_borrowed = False
+    free(ix.cube_stride)
+    free(ix.acc)
+    free(ix.c_sums)
+    free(ix.w_sums)
+    ix.cube = NULL
+    ix.cube_stride = NULL
+    ix.acc = NULL
+    ix.c_sums = NULL
+    ix.w_sums = NULL
 
 
 cdef inline void grid_index_close(GridIndex* ix) noexcept:
     free(ix.key_start)
+    _cube_free(ix)
     free(ix.stride)
     free(ix.idx)
     free(ix.vals)
@@ -457,6 +498,99 @@ cdef inline int grid_index_open(Grid* g, GridIndex* ix, bint wanted) except -1:
         ix.key_start[key + 1] += ix.key_start[key]
     g.index = ix
     return 0
+
+
+cdef enum:
+    CUBE_TILE = 512  # entries summed at a time by a cube pass (in the first-level cache)
+
+
+cdef inline void _cube_pass(const Grid* g, GridIndex* ix, int64_t a) noexcept nogil:
+    """Fill the cube's "any value" entries of attribute ``a`` where the attributes before a
+    take real values (the others are zero until their own pass): per such combination, the
+    sum over a's values of the run of entries of the attributes after a, tile by tile."""
+    cdef int64_t* cube = ix.cube
+    cdef const int64_t* cs = ix.cube_stride
+    cdef int64_t k = g.card[a]
+    cdef int64_t block = cs[a]
+    cdef int64_t base = 0
+    cdef int64_t b, v, t, lo, hi, dst
+    for b in range(a):
+        ix.idx[b] = 0
+    while True:
+        dst = base + k * block
+        lo = 0
+        while lo < block:
+            hi = min(lo + CUBE_TILE, block)
+            for t in range(lo, hi):
+                cube[dst + t] = cube[base + t]
+            for v in range(1, k):
+                for t in range(lo, hi):
+                    cube[dst + t] += cube[base + v * block + t]
+            lo = hi
+        b = a - 1
+        while b >= 0:
+            ix.idx[b] += 1
+            base += cs[b]
+            if ix.idx[b] < g.card[b]:
+                break
+            base -= ix.idx[b] * cs[b]
+            ix.idx[b] = 0
+            b -= 1
+        if b < 0:
+            return
+
+
+cdef inline bint grid_index_cube(Grid* g, const double* c, const double* w, LoadSumsFn load,
+                                 int64_t* buffer, int64_t capacity) noexcept:
+    """Build the data cube of the cells' counts in ``g.index`` (see :c:type:`GridIndex`) so
+    that steps add cube entries; False (nothing kept) without an index, when the cube would be
+    over ``CUBE_ENTRIES_PER_KEY`` times the keys or ``CUBE_MAX_ENTRIES``, or without memory.
+    The caller checks that every ``c`` is a whole number >= 0 and every ``w`` one >= 1, totals
+    below 2**31 (the packed sums then never carry). ``buffer`` (``capacity`` entries, or NULL):
+    memory the caller keeps between searches, used for the cube where large enough (fresh
+    memory costs more than the cube's passes: the system zeroes each page on first touch)."""
+    cdef GridIndex* ix = g.index
+    cdef int64_t m = g.m
+    cdef int64_t a, i, o, entries
+    cdef double size = 1.0
+    cdef int64_t* cube
+    if ix == NULL:
+        return False
+    for a in range(m):
+        size *= g.card[a] + 1
+    if size > <double>CUBE_ENTRIES_PER_KEY * ix.n_keys or size > <double>CUBE_MAX_ENTRIES:
+        return False
+    entries = <int64_t>size
+    if buffer != NULL and capacity >= entries + 1:
+        memset(buffer, 0, (entries + 1) * sizeof(int64_t))
+        ix.cube = buffer
+        ix.cube_borrowed = True
+    else:
+        ix.cube = <int64_t*>calloc(entries + 1, sizeof(int64_t))
+    ix.cube_stride = <int64_t*>malloc(m * sizeof(int64_t))
+    ix.acc = <int64_t*>malloc((g.kmax + 1) * sizeof(int64_t))
+    ix.c_sums = <double*>malloc((g.kmax + 1) * sizeof(double))
+    ix.w_sums = <double*>malloc((g.kmax + 1) * sizeof(double))
+    if (ix.cube == NULL or ix.cube_stride == NULL or ix.acc == NULL or ix.c_sums == NULL
+            or ix.w_sums == NULL):
+        _cube_free(ix)
+        return False
+    cube = ix.cube
+    with nogil:
+        ix.cube_stride[m - 1] = 1
+        for a in range(m - 2, -1, -1):
+            ix.cube_stride[a] = ix.cube_stride[a + 1] * (g.card[a + 1] + 1)
+        for i in range(g.n_cells):
+            o = 0
+            for a in range(m):
+                o += g.codes[i * m + a] * ix.cube_stride[a]
+            cube[o] += ((<int64_t>w[i]) << 32) + <int64_t>c[i]
+        # "any value" of a = the sum over a's values, last attribute first: before a's pass
+        # the entries with "any value" of an attribute before a are still zero (not visited)
+        for a in range(m - 1, -1, -1):
+            _cube_pass(g, ix, a)
+    ix.load = load
+    return True
 
 
 cdef inline double _walk_keys(const Grid* g, const uint8_t* sel, int64_t j) noexcept nogil:
@@ -514,6 +648,73 @@ cdef inline int64_t _walk_cells(const Grid* g, int64_t j, int64_t* cells, int64_
             a -= 1
         if a < 0:
             return n
+
+
+cdef inline void _cube_done(const Grid* g, GridIndex* ix, int64_t j,
+                            int64_t* counts) noexcept nogil:
+    """Unpack a step's sums (see :func:`_cube_sums`)."""
+    cdef int64_t low = 0xFFFFFFFF
+    cdef int64_t v
+    for v in range(g.card[j]):
+        counts[v] = ix.acc[v] >> 32
+        ix.c_sums[v] = <double>(ix.acc[v] & low)
+        ix.w_sums[v] = <double>(ix.acc[v] >> 32)
+
+
+cdef inline void _cube_sums(const Grid* g, const uint8_t* sel, int64_t j,
+                            int64_t* counts) noexcept nogil:
+    """Per value of ``j``: the sums of c and w over the relaxed subgroup's cells (``sel`` with
+    ``j`` free) into the index's ``c_sums`` and ``w_sums``, from the cube, and the rows (> 0
+    exactly where there are cells: every cell has w >= 1) into ``counts``. The attributes other
+    than j that take all their values take "any value"; the others are walked."""
+    cdef GridIndex* ix = g.index
+    cdef int64_t m = g.m
+    cdef int64_t kmax = g.kmax
+    cdef const int64_t* cube = ix.cube
+    cdef const int64_t* cs = ix.cube_stride
+    cdef int64_t a, v, n, off, step_j
+    cdef int64_t top = -1  # the last walked attribute
+    for v in range(g.card[j]):
+        ix.acc[v] = 0
+    off = 0
+    for a in range(m):
+        ix.idx[a] = 0
+        ix.nvals[a] = 0
+        if a == j:
+            continue
+        n = 0
+        for v in range(g.card[a]):
+            if sel[a * kmax + v]:
+                ix.vals[a * kmax + n] = v
+                n += 1
+        if n == 0:
+            _cube_done(g, ix, j, counts)
+            return
+        if n == g.card[a]:
+            off += g.card[a] * cs[a]  # any value
+        else:
+            ix.nvals[a] = n
+            off += ix.vals[a * kmax] * cs[a]
+            top = a
+    step_j = cs[j]
+    while True:
+        for v in range(g.card[j]):
+            ix.acc[v] += cube[off + v * step_j]
+        a = top
+        while a >= 0:
+            if ix.nvals[a] == 0:
+                a -= 1
+                continue
+            ix.idx[a] += 1
+            if ix.idx[a] < ix.nvals[a]:
+                off += (ix.vals[a * kmax + ix.idx[a]] - ix.vals[a * kmax + ix.idx[a] - 1]) * cs[a]
+                break
+            off -= (ix.vals[a * kmax + ix.nvals[a] - 1] - ix.vals[a * kmax]) * cs[a]
+            ix.idx[a] = 0
+            a -= 1
+        if a < 0:
+            break
+    _cube_done(g, ix, j, counts)
 
 
 cdef inline int64_t subgroup_cells(const Grid* g, const uint8_t* sel, int64_t* cells) noexcept nogil:
@@ -591,8 +792,12 @@ cdef inline double _ltss_step(const Grid* g, const ScoreTable* st, SearchWork* s
     cdef double best, unused, f_k, j_k, mid
     cdef bint best_is_all = True
 
-    n = _relaxed_cells(g, sel, mismatch, mismatch_ok, j, sw.cells, counts)
-    st.group(st.table, sw.cells, n, j, counts)
+    if g.index != NULL and g.index.cube != NULL:
+        _cube_sums(g, sel, j, counts)
+        g.index.load(st.table, j, g.index.c_sums, g.index.w_sums, counts)
+    else:
+        n = _relaxed_cells(g, sel, mismatch, mismatch_ok, j, sw.cells, counts)
+        st.group(st.table, sw.cells, n, j, counts)
 
     # candidate 0: attribute unconstrained (no penalty for j)
     for v in range(k):
