@@ -55,7 +55,8 @@ demo: $(KERNELS) sample_data/credit.csv
 	@echo "Reports: reports/sample-credit.md and reports/sample-credit.json"
 
 # `make test` runs the suite without the `slow` tests (statistical simulations, packaging builds,
-# clusters and killed processes, the wall-clock interrupt limits: `make test-slow`; CI runs both),
+# clusters and killed processes, browsers, MLflow servers, memory limits, hostile rounds, the
+# wall-clock interrupt limits: `make test-slow`; CI runs both),
 # in 2 processes (pytest-xdist; tests/conftest.py keeps a file's, or a server's, tests in one).
 # The fast suite has no wall-clock budget, so a busy machine slows it but does not fail it.
 # Each stays under 5 minutes on 2 cores; test-slow runs in one process: its interrupt tests

@@ -21,6 +21,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

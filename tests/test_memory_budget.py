@@ -15,7 +15,10 @@ import pytest
 from fairscan import memory_budget
 from fairscan.memory_budget import is_resource_failure, resource_failure
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs RLIMIT_AS"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT = Path(sys.executable).with_name("audit")

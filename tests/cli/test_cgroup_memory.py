@@ -21,6 +21,8 @@ from cli_support import Project, spec_text
 
 from fairscan.memory_budget import CGROUP_ROOT, _own_cgroups
 
+pytestmark = pytest.mark.slow
+
 LIMIT = 400 << 20
 
 

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from cli_support import FAST, Invoke, Project, line_of, spec_text, strict_json
 
+pytestmark = pytest.mark.slow
+
 SECRET = "pw-Zq81-secret"
 
 

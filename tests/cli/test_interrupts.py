@@ -165,6 +165,7 @@ def setup_cpu(tmp_path_factory: pytest.TempPathFactory) -> float:
     return done.cpu
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_worker_replicates_stops_promptly(
     tmp_path: Path, signum: int, expected: int

@@ -29,7 +29,10 @@ from signal_probe import (
     wait_for_cpu,
 )
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals"),
+]
 require("ibis", reason="Ibis (fairscan[sql]) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -105,6 +105,7 @@ output: {{dir: reports, formats: [json]}}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_the_shift_bootstrap_stops_within_2s(
     tmp_path: Path, signum: int, expected: int

@@ -473,7 +473,15 @@ def _calibration(report: Any) -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "sqlite", "postgres"])
+# DuckDB in the fast suite; the other engines' runs (about 5 s each) with the slow tests
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "duckdb",
+        pytest.param("sqlite", marks=pytest.mark.slow),
+        pytest.param("postgres", marks=pytest.mark.slow),
+    ],
+)
 def test_calibration_scan_needs_no_rows(
     folder: Path, engine: str, request: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -506,6 +514,7 @@ def test_calibration_scan_needs_no_rows(
     assert source["aggregated_rows"] < memory.provenance.data_rows
 
 
+@pytest.mark.slow
 def test_calibration_push_down_keeps_checks_and_clip_warning(tmp_path: Path) -> None:
     """Invalid probabilities (null, above 1) read by a binned calibration scan are reported
     as in memory; probabilities of exactly 0 or 1 are clipped and counted as in memory."""

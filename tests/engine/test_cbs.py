@@ -256,6 +256,7 @@ def test_separation_falls_back_to_a_tiny_ridge_with_a_note():
     assert est.auditable and any("outcome model" in n and "ridge" in n for n in est.notes)
 
 
+@pytest.mark.slow
 def test_gradient_boosting_with_too_few_rows_of_a_class_is_not_auditable():
     """Platt scaling on 3 folds needs 3 rows of each class: fewer is the paper's "-", a
     not-auditable run with its reason, never an exception; in a permutation replicate it

@@ -191,6 +191,7 @@ def test_replicates_are_bit_identical_on_two_worker_processes():
         assert list(pool.map(fresh, range(12), chunksize=5)) == serial
 
 
+@pytest.mark.slow
 def test_gradient_boosting_stays_on_the_rows():
     """Trees and calibration folds count rows: a gradient boosting model is fitted on the rows
     in the permutation replicates too (the logistic one on patterns)."""

@@ -59,6 +59,7 @@ def _many_profiles(
     return ScanProblem.build(codes, y, p), direction, penalty
 
 
+@pytest.mark.slow
 def test_profile_search_finds_the_row_level_subgroup_on_many_small_profiles():
     rng = np.random.default_rng(2029)
     for trial in range(25):
@@ -95,6 +96,7 @@ def test_profile_scores_match_the_oracles_per_row_score():
             assert got.llr == pytest.approx(truth, rel=REL, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("direction", "penalty"), [(-1, 0.0), (1, 0.0), (-1, 1.0), (1, 1e-17)])
 def test_null_replicates_on_many_profiles_match_the_row_level_search(direction, penalty):
     rng = np.random.default_rng(7)
@@ -150,6 +152,7 @@ def _index_cases(rng: np.random.Generator):
     )
 
 
+@pytest.mark.slow
 def test_profile_key_index_gives_the_same_bits_in_both_kernels():
     rng = np.random.default_rng(11)
     for cells, direction, penalty in _index_cases(rng):
@@ -201,6 +204,7 @@ def test_profile_key_index_gives_the_same_bits_in_both_kernels():
         assert with_index[1] == without[1]
 
 
+@pytest.mark.slow
 def test_a_large_job_reaches_the_workers_once_with_the_same_scores(monkeypatch, tmp_path):
     monkeypatch.setattr("fairscan.engine.randomization.WORKER_STARTUP_SECONDS", 0.0)
     monkeypatch.setattr("fairscan.engine.workers.SHARE_JOB_BYTES", 0)

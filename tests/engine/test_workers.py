@@ -62,6 +62,7 @@ def _run_script(tmp_path: Path, workers: int) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 def test_an_unguarded_script_runs_its_top_level_once_and_gives_one_correct_report(
     tmp_path: Path,
 ) -> None:

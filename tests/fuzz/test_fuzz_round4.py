@@ -16,6 +16,8 @@ from lazy_import import require
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import round4
 
+pytestmark = pytest.mark.slow
+
 require("duckdb")
 require("ibis", reason="Ibis (fairscan[sql]) is not installed")
 require("markdown_it")

@@ -18,6 +18,7 @@ import random
 import re
 from collections import Counter
 
+import pytest
 from report_builders import finding, report, scan
 from test_report_markdown_parsers import _assert_inert, _fields, _plain
 
@@ -116,6 +117,7 @@ def test_console_round() -> None:
     assert counts == {"clean": CASES}
 
 
+@pytest.mark.slow
 def test_markdown_round() -> None:
     rng = random.Random(3434)
     counts = Counter(_markdown_outcome(_value(rng)) for _ in range(MARKDOWN_CASES))

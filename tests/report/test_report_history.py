@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_report_html import (
     CHROMIUM_FLAGS,
     _has_colour,
@@ -109,6 +110,7 @@ def _dom(browser: str, page: Path, profile: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_history_page_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
     """The page after load in Chromium: two monitored series, one finding, the gap, the alarm
     threshold and the alarm, six runs in the table; the screenshot paints them."""

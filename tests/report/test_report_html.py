@@ -542,6 +542,7 @@ def test_console_detection_catches_errors(chromium, tmp_path):
     assert any("Uncaught" in line for line in lines), lines
 
 
+@pytest.mark.slow
 def test_contract_report_renders_in_headless_chromium(chromium, tmp_path):
     """A report built from the contract, with hook charts, paints without console messages."""
     page = tmp_path / "contract.html"
@@ -574,6 +575,7 @@ def test_sample_report_renders_in_headless_chromium(chromium, sample_html, tmp_p
 COMPAS_AUDITS = sorted(p.name for p in (ROOT / "audits").glob("compas-*.audit.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("spec_name", COMPAS_AUDITS)
 def test_compas_audit_reports_render_in_headless_chromium(

@@ -32,6 +32,8 @@ from fairscan.report.mlflow_log import (
 )
 from fairscan.report.models import BaselineComparison, BaselineEntry, BaselineSide
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CREDIT = ROOT / "sample_data" / "credit.csv"
 # MLflow's rule for a param, metric or tag name (mlflow.utils.validation), without ':'

@@ -74,6 +74,7 @@ def test_document_escape() -> None:
     assert markdown_document("<sub>x</sub>") == "<sub>x</sub>"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_python_markdown_output_runs_no_payload_in_chromium(
     chromium: str,  # noqa: F811

@@ -85,6 +85,7 @@ def _append_many(path: str, report_json: str, times: int) -> None:
         append_run(Path(path), report)
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_nothing(runs: dict[str, Path], tmp_path: Path) -> None:
     """Four processes append ten runs each at once: 40 runs, every finding of each."""
     report_json = runs["baseline"].read_text(encoding="utf-8")

@@ -271,6 +271,7 @@ def _run_many(spec: str, times: int) -> None:
         run_audit(Path(spec), RunOptions(workers=1))
 
 
+@pytest.mark.slow
 def test_concurrent_monitored_runs_each_update_the_evidence(tmp_path: Path) -> None:
     """Two processes record three monitored runs each at once: six run indexes, and every
     process's evidence counts all six runs (none updated from a stale state)."""

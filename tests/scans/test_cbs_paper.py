@@ -172,6 +172,7 @@ def test_german_gaussian_score_with_sigma_one_is_the_papers_scale(german_csv, tm
     assert _cbs(sd).runs[0].sigma < 0.05 and _cbs(sd).sigma_rule.startswith("sd")
 
 
+@pytest.mark.slow
 def test_german_gradient_boosting_degenerate_cell_is_not_auditable(german_csv, tmp_path):
     """Issue 10 item 3: protected housing = rent, FPR: the non-protected rows with Y = 0 hold
     only 2 with P_bin = 1, fewer than Platt scaling's 3 calibration folds need. The run is

@@ -73,6 +73,7 @@ def test_cbs_given_score_equals_the_search_score_of_the_same_subgroup(credit: pl
     assert finding.p_value == pytest.approx(1 / 50) and finding.significant is True
 
 
+@pytest.mark.slow
 def test_subroc_given_p_value_matches_random_subsets_drawn_independently(credit: pl.DataFrame):
     from sklearn.metrics import roc_auc_score
 

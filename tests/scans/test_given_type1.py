@@ -137,6 +137,7 @@ def simulate(name: str, tables: int, seed: int) -> dict[float, float]:
 FAST_TABLES = {"cbs": 30, "ijdi_scan": 100, "shift": 100, "shift_two_sided": 100}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SIMULATIONS))
 def test_type_one_error_fast(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """100-200 null tables (CBS 30 with 19 permutations): the rate stays below alpha + 3 SE."""
