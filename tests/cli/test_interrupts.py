@@ -61,7 +61,7 @@ columns:
 attributes: [sex, ethnicity, age_group, region]
 scans:
   - {{id: calibration, type: bias_scan, direction: negative, penalty: 1, restarts: 50}}
-significance: {{replicates: 20000, alpha: 0.05, seed: 0}}
+significance: {{replicates: 20000, alpha: 0.05, seed: 0, sequential: false}}
 output: {{dir: reports, formats: [json, markdown]}}
 """
 
