@@ -69,6 +69,7 @@ def test_the_demo_runs_without_the_extras(tmp_path: Path) -> None:
     _same_reports(tmp_path / "full", tmp_path / "base")
 
 
+@pytest.mark.slow
 def test_a_streamed_parquet_audit_runs_without_the_extras(tmp_path: Path) -> None:
     """Without fairscan[sql] polars streams the folder; with it DuckDB prepares it: the
     same findings, statistics and p-values, the data source naming the engine."""

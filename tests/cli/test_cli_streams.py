@@ -68,7 +68,9 @@ def test_an_interrupt_says_so_on_stderr_only(
 def test_a_real_ctrl_c_leaves_stdout_empty(biased_spec: Path) -> None:
     """SIGINT once the scans run (the verbose line after the data says so): stdout stays
     empty, stderr ends with "interrupted", the process exits 130."""
-    slow = biased_spec.read_text(encoding="utf-8").replace("replicates: 19", "replicates: 99999, sequential: false")
+    slow = biased_spec.read_text(encoding="utf-8").replace(
+        "replicates: 19", "replicates: 99999, sequential: false"
+    )
     spec = biased_spec.with_name("slow.audit.yaml")
     spec.write_text(slow, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAIRSCAN_", "GITHUB_"))}

@@ -171,7 +171,9 @@ def test_ctrl_c_cancels_the_chunks_on_the_cluster(project: Project, dask_address
     the cluster is left idle."""
     distributed = _distributed()
     project.data()
-    spec = project.spec(spec_text().replace("replicates: 19", "replicates: 200000, sequential: false"))
+    spec = project.spec(
+        spec_text().replace("replicates: 19", "replicates: 200000, sequential: false")
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRSCAN_")}
     address = dask_address.replace("dask://", "tcp://")
     with distributed.Client(address, timeout=10, set_as_default=False) as client:

@@ -95,7 +95,9 @@ def test_a_worker_killed_during_the_replicates_exits_2_and_names_it(
 ) -> None:
     distributed = _distributed()
     project.data()
-    spec = project.spec(spec_text().replace("replicates: 19", "replicates: 200000, sequential: false"))
+    spec = project.spec(
+        spec_text().replace("replicates: 19", "replicates: 200000, sequential: false")
+    )
     address = one_worker_cluster.scheduler_address
     with distributed.Client(address, timeout=10, set_as_default=False) as client:
         proc = _audit(project, spec, address.replace("tcp://", "dask://"))

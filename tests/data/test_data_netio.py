@@ -155,6 +155,7 @@ def _busy() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["trickle"], indirect=True)
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_ends_a_blocked_read_promptly(

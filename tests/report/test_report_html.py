@@ -558,6 +558,7 @@ def test_contract_report_renders_in_headless_chromium(chromium, tmp_path):
     assert _has_colour(pixels, NULL_BARS) > 200
 
 
+@pytest.mark.slow
 def test_sample_report_renders_in_headless_chromium(chromium, sample_html, tmp_path):
     png = tmp_path / "sample.png"
     console = load_in_chromium(chromium, sample_html, png, tmp_path / "profile")

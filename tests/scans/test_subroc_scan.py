@@ -207,6 +207,7 @@ def adult_csv(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return out
 
 
+@pytest.mark.slow
 def test_adult_audit_spec_reports_its_significant_patterns(tmp_path, adult_csv):
     spec = yaml.safe_load((ROOT / "audits" / "adult-subroc.audit.yaml").read_text())
     spec["data"]["path"] = str(adult_csv)
