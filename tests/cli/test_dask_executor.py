@@ -90,7 +90,8 @@ def test_compas_audit_on_a_2_worker_cluster_matches_the_local_run(
     nulls = _nulls_and_p_values(local)
     assert set(nulls) == {"fpr", "tpr", "calibration"}
     for scan_id, (null, _) in nulls.items():
-        assert len(null["scores"]) == 99, scan_id
+        # the sequential rule stops both runs at the same replicate (of at most 99)
+        assert len(null["scores"]) == null["replicates"] <= 99, scan_id
     assert _nulls_and_p_values(remote) == nulls
     assert remote["verdict"] == local["verdict"]
 
