@@ -64,7 +64,7 @@ demo: $(KERNELS) sample_data/credit.csv
 test: $(DEV) $(MLFLOW_SERVER)
 	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadgroup
 
-test-slow: $(DEV)
+test-slow: $(DEV) $(MLFLOW_SERVER)
 	$(BIN)/python -m pytest -m slow
 
 test-all: $(DEV) $(MLFLOW_SERVER)
