@@ -121,6 +121,7 @@ def test_a_given_python_that_does_not_fit_is_an_error(tmp_path: Path) -> None:
     assert "::error title=fairscan action::the python input" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("summary", "formats"), [("true", "json"), ("false", "json, github")])
 def test_the_job_summary_by_default_and_off_on_request(
     tmp_path: Path, summary: str, formats: str

@@ -57,6 +57,7 @@ def _run(args: list[str], **streams: object) -> int:
     ).returncode  # type: ignore[call-overload, no-any-return]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_stdout_or_stderr_is_exit_2() -> None:
     with open("/dev/full", "w") as full:
@@ -73,6 +74,7 @@ def test_a_closed_pipe_is_exit_2() -> None:
     assert process.wait(timeout=120) == 2
 
 
+@pytest.mark.slow
 def test_a_closed_stderr_is_not_a_crash() -> None:
     code = _run(["validate", str(SPEC), "--no-data"], stderr=subprocess.DEVNULL, close_fds=True)
     assert code == 0

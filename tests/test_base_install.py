@@ -59,6 +59,7 @@ def _same_reports(full: Path, base: Path, *ignored: str) -> None:
     assert compared.returncode == 0, compared.stdout + compared.stderr
 
 
+@pytest.mark.slow
 def test_the_demo_runs_without_the_extras(tmp_path: Path) -> None:
     pytest.importorskip("ibis")  # the reference run: every extra installed
     spec = ROOT / "audits" / "sample.audit.yaml"

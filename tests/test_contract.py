@@ -226,6 +226,7 @@ def weighted_tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     return weighted, replicated
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scan_type", sorted(EXAMPLES))
 def test_integer_weights_equal_the_replicated_table(
     tmp_path: Path, weighted_tables: tuple[Path, Path], scan_type: str

@@ -50,6 +50,7 @@ def _outputs(cell: Any) -> list[Any]:
     return list(cell.get("outputs", []))
 
 
+@pytest.mark.slow
 def test_quickstart_notebook_runs_and_displays_the_report(kernel_name: str) -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(

@@ -130,6 +130,7 @@ def test_explain_suggests_the_type_meant(cli: Invoke) -> None:
     assert "did you mean" not in cli("explain", "xyz", code=2).stderr
 
 
+@pytest.mark.slow
 def test_shell_completion(cli: Invoke) -> None:
     top = cli("--help", code=0).stdout
     assert "--install-completion" in top and "--show-completion" in top

@@ -126,6 +126,7 @@ def test_an_empty_history_says_so_on_stderr(cli: Invoke, project: Project) -> No
     assert "no finding" not in listed.stdout + listed.stderr  # the trend: stdout, as before
 
 
+@pytest.mark.slow
 def test_verbose_names_a_database_table_and_its_engine(cli: Invoke, project: Project) -> None:
     duckdb = pytest.importorskip("duckdb")
     csv = project.data(bias=True)

@@ -155,6 +155,7 @@ def test_command_guard_passes_other_calls_through(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == "ok\n\\u003a:add-mask::x\n\\u0023#[error]y\n"
 
 
+@pytest.mark.slow
 def test_the_audit_process_prints_no_command(project: Project) -> None:
     """The real entry point (``main()`` guards the streams before anything is printed), with a
     value in the data and a missing spec path that click itself reports."""

@@ -91,6 +91,7 @@ def test_importing_the_cli_loads_no_numpy() -> None:
     assert done.stdout.strip() == "False", done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_an_mdss_run_loads_the_kernels_but_not_scipy(spec: Path, tmp_path: Path) -> None:
     modules = _modules(["run", str(spec), "-q"], tmp_path)
     assert "fairscan.engine.kernels" in modules

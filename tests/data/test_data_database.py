@@ -184,6 +184,7 @@ def test_threshold_is_pushed_down(folder: Path, in_memory: dict[str, Any]) -> No
     assert source["aggregated_rows"] * 3 < full.provenance.data_source["aggregated_rows"]
 
 
+@pytest.mark.slow
 def test_postgres_matches_in_memory(folder: Path, in_memory: dict[str, Any], pg: Postgres) -> None:
     report = _run(folder, f"  connection: '{pg.url()}'\n  table: credit")
     _assert_same(report, in_memory["all"])
@@ -202,6 +203,7 @@ def test_postgres_matches_in_memory(folder: Path, in_memory: dict[str, Any], pg:
     _assert_same(query, in_memory["all"])
 
 
+@pytest.mark.slow
 def test_python_api_pushes_ibis_and_duckdb_tables_down(
     folder: Path, credit: pl.DataFrame, pg: Postgres
 ) -> None:
@@ -322,6 +324,7 @@ def test_authentication_failure_never_shows_the_password(folder: Path, pg: Postg
     assert "wrong-Secret-77" not in str(error) and pg.user not in issue.message.split(": ", 2)[1]
 
 
+@pytest.mark.slow
 def test_unreachable_server_exits_2_without_traceback(folder: Path) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -415,6 +418,7 @@ def test_threshold_push_down_keeps_warnings_and_checks(tmp_path: Path, threshold
         assert any("in all" in w for w in warnings), warnings
 
 
+@pytest.mark.slow
 def test_server_that_does_not_answer_times_out(folder: Path) -> None:
     """A server that accepts the connection and never answers: the connect timeout ends the
     attempt with a data error on data.connection (no hang)."""

@@ -358,6 +358,7 @@ def test_a_query_past_the_time_limit_is_stopped(
     assert "FAIRSCAN_QUERY_TIMEOUT" in (issue.hint or "")
 
 
+@pytest.mark.slow
 def test_a_signal_during_a_postgres_query_cancels_it(
     postgres: Any, credit: pl.DataFrame, tmp_path: Path
 ) -> None:

@@ -156,6 +156,7 @@ _values = hnp.arrays(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_values, st.integers(2, 12))
 def test_quantile_bins_properties(x: np.ndarray, q: int) -> None:

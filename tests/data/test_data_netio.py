@@ -116,6 +116,7 @@ def _spec(tmp_path: Path, data: str) -> Path:
     return spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["stall"], indirect=True)
 def test_a_server_that_never_answers_is_a_data_error(
     server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -125,6 +126,7 @@ def test_a_server_that_never_answers_is_a_data_error(
         api.prepare_audit(_spec(tmp_path, f"{server}/data.csv"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["trickle"], indirect=True)
 def test_a_server_that_trickles_bytes_is_a_data_error(
     server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

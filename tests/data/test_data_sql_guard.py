@@ -281,6 +281,7 @@ def test_duckdb_other_statements_are_refused(folder: Path, sql: str, left: str |
     assert "Traceback" not in str(error) and "internal" not in str(error)
 
 
+@pytest.mark.slow
 def test_duckdb_file_read_never_reaches_a_report(folder: Path, tmp_path: Path) -> None:
     """Reproduction: a column built from read_text('/proc/self/environ') became an attribute
     value, and an environment secret landed in the console summary, the JSON and the

@@ -242,6 +242,7 @@ def _check_boolean_fwer(trials: int, B: int, alpha: float, seed: int, lower: flo
             assert fwer >= lower, (key, fwer)
 
 
+@pytest.mark.slow
 def test_boolean_certificates_control_fwer_fast():
     _check_boolean_fwer(trials=60, B=100, alpha=0.1, seed=5, lower=0.0)
 

@@ -361,6 +361,7 @@ def _ville_crossings(
     return subgroup, scan
 
 
+@pytest.mark.slow
 def test_ville_null_paths_rarely_cross_one_over_alpha():
     paths, alpha = 300, 0.1
     subgroup, scan = _ville_crossings(np.random.default_rng(12), paths, 10, alpha)

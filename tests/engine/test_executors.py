@@ -62,6 +62,7 @@ def _cells(seed: int = 0, n: int = 600):
     return ScanProblem.build(codes, observed, expected).cells()
 
 
+@pytest.mark.slow
 def test_synthetic_null_scores_are_bit_identical_on_the_cluster(dask_address):
     cells = _cells()
     settings = NullSettings(direction=1, penalty=0.5, restarts=5)
@@ -84,6 +85,7 @@ def test_synthetic_null_scores_are_bit_identical_on_the_cluster(dask_address):
     assert len(seen) > 2  # progress per chunk, not once at the end
 
 
+@pytest.mark.slow
 def test_a_sequential_test_stops_at_the_same_replicate_on_the_cluster(dask_address):
     # issue 36: rounds of replicates on the cluster, the stop point and scores as here
     from fairscan.engine.randomization import MdssReplicate

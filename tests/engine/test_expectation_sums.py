@@ -172,6 +172,7 @@ def _type1(datasets: int, replicates: int, bins: int, seed: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 def test_binned_replicates_hold_the_level_fast() -> None:
     """60 null datasets, 19 replicates: rejections at 0.05 and 0.1 within the binomial
     range of a valid test (the slow test below measures the level itself)."""

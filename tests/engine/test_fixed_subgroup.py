@@ -102,6 +102,7 @@ def _rejections(tables: int, constant: bool, seed: int) -> dict[float, float]:
     return {alpha: float(np.mean(p <= alpha)) for alpha in (0.05, 0.1)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("constant", [True, False])
 def test_type_one_error_fast(constant):
     """200 null tables: the rejection rate stays below alpha plus 3 standard errors."""

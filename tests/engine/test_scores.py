@@ -281,6 +281,7 @@ def test_default_replicate_is_the_bernoulli_one():
     assert plain(1) == MdssReplicate(cells, settings, seed, "binomial")(1)
 
 
+@pytest.mark.slow
 def test_gaussian_replicates_have_the_known_null_maximum_law():
     """With one cell per profile and no attributes to search, the Gaussian null statistic is
     max(Z, 0)^2 / 2 for Z standard normal: check its mean (1/4) and P(T = 0) (1/2)."""

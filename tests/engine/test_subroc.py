@@ -37,6 +37,7 @@ def mann_whitney(y, s):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(small_sets)
 def test_roc_auc_equals_mann_whitney_and_sklearn(data):
@@ -49,6 +50,7 @@ def test_roc_auc_equals_mann_whitney_and_sklearn(data):
     assert value == pytest.approx(roc_auc_score(y, s), abs=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(small_sets)
 def test_pr_auc_is_trapezoid_over_sklearn_curve(data):
@@ -97,6 +99,7 @@ def _subsets(n):
         yield from itertools.combinations(range(n), r)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     st.integers(min_value=1, max_value=9).flatmap(
@@ -127,6 +130,7 @@ def test_lower_bounds_are_tight(data):
         assert bound == pytest.approx(worst(values), abs=1e-12), name
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.integers(0, 1), min_size=1, max_size=9),

@@ -94,6 +94,7 @@ def _children() -> list[int]:
     return [pid for pid in found if b"popen_loky" in Path(f"/proc/{pid}/cmdline").read_bytes()]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_from_outside_is_a_scan_error_saying_what_was_lost(monkeypatch) -> None:
     """The fast suite's worker kill (the CLI's and the Dask cluster's are ``slow``)."""
     import threading

@@ -43,6 +43,7 @@ def _no_mlflow_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.slow
 def test_a_local_file_store_names_the_variable_not_a_server(
     small_report: Any, tmp_path: Path
 ) -> None:

@@ -140,6 +140,7 @@ def _entry(report: Any, scan_id: str) -> Any:
 TYPES = ["ijdi", "cbs", "subroc", "shift", "flag"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scan_id", TYPES)
 def test_the_baseline_finds_the_injected_subgroup(runs: dict[str, Any], scan_id: str) -> None:
     scan = next(s for s in runs["baseline"].scans if s.id == scan_id)

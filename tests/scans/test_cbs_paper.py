@@ -139,6 +139,7 @@ def _german_spec(tmp_path: Path, data: Path, scans: str, replicates: int = 0) ->
 GB = "models: {propensity: gradient_boosting, outcome: gradient_boosting}"
 
 
+@pytest.mark.slow
 def test_german_gaussian_score_with_sigma_one_is_the_papers_scale(german_csv, tmp_path):
     """Issue 10 item 1: the separation-for-predictions ("FPE") scan of credit history = no
     credit / all paid (the paper reports F = 86.5). P takes 12 values, so Delta is nearly

@@ -58,6 +58,7 @@ def certify_by_decile(csv: Path, tmp: Path) -> tuple[set[str], float, list[int]]
     return certified or set(), t_max, per_decile
 
 
+@pytest.mark.slow
 def test_compas_test_fairness_certifies_groups(compas_csv, tmp_path, monkeypatch):
     certified, t_max, per_decile = certify_by_decile(compas_csv, tmp_path)
     # the notebook's stored result certifies African-American defendants in all ten deciles

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +47,7 @@ def _write_table(folder: Path) -> None:
     (folder / "t.csv").write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_scans_that_fit_models_name_the_extra_and_the_others_still_run(tmp_path: Path) -> None:
     _write_table(tmp_path)
     (tmp_path / "x.audit.yaml").write_text(SPEC)

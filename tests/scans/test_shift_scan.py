@@ -52,6 +52,7 @@ def _run(tmp_path: Path, data: Path, **scan: Any) -> AuditReport:
 BASE: dict[str, Any] = {"metric": "fpr", "features": ["age"], "bootstrap": 100}
 
 
+@pytest.mark.slow
 def test_young_applicants_fpr_bound(tmp_path: Path, sample: Path) -> None:
     report = _run(tmp_path, sample, **BASE, tilts=[YOUNG], side="both")
     (scan,) = report.scans
@@ -152,6 +153,7 @@ def test_a_center_missing_a_feature_is_reported_at_its_path(tmp_path: Path, samp
     assert "tilts" in text and "income" in text and "partial" in text
 
 
+@pytest.mark.slow
 def test_sample_tilt(tmp_path: Path, sample: Path) -> None:
     (tmp_path / "tilts").mkdir()
     pl.DataFrame({"age": [19.0, 21.0, 23.0, 22.0]}).write_csv(tmp_path / "tilts" / "young.csv")

@@ -84,6 +84,7 @@ FULL_FRAMEWORK = {
 }
 
 
+@pytest.mark.slow
 def test_full_framework_ranking_loss_reports_every_candidate_significant(adult_csv, tmp_path):
     scan = _run(adult_csv, tmp_path, **FULL_FRAMEWORK, candidates=100)
     res = _detail(scan)
@@ -103,6 +104,7 @@ def test_full_framework_ranking_loss_reports_every_candidate_significant(adult_c
         assert f.effect.inside > f.effect.reference  # worse ranking than the whole search set
 
 
+@pytest.mark.slow
 def test_fewer_candidates_test_the_same_patterns(adult_csv, tmp_path):
     full = _run(adult_csv, tmp_path, **FULL_FRAMEWORK, candidates=100)
     five = _run(adult_csv, tmp_path, **FULL_FRAMEWORK, candidates=5)

@@ -113,6 +113,7 @@ def test_compas_spec_with_nan_alpha() -> None:
 # -- unknown keys: linear ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_many_unknown_keys_are_reported_in_linear_time() -> None:
     import time
 
