@@ -38,6 +38,7 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.slow
 def test_json_to_stdout_pipes_into_json_load(tmp_path: Path) -> None:
     """The issue's line, through a real shell pipe: stdout is the JSON report and nothing else;
     nothing is written to disk (no report folder, no file named `-`)."""

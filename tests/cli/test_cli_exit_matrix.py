@@ -47,6 +47,7 @@ def test_the_matrix_covers_every_gate() -> None:
     assert {fail_on for fail_on, _ in EXPECTED} == set(FAIL_ON)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail_on", FAIL_ON)
 def test_run_baseline_and_diff_agree(fail_on: str, project: Project, cli: Invoke) -> None:
     fast = ("--replicates", "19", "--workers", "1")

@@ -78,6 +78,7 @@ def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compas_one_line_exits_1_with_priors_over_5(compas_csv: Path, tmp_path: Path) -> None:
     """The issue's terminal line, through the real entry point, in a folder of its own."""
     work = tmp_path / "work"

@@ -65,6 +65,7 @@ def test_an_interrupt_says_so_on_stderr_only(
     assert outcome.stderr.splitlines()[-1] == "interrupted"
 
 
+@pytest.mark.slow
 def test_a_real_ctrl_c_leaves_stdout_empty(biased_spec: Path) -> None:
     """SIGINT once the scans run (the verbose line after the data says so): stdout stays
     empty, stderr ends with "interrupted", the process exits 130."""

@@ -69,6 +69,7 @@ def _signal_after(spec: Path, cpu: float, signum: int) -> Stopped:
         busy.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_a_local_csv_read_stops_within_2s(
     big_spec: Path, signum: int, expected: int

@@ -153,6 +153,7 @@ def _assert_same(report: Any, memory: Any) -> None:
     ],
     ids=["duckdb-table", "sqlite-table", "duckdb-sql", "sqlite-sql"],
 )
+@pytest.mark.slow
 def test_embedded_databases_match_in_memory(
     folder: Path, in_memory: dict[str, Any], data: str
 ) -> None:
@@ -239,6 +240,7 @@ def test_python_api_pushes_ibis_and_duckdb_tables_down(
         assert source["rows"] == credit.height
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["duckdb", "postgres"])
 def test_sample_is_drawn_in_the_database(folder: Path, engine: str, request: Any) -> None:
     """A seeded Bernoulli sample drawn by the engine (DuckDB: TABLESAMPLE ... REPEATABLE;
@@ -310,6 +312,7 @@ def test_secrets_only_from_the_environment(folder: Path) -> None:
     assert "data.table or data.sql" in str(error)
 
 
+@pytest.mark.slow
 def test_authentication_failure_never_shows_the_password(folder: Path, pg: Postgres) -> None:
     os.environ["FAIRSCAN_TEST_WRONG"] = "wrong-Secret-77"
     try:
@@ -365,6 +368,7 @@ def test_report_names_no_secret(folder: Path, pg: Postgres, tmp_path: Path) -> N
     assert report["provenance"]["data_source"]["table"] == "credit"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.5, 2.0, -1.0], ids=["split", "never", "always"])
 def test_threshold_push_down_keeps_warnings_and_checks(tmp_path: Path, threshold: float) -> None:
     """A threshold nothing (or everything) reaches warns with the score's true range, and
@@ -486,6 +490,7 @@ def _calibration(report: Any) -> list[Any]:
         pytest.param("postgres", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_calibration_scan_needs_no_rows(
     folder: Path, engine: str, request: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -384,6 +384,7 @@ _FUZZ_PIECES = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_FUZZ_PIECES), max_size=25).map("".join))
 def test_fuzz_only_spec_errors(text: str) -> None:

@@ -201,6 +201,7 @@ def test_postgres_statement_timeout(
     assert "statement_timeout" in str(error) and "FAIRSCAN_QUERY_TIMEOUT" in str(error)
 
 
+@pytest.mark.slow
 def test_postgres_names_and_filters_are_quoted(folder: Path, pg: Postgres) -> None:
     """A schema-qualified name with spaces, dots and quotes is read as written; a column name
     and a filter string holding statement separators stay a name and a value."""
@@ -407,6 +408,7 @@ def test_sqlite_is_opened_read_only(folder: Path) -> None:
     assert _sha(folder / "credit.sqlite") == before
 
 
+@pytest.mark.slow
 def test_validate_without_data_refuses_the_query(folder: Path) -> None:
     spec = _spec(folder, '  connection: credit.duckdb\n  sql: "select 1; delete from credit"')
     done = subprocess.run(

@@ -267,6 +267,7 @@ def test_bin_codes_match_apply_edges() -> None:
         assert np.array_equal(got, expected), edges
 
 
+@pytest.mark.slow
 def test_lazy_tables_of_other_engines_match(credit: pl.DataFrame) -> None:
     import fairscan
 

@@ -123,6 +123,7 @@ def test_whole_weights_up_to_2_to_the_53_are_counted(tmp_path):
             assert _run(tmp_path, path, FPR).provenance.rows_after_filter == total
 
 
+@pytest.mark.slow
 def test_an_overflowing_weight_exits_2_from_the_cli_without_numpy_warnings(tmp_path):
     """The reproduction: a cbs scan over a weight column whose sum overflows int64 died with
     SIGSEGV (exit 139, nothing on stderr); fpr_scan printed numpy overflow warnings."""
@@ -287,6 +288,7 @@ def _weighted_cells(draw_rows: int = 40, seed: int = 0):
     return rng, codes, w, np.array([2], np.int32)
 
 
+@pytest.mark.slow
 def test_fractional_poisson_and_gaussian_null_draws_are_per_row_times_the_weight():
     """The law of each cell's null sum: sum_i w_i Y_i with Y_i ~ Poisson(mu_i) (mean sum w mu,
     variance sum w^2 mu), and sum_i w_i Delta_i / sigma_i^2 with Delta_i ~ N(0, sigma_i^2)

@@ -218,6 +218,7 @@ def streamed(folder: Path, table: pl.DataFrame, request: pytest.FixtureRequest) 
     return SOURCES["streamed parquet"](folder, table, request)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [s for s in SOURCES if s != "in-memory frame"])
 def test_same_answer_from_every_source(
     source: str,

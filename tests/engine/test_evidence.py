@@ -137,6 +137,7 @@ def _full_support_loglik(x: int, n: int, k: int, m: int) -> np.ndarray:
     [(500_000, 50_000, 100_000), (1_000_000, 300_000, 500_000), (200_000, 100_000, 199_000),
      (1_000_000, 10, 999_990), (300_000, 1_000, 150_000)],
 )  # fmt: skip
+@pytest.mark.slow
 def test_hypergeometric_window_equals_the_whole_support(n: int, k: int, m: int) -> None:
     low, high = max(0, m + k - n), min(m, k)
     for x in {low, high, (low + high) // 2, low + (high - low) // 7}:

@@ -122,6 +122,7 @@ class _PerProcess:
         return float(os.getpid() != self.parent)
 
 
+@pytest.mark.slow
 def test_a_failing_replicate_stops_the_run_with_its_error(dask_address):
     with open_executor(dask_address) as executor:
         with pytest.raises(ValueError, match="replicate 17 failed"):
@@ -211,6 +212,7 @@ def test_the_spec_checks_addresses_with_the_engine_rule():
     assert re.match(models.EXECUTOR_PATTERN, "dask://h:1")
 
 
+@pytest.mark.slow
 def test_an_existing_client_is_used_as_it_is_and_left_open(dask_address):
     """A notebook's Client: bit-identical scores, the scheduler's address in the provenance,
     and the Client still open afterwards (it is the caller's)."""

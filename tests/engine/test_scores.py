@@ -169,6 +169,7 @@ def test_berk_jones_rejects_bad_alphas():
         berk_jones((0.1, 1.0))
 
 
+@pytest.mark.slow
 def test_null_draws_follow_their_laws():
     rng = np.random.default_rng(0)
     codes = np.zeros((4, 1), np.int32)

@@ -1,7 +1,8 @@
-"""Sequential Monte-Carlo significance (issue 36, methods.md §9.5): the binomial mixture rule
-against independent computations (the Beta-integral form of its wealth, the exact law of its
-decisions by dynamic programming over the null's Pólya urn), its Type-I error over many null
-sequences, and the runner's stop point for any worker count or executor."""
+"""Sequential Monte-Carlo significance (issue 36, methods.md §9.5): the stopping rule against
+independent computations (the Beta-integral form of the mixture's wealth, the exact law of its
+decisions by dynamic programming over the null's Pólya urn with scipy's own laws), its Type-I
+error over many null sequences, its power next to the fixed count, and the runner's stop point
+for any worker count or executor."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from scipy import special
+from scipy import special, stats
 
 from fairscan.engine.mdss import ScanProblem
 from fairscan.engine.randomization import (
@@ -20,7 +21,7 @@ from fairscan.engine.randomization import (
     run_replicates,
     summarize,
 )
-from fairscan.engine.sequential import StoppingRule, losses_of
+from fairscan.engine.sequential import EXACT_UP_TO, FUTILITY, StoppingRule, losses_of
 
 
 def test_wealth_is_the_uniform_mixture_likelihood_ratio():
@@ -36,25 +37,40 @@ def test_fewest_replicates_to_reject_and_smallest_p_value_follow_the_closed_form
     # with no loss, W_t = (1 - (1 - c)^(t + 1)) / c: it reaches 1 / alpha once
     # (1 - c)^(t + 1) <= 1 - c / alpha
     for alpha in (0.05, 0.01, 0.1):
-        rule = StoppingRule(alpha, 5000)
         c = 0.9 * alpha
         fewest = int(np.ceil(np.log(1 - c / alpha) / np.log(1 - c) - 1 - 1e-12))
-        assert rule.reject_after == fewest
-        assert rule.smallest_p_value() == pytest.approx(c / (1 - (1 - c) ** 5001))
+        exact = StoppingRule(alpha, 999)
+        assert exact.reject_after == fewest and exact.exact
+        assert exact.smallest_p_value() == exact.design.level <= alpha
+        # above EXACT_UP_TO the mixture alone runs: its smallest p-value is 1 / W_max
+        mixture = StoppingRule(alpha, EXACT_UP_TO + 1)
+        assert mixture.reject_after == fewest and not mixture.exact
+        top = EXACT_UP_TO + 2
+        assert mixture.smallest_p_value() == pytest.approx(c / (1 - (1 - c) ** top))
     assert StoppingRule(0.05, 19).applies is False  # too few replicates: the fixed test runs
     assert StoppingRule(0.05, 50).applies is True
 
 
-def _exact_law(rule: StoppingRule) -> tuple[float, float]:
-    """(P(reject), E[replicates run]) under the null, by dynamic programming: with the observed
-    statistic exchangeable with its replicates, the losses follow a Pólya urn,
-    P(loss at t + 1 | L losses in t) = (L + 1) / (t + 2). The stop regions come from scipy's
-    incomplete Beta function, not from the rule's own wealth."""
-    c, alpha, top = rule.c, rule.alpha, rule.max_replicates
-    # the running maximum of W only matters through "already >= 1/alpha", which stops the run
+def _stops(rule: StoppingRule, t: int, losses: int, threshold: int) -> str:
+    """The rule's regions from scipy: reject once the mixture's wealth (its Beta-integral
+    form) reaches 1 / alpha; accept once P(L + Binomial(n - t, alpha) <= threshold) <=
+    FUTILITY; at the maximum n, reject when L <= threshold."""
+    alpha, top = rule.alpha, rule.max_replicates
+    wealth = special.betainc(losses + 1, t - losses + 1, rule.c) / rule.c
+    if wealth >= 1 / alpha or (t == top and losses <= threshold):
+        return "reject"
+    if t == top or stats.binom.cdf(threshold - losses, top - t, alpha) <= FUTILITY:
+        return "accept"
+    return "open"
+
+
+def _exact_law(rule: StoppingRule, threshold: int) -> tuple[float, float]:
+    """(P(reject), E[replicates run]) under the null for end threshold ``threshold``, by
+    dynamic programming: with the observed statistic exchangeable with its replicates, the
+    losses follow a Pólya urn, P(loss at t + 1 | L losses in t) = (L + 1) / (t + 2)."""
     mass = {0: 1.0}  # losses -> probability of being still running after t replicates
     reject = stopped_time = 0.0
-    for t in range(top):
+    for t in range(rule.max_replicates):
         nxt: dict[int, float] = {}
         for losses, prob in mass.items():
             up = (losses + 1) / (t + 2)
@@ -62,21 +78,27 @@ def _exact_law(rule: StoppingRule) -> tuple[float, float]:
                 nxt[new] = nxt.get(new, 0.0) + prob * share
         mass = {}
         for losses, prob in nxt.items():
-            w = special.betainc(losses + 1, t + 1 - losses + 1, c) / c
-            at_top = special.betainc(losses + 1, top - losses + 1, c) / c
-            if w >= 1 / alpha:
-                reject += prob
-                stopped_time += prob * (t + 1)
-            elif w <= alpha or at_top < 1 / alpha or t + 1 == top:
-                stopped_time += prob * (t + 1)
-            else:
+            stop = _stops(rule, t + 1, losses, threshold)
+            if stop == "open":
                 mass[losses] = prob
+                continue
+            reject += prob if stop == "reject" else 0.0
+            stopped_time += prob * (t + 1)
     return reject, stopped_time
+
+
+@pytest.mark.parametrize(("alpha", "top"), [(0.05, 120), (0.05, 300), (0.1, 200)])
+def test_the_end_threshold_is_the_largest_with_an_exact_level_of_alpha(alpha, top):
+    rule = StoppingRule(alpha, top)
+    threshold = rule.design.threshold
+    level, _ = _exact_law(rule, threshold)
+    assert rule.design.level == pytest.approx(level, abs=1e-12)
+    assert level <= alpha < _exact_law(rule, threshold + 1)[0]
 
 
 def test_the_rule_matches_its_exact_law_under_the_null():
     rule = StoppingRule(0.05, 120)
-    exact_reject, exact_time = _exact_law(rule)
+    exact_reject, exact_time = _exact_law(rule, rule.design.threshold)
     assert exact_reject <= rule.alpha
     rng = np.random.default_rng(7)
     n = 4000
@@ -91,23 +113,59 @@ def test_the_rule_matches_its_exact_law_under_the_null():
     assert ran / n == pytest.approx(exact_time, rel=0.1)
 
 
-def test_type_one_error_and_replicates_run_over_null_sequences():
-    # uniform null scores, 999 at most: the rule rejects at most alpha of the time (Ville),
-    # and stops early (mean replicates well under 100)
-    rule = StoppingRule(0.05, 999)
+@pytest.mark.parametrize("top", [999, pytest.param(EXACT_UP_TO + 1, marks=pytest.mark.slow)])
+def test_type_one_error_and_replicates_run_over_null_sequences(top):
+    # uniform null scores: the rule rejects at most alpha of the time, stops early (mean
+    # replicates well under 100), and its p-value is super-uniform: P(p <= u) <= u
+    rule = StoppingRule(0.05, top)
     rng = np.random.default_rng(2024)
     n = 1500
     outcomes = [
-        rule.outcome(losses_of(rng.uniform(), rng.uniform(size=999), TIE_TOLERANCE))
+        rule.outcome(losses_of(rng.uniform(), rng.uniform(size=top), TIE_TOLERANCE))
         for _ in range(n)
     ]
     share = np.mean([o.decision == "reject" for o in outcomes])
     assert share <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n)
     assert np.mean([o.replicates for o in outcomes]) < 100
-    # the anytime-valid p-value is super-uniform: P(p <= u) <= u
     p = np.array([o.p_value for o in outcomes])
     for u in (0.05, 0.2, 0.5):
         assert np.mean(p <= u) <= u + 3 * np.sqrt(u * (1 - u) / n)
+    assert all((o.p_value <= 0.05) == (o.decision == "reject") for o in outcomes)
+
+
+def _regions(rule: StoppingRule, t: int, threshold: int) -> tuple[np.ndarray, np.ndarray]:
+    """(reject, accept) over L = 0..t after t replicates: :func:`_stops` for every L at once."""
+    alpha, top, losses = rule.alpha, rule.max_replicates, np.arange(t + 1)
+    wealth = special.betainc(losses + 1, t - losses + 1, rule.c) / rule.c
+    reject = (wealth >= 1 / alpha) | ((t == top) & (losses <= threshold))
+    futile = stats.binom.cdf(threshold - losses, top - t, alpha) <= FUTILITY
+    return reject, ~reject & (futile | (t == top))
+
+
+def _power(rule: StoppingRule, q: float) -> float:
+    """P(reject) when each replicate beats the observed statistic with probability q (its
+    true p-value), by dynamic programming over the losses with the regions of :func:`_stops`."""
+    mass = np.array([1.0])
+    power = 0.0
+    for t in range(1, rule.max_replicates + 1):
+        nxt = np.zeros(t + 1)
+        nxt[1:] += mass * q
+        nxt[:-1] += mass * (1 - q)
+        reject, accept = _regions(rule, t, rule.design.threshold)
+        power += nxt[reject].sum()
+        nxt[reject | accept] = 0.0
+        mass = nxt
+    return power
+
+
+def test_power_stays_with_the_fixed_count_near_the_boundary():
+    # against the fixed 999 (reject when at most 49 losses): the same power well inside alpha,
+    # a few points at p-values just under alpha (the mixture alone lost a third there)
+    rule = StoppingRule(0.05, 999)
+    assert rule.design.threshold == 46
+    for q, fixed_minus in [(0.01, 0.0005), (0.02, 0.0005), (0.03, 0.005), (0.04, 0.07)]:
+        fixed = stats.binom.cdf(49, 999, q)
+        assert _power(rule, q) >= fixed - fixed_minus
 
 
 def test_a_sequence_far_below_the_observed_statistic_rejects_at_the_fewest_replicates():
@@ -115,8 +173,12 @@ def test_a_sequence_far_below_the_observed_statistic_rejects_at_the_fewest_repli
     out = rule.outcome(np.zeros(999, dtype=bool))
     assert (out.decision, out.replicates) == ("reject", rule.reject_after)
     assert out.p_value <= 0.05
-    first_loss = rule.outcome(np.ones(999, dtype=bool))
-    assert (first_loss.decision, first_loss.replicates) == ("accept", 1)
+    # one early loss is no reason to stop (the futility stop asks for many)
+    one_loss = rule.outcome(np.r_[True, np.zeros(998, dtype=bool)])
+    assert one_loss.decision == "reject" and one_loss.replicates > rule.reject_after
+    every_loss = rule.outcome(np.ones(999, dtype=bool))
+    assert every_loss.decision == "accept" and every_loss.replicates < 20
+    assert every_loss.p_value == 1.0
 
 
 def _job_problem(bias: float) -> ScanProblem:

@@ -105,6 +105,7 @@ def test_findings_table_has_subgroup_as_a_struct_and_full_text():
     assert isinstance(table.head(1), pl.DataFrame)
 
 
+@pytest.mark.slow
 def test_display_looks_the_same_in_a_bare_browser_and_under_notebook_css(
     chromium,  # noqa: F811
     tmp_path: Path,

@@ -60,6 +60,7 @@ def test_a_local_file_store_names_the_variable_not_a_server(
         assert (tmp_path / "mlruns").is_dir()
 
 
+@pytest.mark.slow
 def test_with_the_variable_the_report_is_logged_to_the_folder(
     small_report: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,6 +74,7 @@ def test_with_the_variable_the_report_is_logged_to_the_folder(
     assert run.info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_each_kind_of_store_gets_its_own_hint() -> None:
     assert "MLFLOW_ALLOW_FILE_STORE" in _failure_hint(True, "/srv/mlruns")
     assert "MLFLOW_ALLOW_FILE_STORE" in _failure_hint(True, "file:///srv/mlruns")

@@ -93,6 +93,7 @@ def _overflowing(browser, page: Path, paper: str) -> dict:
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paper", ["a4", "letter"])
 def test_demo_report_fits_the_printed_page(browser, sample_html, paper):  # noqa: F811
     result = _overflowing(browser, sample_html, paper)

@@ -171,6 +171,7 @@ def _signal_history(path: Path, signum: int, cpu: float) -> Any:
     return stop(process, signum)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX signals")
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_a_long_history_query_stops_within_2s(

@@ -237,6 +237,7 @@ def test_gate_values_under_the_monitor(tmp_path: Path) -> None:
         assert [code for code, _ in runs][-1] == 0
 
 
+@pytest.mark.slow
 def test_fixed_bias_is_resolved_eventually(tmp_path: Path) -> None:
     """One biased run, then fair runs: the subgroup alarms, then reads resolved."""
     spec = write_spec(tmp_path, monitor="{subgroups: {fpr: [{a: [a1]}]}}")

@@ -35,6 +35,7 @@ def _entries(report: Any, scan_id: str) -> list[Any]:
     return [e for e in report.baseline.entries if e.scan_id == scan_id]
 
 
+@pytest.mark.slow
 def test_the_baseline_finds_both_injected_biases(reaudit: dict[str, Any]) -> None:
     fpr, calibration = reaudit["baseline"].scans
     assert fpr.findings[0].subgroup == FPR_GROUP and fpr.findings[0].significant
@@ -53,6 +54,7 @@ def test_a_untouched_finding_persists_with_the_same_rates(reaudit: dict[str, Any
     assert report.baseline.counts["resolved"] == 0 and report.baseline.counts["new"] == 0
 
 
+@pytest.mark.slow
 def test_b_retrain_with_the_same_biases_is_not_new(reaudit: dict[str, Any]) -> None:
     """(b) a retrain with another seed: zero new, so fail_on new_significant passes."""
     report = reaudit["retrain"]

@@ -153,6 +153,7 @@ def test_the_baseline_finds_the_injected_subgroup(runs: dict[str, Any], scan_id:
     assert top.significant is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scan_id", TYPES)
 def test_a_retrain_with_the_same_bias_persists(runs: dict[str, Any], scan_id: str) -> None:
     report = runs["retrain"]

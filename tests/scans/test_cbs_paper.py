@@ -215,6 +215,7 @@ def test_german_gradient_boosting_degenerate_cell_is_not_auditable(german_csv, t
 COMPAS_MODEL = ["race", "age_group", "c_charge_degree", "priors"]
 
 
+@pytest.mark.slow
 def test_compas_male_expectations_are_the_unregularised_fit(compas_csv, tmp_path):
     """Issue 10 item 2: I-hat of the FPE cell (separation for predictions, Y = 0; Case B) for
     the protected class Male equals an independent unregularised fit of both models (scipy,

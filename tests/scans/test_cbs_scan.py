@@ -199,6 +199,7 @@ def test_bad_specs_are_rejected(tmp_path, scan, needle):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_compas_case_study_scans(compas_csv, tmp_path):
     spec = (Path(__file__).resolve().parents[2] / "audits" / "compas-cbs.audit.yaml").read_text()
@@ -254,6 +255,7 @@ def test_compas_case_study_scans(compas_csv, tmp_path):
         "models: {propensity: logistic, outcome: gradient_boosting}, model_attributes: [h, k]",
     ],
 )
+@pytest.mark.slow
 def test_model_options_recover_the_injected_subgroup(tmp_path, extra):
     report = _run(
         tmp_path,

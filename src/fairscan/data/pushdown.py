@@ -1002,22 +1002,25 @@ def _check_categories(
     max_categories: int | None,
 ) -> None:
     """The in-memory check of ``max_categories`` (:mod:`fairscan.data.prepare`), asked of
-    the database before the aggregate is built: at most ``max_categories + 1`` distinct
-    values of each attribute are counted (a query the engine can stop early; an exact count
-    of millions of values would take as long as the aggregate)."""
+    the database before the aggregate is built, so that an attribute of millions of values
+    fails after one pass rather than after a GROUP BY of millions of groups. One query counts
+    every attribute's distinct values at once (``COUNT(DISTINCT ...)``): a bounded ``DISTINCT
+    ... LIMIT`` per attribute was a whole pass each in DuckDB (2.3 s per attribute on the
+    200M-row benchmark dataset, six of them)."""
     from fairscan.data.prepare import too_many_categories
 
-    if max_categories is None:
+    if max_categories is None or not categorical:
         return
-    issues = []
-    for name, (expr, integer) in categorical.items():
-        selected = filtered.select(v=expr)
-        values = selected.filter(selected.v.notnull()).distinct()
-        bounded = values.limit(max_categories + 1).count()
-        what = f"counting the distinct values of {name!r}"
-        if int(source.run(bounded.as_table(), what, scan=False).item() or 0) > max_categories:
-            field = f"attributes[{attributes.index(name)}]"
-            issues.append(too_many_categories(name, None, max_categories, field, integer))
+    metrics = {f"n{i}": expr.nunique() for i, (expr, _) in enumerate(categorical.values())}
+    what = f"counting the distinct values of {', '.join(repr(n) for n in categorical)}"
+    counts = source.run(filtered.aggregate(**metrics), what, scan=False).row(0)
+    issues = [
+        too_many_categories(
+            name, None, max_categories, f"attributes[{attributes.index(name)}]", integer
+        )
+        for (name, (_, integer)), count in zip(categorical.items(), counts, strict=True)
+        if int(count or 0) > max_categories
+    ]
     if issues:
         raise DataError(issues=issues)
 

@@ -267,8 +267,9 @@ class SignificanceSpec(StrictModel):
         default=True,
         description=(
             "Stop the replicates once the decision at alpha (after gate.correction) is "
-            "settled, by an anytime-valid rule (Fischer & Ramdas 2024), whose p-value is valid "
-            "at the replicates actually run; it cannot fall below about 0.9 x alpha. `false`: "
+            "settled, by an anytime-valid rule (Fischer & Ramdas 2024, with an exact "
+            "truncation at the maximum), whose p-value is valid at the replicates actually run; "
+            "it cannot fall below about alpha (0.0499 at 0.05). `false`: "
             "always run all `replicates` (p-values as small as 1 / (replicates + 1)). A maximum "
             "too small for the rule to reach alpha (e.g. 19 at alpha 0.05) runs all of them."
         ),
