@@ -128,3 +128,45 @@ def test_the_markdown_report_says_the_replicates_stopped_early():
     assert sentence is not None and "of at most 199: they stopped once" in sentence
     fixed = AuditReport.model_validate(_audit(False)).scans[0]
     assert "at most" not in (null_sentence(fixed, fixed.findings[0]) or "")
+
+
+def _ijdi_given(sequential: bool) -> dict[str, Any]:
+    """An ijdi_scan of one given subgroup, the planted one, on FPR data with base rates."""
+    rng = np.random.default_rng(11)
+    rows = 2000
+    a, b = rng.integers(0, 4, rows), rng.integers(0, 3, rows)
+    base = rng.uniform(0.2, 0.5, rows)
+    y = (rng.uniform(size=rows) < base).astype(int)
+    flagged = rng.uniform(size=rows) < np.where((a == 1) & (b == 2), 0.6, 0.2)
+    frame = pl.DataFrame(
+        {"a": a.astype(str), "b": b.astype(str), "y": y, "r": flagged.astype(int), "p": base}
+    )
+    report = fairscan.audit(
+        frame,
+        name="ijdi-given",
+        outcome="y",
+        recommendation="r",
+        attributes=["a", "b"],
+        scans=[
+            {
+                "id": "ijdi",
+                "type": "ijdi_scan",
+                "base_rate": "p",
+                "lambda": 1,
+                "subgroups": [{"a": ["1"], "b": ["2"]}],
+            }
+        ],
+        significance={"replicates": 199, "seed": 5, "workers": 1, "sequential": sequential},
+    )
+    return json.loads(report_json(report))["scans"][0]["findings"][0]
+
+
+def test_ijdi_given_subgroups_take_the_rule_too():
+    stopped, fixed = _ijdi_given(True), _ijdi_given(False)
+    rule = StoppingRule(0.05, 199)
+    figures = stopped["detail"]["given_subgroup"]
+    assert figures["replicates"] == rule.reject_after and figures["max_replicates"] == 199
+    assert stopped["significant"] and stopped["p_value"] == rule.smallest_p_value()
+    whole = fixed["detail"]["given_subgroup"]
+    assert whole["replicates"] == 199 and "max_replicates" not in whole
+    assert fixed["p_value"] == 1 / 200 and fixed["significant"]

@@ -249,6 +249,36 @@ def fixed_score(
     return rescore(cells, selection, fixed_expectations(cells, inside, lam), penalty)
 
 
+@dataclass(frozen=True)
+class FixedReplicate:
+    """Replicate ``r`` of a given subgroup's null (:func:`fixed_draws`) as a replicate job: its
+    own stream per index, so the sequential rule can stop the draws anywhere and the scores
+    up to there are the same whatever ran them (workers, executors)."""
+
+    cells: IjdiCells
+    selection: np.ndarray
+    lam: float
+    seed: np.random.SeedSequence
+    q: float | None = None
+    expected: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        expected = null_expectations(self.cells, self.lam)
+        if self.q is not None:
+            inside = members(self.cells.codes, self.selection)
+            tilted = self.q * expected / (1.0 - expected + self.q * expected)
+            expected = np.where(inside, tilted, expected)
+        object.__setattr__(self, "expected", expected)
+
+    def __call__(self, index: int) -> float:
+        from fairscan.engine.seeds import replicate_rng
+
+        counts = self.cells.weight.astype(np.int64)
+        observed = replicate_rng(self.seed, index).binomial(counts, self.expected)
+        cells = self.cells.with_observed(observed.astype(np.float64))
+        return float(fixed_score(cells, self.selection, self.lam, 0.0).llr)
+
+
 def fixed_draws(
     cells: IjdiCells,
     selection: np.ndarray,
@@ -264,16 +294,5 @@ def fixed_draws(
     original base rates, as the scan's own null replicates (methods.md §4.6); pbar_b, the
     expectations and the edge cases are recomputed from each replicate. With ``q`` the records
     in S are drawn with their null odds multiplied by ``q`` (the alternative of a power)."""
-    from fairscan.engine.seeds import replicate_rng
-
-    inside = members(cells.codes, selection)
-    expected = null_expectations(cells, lam)
-    if q is not None:
-        tilted = q * expected / (1.0 - expected + q * expected)
-        expected = np.where(inside, tilted, expected)
-    counts = cells.weight.astype(np.int64)
-    out = np.empty(replicates)
-    for r in range(replicates):
-        observed = replicate_rng(seed, r).binomial(counts, expected).astype(np.float64)
-        out[r] = fixed_score(cells.with_observed(observed), selection, lam, 0.0).llr
-    return out
+    job = FixedReplicate(cells, selection, lam, seed, q)
+    return np.array([job(r) for r in range(replicates)], dtype=np.float64)

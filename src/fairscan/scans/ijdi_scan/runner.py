@@ -415,9 +415,9 @@ def _run_given(
     at it) and tested against the same score in redraws of the recommendations from the
     scan's null (methods.md §4.6), with pbar_b and the edge cases recomputed in each."""
     from fairscan.data.subgroups import resolve_subgroups
-    from fairscan.engine.ijdi import fixed_draws, fixed_score
+    from fairscan.engine.ijdi import fixed_score
     from fairscan.engine.seeds import IjdiStream
-    from fairscan.scans.given import given_finding, given_result, monte_carlo_p
+    from fairscan.scans.given import given_finding, given_result
     from fairscan.scans.mdss_runner import given_selection
 
     given = resolve_subgroups(spec.subgroups or [], ctx.data.attributes)
@@ -432,14 +432,11 @@ def _run_given(
         selection = given_selection(ctx.data.attributes, problem, subgroup)
         best = fixed_score(cells, selection, inputs.lam, spec.penalty)
         seed = child_seed(ctx.seed, IjdiStream.FIXED, k)
-        p_value, exceed, null = None, None, None
+        p_value, exceed, null, stopped = None, None, None, None
         if not is_material(best) or degenerate:
             p_value, test = 1.0, "no deviation in the scan's direction"
         elif ctx.replicates > 0:
-            null = fixed_draws(
-                cells, selection, lam=inputs.lam, seed=seed, replicates=ctx.replicates
-            )
-            p_value, exceed = monte_carlo_p(best.llr, null)
+            null, p_value, exceed, stopped = _given_null(ctx, k, cells, selection, inputs, best)
             test = GIVEN_TEST
         else:
             test = GIVEN_TEST
@@ -456,9 +453,10 @@ def _run_given(
                 alpha=ctx.alpha,
                 test=test,
                 effect_size=best.log_q,
-                replicates=0 if null is None else ctx.replicates,
+                replicates=0 if null is None else len(null),
                 exceed_count=exceed,
                 power=power,
+                max_replicates=stopped,
                 power_method="redraws with the subgroup's null odds multiplied by the baseline q",
             )
         )
@@ -469,6 +467,33 @@ def _run_given(
         note = "mitigation is not run on given subgroups: it corrects what a search finds"
         result = result.model_copy(update={"warnings": [*result.warnings, note]})
     return given_result(result, findings, [f.detail["given_subgroup"]["test"] for f in findings])
+
+
+def _given_null(
+    ctx: ScanContext,
+    k: int,
+    cells: IjdiCells,
+    selection: np.ndarray,
+    inputs: IjdiInputs,
+    best: Any,
+) -> tuple[np.ndarray, float, int, int | None]:
+    """(null scores, p-value, exceed count, the maximum where the sequential rule stopped the
+    redraws, else None) of given subgroup ``k``. The redraws stop once the decision at alpha is
+    settled, as every randomization test's (issue 36), unless a re-test asks for the power,
+    which reads the whole null."""
+    from fairscan.engine.ijdi import FixedReplicate, fixed_draws
+    from fairscan.engine.seeds import IjdiStream
+    from fairscan.scans.given import monte_carlo_p
+
+    seed = child_seed(ctx.seed, IjdiStream.FIXED, k)
+    if k < len(ctx.detect) and ctx.detect[k] is not None:
+        null = fixed_draws(cells, selection, lam=inputs.lam, seed=seed, replicates=ctx.replicates)
+        p_value, exceed = monte_carlo_p(best.llr, null)
+        return null, p_value, exceed, None
+    job = FixedReplicate(cells, selection, inputs.lam, seed)
+    tested = ctx.null_test(job, f"given subgroup {k}: redraws", best.llr)
+    stopped = None if tested.rule is None else ctx.replicates
+    return tested.scores, tested.p_value, tested.exceed_count, stopped
 
 
 def _given_power(
