@@ -21,7 +21,7 @@ from fairscan.engine.randomization import (
     run_replicates,
     summarize,
 )
-from fairscan.engine.sequential import EXACT_UP_TO, FUTILITY, StoppingRule, losses_of
+from fairscan.engine.sequential import EVIDENCE, EXACT_UP_TO, FUTILITY, StoppingRule, losses_of
 
 
 def test_wealth_is_the_uniform_mixture_likelihood_ratio():
@@ -51,17 +51,28 @@ def test_fewest_replicates_to_reject_and_smallest_p_value_follow_the_closed_form
     assert StoppingRule(0.05, 50).applies is True
 
 
+def _evidence_reached(alpha: float, t, losses):
+    """Whether the likelihood ratio of a p-value uniform on (alpha, 1) against alpha after
+    ``losses`` of ``t`` reaches 1 / EVIDENCE, in logs from the Beta law's log survival
+    function (the rule sums the incomplete Beta)."""
+    a, b = losses + 1, t - losses + 1
+    log_integral = special.betaln(a, b) + stats.beta.logsf(alpha, a, b)
+    log_null = losses * np.log(alpha) + (t - losses + 1) * np.log1p(-alpha)
+    return log_integral - log_null >= np.log(1 / EVIDENCE)
+
+
 def _stops(rule: StoppingRule, t: int, losses: int, threshold: int) -> str:
     """The rule's regions from scipy: reject once the mixture's wealth (its Beta-integral
     form) reaches 1 / alpha; accept once P(L + Binomial(n - t, alpha) <= threshold) <=
-    FUTILITY; at the maximum n, reject when L <= threshold."""
+    FUTILITY or the evidence for a p-value above alpha reaches 1 / EVIDENCE; at the maximum
+    n, reject when L <= threshold."""
     alpha, top = rule.alpha, rule.max_replicates
     wealth = special.betainc(losses + 1, t - losses + 1, rule.c) / rule.c
     if wealth >= 1 / alpha or (t == top and losses <= threshold):
         return "reject"
     if t == top or stats.binom.cdf(threshold - losses, top - t, alpha) <= FUTILITY:
         return "accept"
-    return "open"
+    return "accept" if _evidence_reached(alpha, t, losses) else "open"
 
 
 def _exact_law(rule: StoppingRule, threshold: int) -> tuple[float, float]:
@@ -139,6 +150,7 @@ def _regions(rule: StoppingRule, t: int, threshold: int) -> tuple[np.ndarray, np
     wealth = special.betainc(losses + 1, t - losses + 1, rule.c) / rule.c
     reject = (wealth >= 1 / alpha) | ((t == top) & (losses <= threshold))
     futile = stats.binom.cdf(threshold - losses, top - t, alpha) <= FUTILITY
+    futile |= _evidence_reached(alpha, t, losses)
     return reject, ~reject & (futile | (t == top))
 
 
@@ -177,8 +189,13 @@ def test_a_sequence_far_below_the_observed_statistic_rejects_at_the_fewest_repli
     one_loss = rule.outcome(np.r_[True, np.zeros(998, dtype=bool)])
     assert one_loss.decision == "reject" and one_loss.replicates > rule.reject_after
     every_loss = rule.outcome(np.ones(999, dtype=bool))
-    assert every_loss.decision == "accept" and every_loss.replicates < 20
+    assert every_loss.decision == "accept" and every_loss.replicates == 3
     assert every_loss.p_value == 1.0
+    # 3 losses of 3: the evidence for a p-value above alpha is (1 - alpha^4) / (4 alpha^3
+    # (1 - alpha)) >= 1 / EVIDENCE; 2 of 2 give (1 - alpha^3) / (3 alpha^2 (1 - alpha)) < it
+    alpha = 0.05
+    assert (1 - alpha**4) / (4 * alpha**3 * (1 - alpha)) >= 1 / EVIDENCE
+    assert (1 - alpha**3) / (3 * alpha**2 * (1 - alpha)) < 1 / EVIDENCE
 
 
 def _job_problem(bias: float) -> ScanProblem:
@@ -252,3 +269,34 @@ def test_the_estimate_names_the_likely_replicates_and_the_ways_out():
     (text,) = said
     assert f"likely after ~{rule.reject_after}" in text and "up to 999 replicates" in text
     assert "significance.replicates" in text and "--executor dask://" in text
+
+
+@dataclass(frozen=True)
+class _Pid:
+    """A replicate job that scores the process it ran in."""
+
+    def __call__(self, index: int) -> float:
+        import os
+
+        return float(os.getpid())
+
+
+def test_a_round_of_one_replicate_never_starts_a_pool(monkeypatch):
+    # the rule's rounds 1 | 2 | 3 hold one replicate each: each runs here, even when the
+    # workers' start is free
+    import os
+
+    monkeypatch.setattr("fairscan.engine.randomization.WORKER_STARTUP_SECONDS", 0.0)
+    scores = np.zeros(3)
+    run_local(_Pid(), scores, 10.0, 2, None, start=2)
+    assert scores[2] == os.getpid()
+
+
+def test_the_likely_time_adds_up_the_rounds_as_they_run():
+    from fairscan.engine.randomization import cost_estimate
+
+    rule = StoppingRule(0.05, 999)
+    assert rule.likely_replicates(True) == 3 and {1, 2, 3} <= set(rule.round_ends())
+    # nothing to find: replicate 0, then the rounds [1, 2) and [2, 3), one replicate each
+    text = cost_estimate(2.0, 999, 2, "local", rule, 3)
+    assert "about 6 s" in text and "likely after ~3" in text

@@ -244,6 +244,25 @@ def _lanes(per_replicate: float, replicates: int, workers: int, executor: str) -
     return workers if serial >= WORKER_STARTUP_SECONDS * workers / (workers - 1) else 1
 
 
+def _likely_seconds(
+    per_replicate: float, likely: int, rule: StoppingRule, workers: int, executor: str
+) -> float:
+    """The time of replicates 0..likely - 1 as :func:`run_replicates` runs them: replicate 0,
+    then round by round up to the round holding the likely stop, each round alone or on its
+    lanes (:func:`run_local`'s choice: a round of one replicate never starts a pool)."""
+    seconds, done = per_replicate, 1
+    for end in rule.round_ends():
+        if done >= likely:
+            break
+        if end <= done:
+            continue
+        size = end - done
+        lanes = 1 if size < 2 else _lanes(per_replicate, size + 1, workers, executor)
+        seconds += per_replicate * math.ceil(size / lanes)
+        done = end
+    return seconds
+
+
 def cost_estimate(
     per_replicate: float,
     replicates: int,
@@ -259,7 +278,7 @@ def cost_estimate(
     lanes = _lanes(per_replicate, replicates, workers, executor)
     most = per_replicate * replicates / lanes
     if likely is not None and rule is not None:
-        about = per_replicate * likely / _lanes(per_replicate, likely, workers, executor)
+        about = _likely_seconds(per_replicate, likely, rule, workers, executor)
         text = (
             f"replicates: about {_seconds(about)} (up to {replicates} replicates at "
             f"{per_replicate:.2g} s each {where}, at most {_seconds(most)}; stops early once "
@@ -290,8 +309,10 @@ def run_local(
     if replicates <= start:
         return
     serial_estimate = per_replicate * (replicates - start)
-    # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1)
-    if workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
+    # parallel time ~ startup + serial / workers: worth it only when serial > startup * w / (w - 1);
+    # never for one replicate (a round of the sequential rule), which a pool cannot split
+    alone = replicates - start < 2
+    if alone or workers <= 1 or serial_estimate < WORKER_STARTUP_SECONDS * workers / (workers - 1):
         try:
             for r in range(start, replicates):
                 scores[r] = job(r)

@@ -12,7 +12,12 @@ ties count as losses) the rule stops
 * to **accept** once even an observed statistic whose true p-value were alpha itself would
   reach the threshold ``k`` at the maximum ``n`` with probability ``FUTILITY`` at most (the
   classical conditional-power futility stop: ``P(L + Binomial(n - t, alpha) <= k) <=
-  FUTILITY``), or once the decision can no longer change;
+  FUTILITY``), once the evidence that the true p-value exceeds alpha reaches
+  ``1 / EVIDENCE`` (the likelihood ratio of the losses, mixed over a uniform p-value on
+  (alpha, 1), against a p-value of alpha: by Ville's inequality this stop fires with
+  probability at most ``EVIDENCE`` whenever the true p-value is alpha or less, so it costs at
+  most that much power; with every replicate a loss it stops after 3), or once the decision
+  can no longer change;
 * otherwise at the maximum, rejecting when ``L <= k``.
 
 ``k`` is the largest threshold for which the whole design (both early stops included) rejects
@@ -54,6 +59,9 @@ SHARE = 0.9
 # The futility stop's conditional power: accept once a true p-value of alpha itself would
 # reject at the maximum with at most this probability.
 FUTILITY = 0.01
+# The evidence stop's level: accept once the evidence that the p-value exceeds alpha reaches
+# 1 / EVIDENCE (at most this much power lost at any true p-value <= alpha).
+EVIDENCE = 0.001
 NAME = "binomial mixture (Fischer & Ramdas 2024) with an exact truncation at the maximum"
 # Above this maximum the exact design (a backward induction over every (t, L), about 0.3 s at
 # 999 and growing with the square of the maximum) gives way to the mixture alone: it stops
@@ -134,7 +142,31 @@ def _futility_margins(alpha: float, top: int) -> np.ndarray:
     return _largest_below(lambda j: bdtr(j, remaining, alpha), remaining, FUTILITY)
 
 
-def _induction(threshold: int, rejects: np.ndarray, margins: np.ndarray) -> Design:
+def _evidence_bounds(alpha: float, top: int) -> np.ndarray:
+    """Per t: the fewest losses at which the evidence that the p-value exceeds alpha reaches
+    1 / EVIDENCE (t + 1: never). The evidence after L losses in t replicates is the
+    likelihood ratio of a p-value q uniform on (alpha, 1) against q = alpha,
+    int_alpha^1 q^L (1 - q)^(t - L) dq / ((1 - alpha) alpha^L (1 - alpha)^(t - L)),
+    increasing in L; its log is compared, from the regularised incomplete Beta function."""
+    from scipy.special import betainc, betaln
+
+    t = np.arange(top + 1)
+
+    def log_evidence(losses: np.ndarray) -> np.ndarray:
+        a, b = losses + 1.0, t - losses + 1.0
+        with np.errstate(divide="ignore"):  # a tail of exactly 0: no evidence (log 0)
+            tail = np.log1p(-betainc(a, b, alpha))
+        return (
+            betaln(a, b) + tail - losses * math.log(alpha) - (t - losses + 1) * math.log1p(-alpha)
+        )
+
+    below = _largest_below(log_evidence, t, math.log(1.0 / EVIDENCE))
+    return below + 1
+
+
+def _induction(
+    threshold: int, rejects: np.ndarray, margins: np.ndarray, evidence: np.ndarray
+) -> Design:
     """V by backward induction over the null's Pólya urn (P(loss at t + 1 | L losses in t) =
     (L + 1) / (t + 2)), for the end threshold ``threshold``, band by band."""
     top = len(rejects) - 1
@@ -144,7 +176,7 @@ def _induction(threshold: int, rejects: np.ndarray, margins: np.ndarray) -> Desi
     bands[top] = np.empty(0)
     for t in range(top - 1, -1, -1):
         start = int(rejects[t]) + 1
-        stop = min(t + 1, threshold - int(margins[t])) if t > 0 else t + 1
+        stop = min(t + 1, threshold - int(margins[t]), int(evidence[t])) if t > 0 else t + 1
         losses = np.arange(start, max(start, stop))
         after = bands[t + 1]
         offset = int(starts[t + 1])
@@ -164,11 +196,12 @@ def design(alpha: float, share: float, top: int) -> Design:
     the fixed count's own (which has level alpha without the early stops)."""
     rejects = _mixture_reject_bounds(alpha, share, top)
     margins = _futility_margins(alpha, top)
+    evidence = _evidence_bounds(alpha, top)
     low, high = int(rejects[top]), max(int(rejects[top]), math.floor(alpha * (top + 1)) - 1)
-    best = _induction(low, rejects, margins)
+    best = _induction(low, rejects, margins, evidence)
     while high > low:
         mid = (low + high + 1) // 2
-        trial = _induction(mid, rejects, margins)
+        trial = _induction(mid, rejects, margins, evidence)
         if trial.level <= alpha:
             low, best = mid, trial
         else:
@@ -287,8 +320,9 @@ class StoppingRule:
 
     def round_ends(self) -> list[int]:
         """Where the rounds of replicates end (replicate 0 alone first): doubling sizes, plus
-        the fewest replicates that can reject. Fixed by index, so where the rule stops never
-        depends on the rounds, the workers or the executor."""
+        the fewest replicates that can reject and the fewest that can accept (nothing to find:
+        every replicate a loss). Fixed by index, so where the rule stops never depends on the
+        rounds, the workers or the executor."""
         ends = {1, self.max_replicates}
         end = 2
         while end < self.max_replicates:
@@ -296,6 +330,7 @@ class StoppingRule:
             end *= 2
         if self.reject_after is not None:
             ends.add(self.reject_after)
+            ends.add(self.likely_replicates(True))
         return sorted(e for e in ends if 1 <= e <= self.max_replicates)
 
     def describe(self) -> str:
