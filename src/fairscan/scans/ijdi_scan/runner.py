@@ -436,7 +436,9 @@ def _run_given(
         if not is_material(best) or degenerate:
             p_value, test = 1.0, "no deviation in the scan's direction"
         elif ctx.replicates > 0:
-            null, p_value, exceed, stopped = _given_null(ctx, k, cells, selection, inputs, best)
+            null, p_value, exceed, stopped = _given_null(
+                ctx, k, cells, selection, inputs, best, seed
+            )
             test = GIVEN_TEST
         else:
             test = GIVEN_TEST
@@ -476,16 +478,15 @@ def _given_null(
     selection: np.ndarray,
     inputs: IjdiInputs,
     best: Any,
+    seed: np.random.SeedSequence,
 ) -> tuple[np.ndarray, float, int, int | None]:
     """(null scores, p-value, exceed count, the maximum where the sequential rule stopped the
     redraws, else None) of given subgroup ``k``. The redraws stop once the decision at alpha is
     settled, as every randomization test's (issue 36), unless a re-test asks for the power,
     which reads the whole null."""
     from fairscan.engine.ijdi import FixedReplicate, fixed_draws
-    from fairscan.engine.seeds import IjdiStream
     from fairscan.scans.given import monte_carlo_p
 
-    seed = child_seed(ctx.seed, IjdiStream.FIXED, k)
     if k < len(ctx.detect) and ctx.detect[k] is not None:
         null = fixed_draws(cells, selection, lam=inputs.lam, seed=seed, replicates=ctx.replicates)
         p_value, exceed = monte_carlo_p(best.llr, null)
